@@ -1,0 +1,195 @@
+/**
+ * Turns the JSON Schema subset our OpenAPI specs use into valibot source code.
+ *
+ * Supported: `$ref` to components, string (enum, const, minLength, maxLength, pattern,
+ * `allOf` of patterns, `not: {pattern}`, with an optional `errorMessage` per rule), integer and
+ * number (minimum, maximum, const), boolean (const), array (items, maxItems), object
+ * (properties, required, additionalProperties false or a schema). Anything else throws, so a
+ * spec never silently loses a rule.
+ *
+ * @module
+ */
+
+/** A JSON Schema object as parsed from YAML. */
+export type JsonSchema = Record<string, unknown>;
+
+const REF_PREFIX = "#/components/schemas/";
+
+/** The name of the generated valibot constant for a component schema. */
+export function schemaConstName(name: string): string {
+  return `${name}Schema`;
+}
+
+/** Component names a schema refers to, directly or nested. */
+export function refsOf(schema: unknown, into = new Set<string>()): Set<string> {
+  if (Array.isArray(schema)) {
+    for (const item of schema) refsOf(item, into);
+  } else if (schema && typeof schema === "object") {
+    for (const [key, value] of Object.entries(schema)) {
+      if (key === "$ref" && typeof value === "string" && value.startsWith(REF_PREFIX)) {
+        into.add(value.slice(REF_PREFIX.length));
+      } else refsOf(value, into);
+    }
+  }
+  return into;
+}
+
+/** Component names ordered so that every schema comes after the ones it refers to. */
+export function dependencyOrder(schemas: Record<string, JsonSchema>): string[] {
+  const done: string[] = [];
+  const visiting = new Set<string>();
+  const visit = (name: string) => {
+    if (done.includes(name)) return;
+    if (visiting.has(name)) throw new Error(`recursive schema ${name} is not supported`);
+    visiting.add(name);
+    for (const dep of refsOf(schemas[name])) visit(dep);
+    visiting.delete(name);
+    done.push(name);
+  };
+  for (const name of Object.keys(schemas).sort()) visit(name);
+  return done;
+}
+
+const lit = (value: unknown) => JSON.stringify(value);
+
+function ruleMessage(rule: JsonSchema, fallback: string): string {
+  return lit(typeof rule.errorMessage === "string" ? rule.errorMessage : fallback);
+}
+
+function patternActions(schema: JsonSchema): string[] {
+  const actions: string[] = [];
+  const rules = [schema, ...((schema.allOf as JsonSchema[] | undefined) ?? [])];
+  for (const rule of rules) {
+    if (typeof rule.pattern === "string") {
+      actions.push(
+        `v.regex(new RegExp(${lit(rule.pattern)}, "u"), ${
+          ruleMessage(rule, `must match ${rule.pattern}`)
+        })`,
+      );
+    }
+    const not = rule.not as JsonSchema | undefined;
+    if (not && typeof not.pattern === "string") {
+      actions.push(
+        `v.check((s) => !new RegExp(${lit(not.pattern)}, "u").test(s), ${
+          ruleMessage(rule, `must not match ${not.pattern}`)
+        })`,
+      );
+    }
+  }
+  return actions;
+}
+
+function pipe(base: string, actions: string[]): string {
+  return actions.length === 0 ? base : `v.pipe(${base}, ${actions.join(", ")})`;
+}
+
+function stringSchema(schema: JsonSchema): string {
+  if (Array.isArray(schema.enum)) {
+    return `v.picklist(${lit(schema.enum)}, ${lit(`must be one of: ${schema.enum.join(", ")}`)})`;
+  }
+  if (schema.const !== undefined) {
+    return `v.literal(${lit(schema.const)}, ${lit(`must be ${lit(schema.const)}`)})`;
+  }
+  const actions: string[] = [];
+  if (typeof schema.minLength === "number") {
+    actions.push(
+      `v.minLength(${schema.minLength}, ${
+        lit(
+          schema.minLength === 1
+            ? "must not be empty"
+            : `must be at least ${schema.minLength} long`,
+        )
+      })`,
+    );
+  }
+  if (typeof schema.maxLength === "number") {
+    actions.push(
+      `v.maxLength(${schema.maxLength}, ${lit(`must be at most ${schema.maxLength} characters`)})`,
+    );
+  }
+  actions.push(...patternActions(schema));
+  return pipe(`v.string("must be a string")`, actions);
+}
+
+function numberSchema(schema: JsonSchema, integer: boolean): string {
+  if (schema.const !== undefined) return `v.literal(${lit(schema.const)})`;
+  const actions: string[] = [];
+  if (integer) actions.push(`v.safeInteger("must be an integer")`);
+  if (typeof schema.minimum === "number") {
+    actions.push(`v.minValue(${schema.minimum}, ${lit(`must be at least ${schema.minimum}`)})`);
+  }
+  if (typeof schema.maximum === "number") {
+    actions.push(`v.maxValue(${schema.maximum}, ${lit(`must be at most ${schema.maximum}`)})`);
+  }
+  return pipe(`v.number(${lit(integer ? "must be an integer" : "must be a number")})`, actions);
+}
+
+function objectSchema(schema: JsonSchema): string {
+  const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((schema.required ?? []) as string[]);
+  const entries = Object.entries(properties).map(([key, value]) => {
+    const inner = valibotFor(value);
+    return `${lit(key)}: ${required.has(key) ? inner : `v.optional(${inner})`}`;
+  });
+  const body = `{ ${entries.join(", ")} }`;
+  const additional = schema.additionalProperties;
+  // No custom message: one message would also replace the "unknown field" and "required" ones.
+  if (additional === false) return `v.strictObject(${body})`;
+  if (additional && typeof additional === "object" && entries.length === 0) {
+    return `v.record(v.string(), ${valibotFor(additional as JsonSchema)}, "must be an object")`;
+  }
+  if (additional === undefined || additional === true) {
+    return `v.looseObject(${body}, "must be an object")`;
+  }
+  throw new Error(
+    "objects with both properties and an additionalProperties schema are unsupported",
+  );
+}
+
+/** valibot source for one JSON schema. */
+export function valibotFor(schema: JsonSchema): string {
+  if (typeof schema.$ref === "string") {
+    if (!schema.$ref.startsWith(REF_PREFIX)) throw new Error(`unsupported $ref ${schema.$ref}`);
+    return schemaConstName(schema.$ref.slice(REF_PREFIX.length));
+  }
+  switch (schema.type) {
+    case "string":
+      return stringSchema(schema);
+    case "integer":
+      return numberSchema(schema, true);
+    case "number":
+      return numberSchema(schema, false);
+    case "boolean":
+      return schema.const !== undefined
+        ? `v.literal(${lit(schema.const)}, ${lit(`must be ${schema.const}`)})`
+        : `v.boolean("must be true or false")`;
+    case "array": {
+      const items = valibotFor((schema.items ?? {}) as JsonSchema);
+      const actions = typeof schema.maxItems === "number"
+        ? [`v.maxLength(${schema.maxItems}, ${lit(`must have at most ${schema.maxItems} items`)})`]
+        : [];
+      return pipe(`v.array(${items}, "must be an array")`, actions);
+    }
+    case "object":
+      return objectSchema(schema);
+    default:
+      throw new Error(`unsupported schema: ${JSON.stringify(schema)}`);
+  }
+}
+
+/**
+ * valibot source for a query parameter: query values arrive as strings, so booleans and
+ * integers are parsed from their text before the schema's own checks run.
+ */
+export function valibotForQuery(schema: JsonSchema, resolve: (ref: string) => JsonSchema): string {
+  const target = typeof schema.$ref === "string" ? resolve(schema.$ref) : schema;
+  if (target.type === "boolean") {
+    return `v.pipe(v.picklist(["true", "false"], "must be true or false"), v.transform((s) => s === "true"))`;
+  }
+  if (target.type === "integer") {
+    return `v.pipe(v.string(), v.regex(/^-?[0-9]{1,15}$/u, "must be an integer"), v.transform(Number), ${
+      numberSchema(target, true)
+    })`;
+  }
+  return valibotFor(schema);
+}

@@ -1,0 +1,144 @@
+/**
+ * Serves a file from disk with Content-Length, ETag, Last-Modified, single byte ranges (206,
+ * 416), If-None-Match (304) and If-Range, streaming it in bounded chunks so that memory does not
+ * grow with the file.
+ *
+ * @module
+ */
+import { errorResponse } from "./errors.ts";
+
+/** What to serve. */
+export interface FileToServe {
+  path: string;
+  /** A strong entity tag, without quotes. */
+  etag: string;
+  contentType: string;
+  /** Suggested file name for `Content-Disposition`. */
+  filename: string;
+}
+
+const CHUNK_BYTES = 256 * 1024;
+
+type ByteRange = { start: number; end: number };
+
+/**
+ * Parses a Range header for a file of `size` bytes. Returns undefined when the whole file should
+ * be sent (no header, another unit, or several ranges, which RFC 9110 lets a server ignore) and
+ * "unsatisfiable" for a range that lies outside the file.
+ */
+export function parseRange(
+  header: string | null,
+  size: number,
+): ByteRange | "unsatisfiable" | undefined {
+  if (!header) return undefined;
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match || (match[1] === "" && match[2] === "")) return undefined;
+  if (match[1] === "") {
+    const suffix = Number(match[2]);
+    if (suffix === 0 || size === 0) return "unsatisfiable";
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(match[1]);
+  const end = match[2] === "" ? size - 1 : Math.min(Number(match[2]), size - 1);
+  if (start >= size || end < start) return "unsatisfiable";
+  return { start, end };
+}
+
+function fileStream(
+  opened: Deno.FsFile,
+  start: number,
+  length: number,
+): ReadableStream<Uint8Array> {
+  let file: Deno.FsFile | undefined = opened;
+  let remaining = length;
+  return new ReadableStream<Uint8Array>({
+    type: "bytes",
+    async start() {
+      if (start > 0) await file!.seek(start, Deno.SeekMode.Start);
+    },
+    async pull(controller) {
+      const buffer = new Uint8Array(Math.min(CHUNK_BYTES, remaining));
+      const read = await file!.read(buffer);
+      if (read === null || read === 0) {
+        file!.close();
+        file = undefined;
+        // The file shrank under us: better a short, failed body than a hang.
+        if (remaining > 0) controller.error(new Error(`file ended ${remaining} bytes early`));
+        else controller.close();
+        return;
+      }
+      remaining -= read;
+      controller.enqueue(buffer.subarray(0, read));
+      if (remaining === 0) {
+        file!.close();
+        file = undefined;
+        controller.close();
+      }
+    },
+    cancel() {
+      file?.close();
+      file = undefined;
+    },
+  }, { highWaterMark: 0 });
+}
+
+function matchesEtag(header: string, etag: string): boolean {
+  return header.split(",").some((tag) => {
+    const trimmed = tag.trim().replace(/^W\//, "");
+    return trimmed === "*" || trimmed === `"${etag}"`;
+  });
+}
+
+/**
+ * The response for a GET or HEAD of a file. The file is opened before the response is built, so
+ * a missing file rejects with Deno.errors.NotFound (for the caller to turn into a 404), and a
+ * file replaced or deleted meanwhile is still served whole from the open descriptor.
+ */
+export async function fileResponse(request: Request, file: FileToServe): Promise<Response> {
+  const opened = await Deno.open(file.path, { read: true });
+  try {
+    return respond(request, file, opened, await opened.stat());
+  } catch (error) {
+    opened.close();
+    throw error;
+  }
+}
+
+function respond(request: Request, file: FileToServe, opened: Deno.FsFile, info: Deno.FileInfo) {
+  const size = info.size;
+  const lastModified = info.mtime ?? new Date(0);
+  const headers = new Headers({
+    "Accept-Ranges": "bytes",
+    "Content-Type": file.contentType,
+    "Content-Disposition": `attachment; filename="${file.filename}"`,
+    "ETag": `"${file.etag}"`,
+    "Last-Modified": lastModified.toUTCString(),
+    "Cache-Control": "no-cache",
+  });
+  const ifNoneMatch = request.headers.get("if-none-match");
+  if (ifNoneMatch && matchesEtag(ifNoneMatch, file.etag)) {
+    opened.close();
+    return new Response(null, { status: 304, headers });
+  }
+  const ifRange = request.headers.get("if-range");
+  const rangeApplies = !ifRange || ifRange === `"${file.etag}"` ||
+    (!ifRange.startsWith('"') && !ifRange.startsWith("W/") &&
+      Date.parse(ifRange) >= Math.floor(lastModified.getTime() / 1000) * 1000);
+  const range = rangeApplies ? parseRange(request.headers.get("range"), size) : undefined;
+  if (range === "unsatisfiable") {
+    opened.close();
+    return errorResponse(416, `range not satisfiable: the file has ${size} bytes`, {
+      "Content-Range": `bytes */${size}`,
+    });
+  }
+  const { start, end } = range ?? { start: 0, end: size - 1 };
+  const length = end - start + 1;
+  headers.set("Content-Length", String(length));
+  if (range) headers.set("Content-Range", `bytes ${start}-${end}/${size}`);
+  const status = range ? 206 : 200;
+  if (request.method === "HEAD" || length === 0) {
+    opened.close();
+    return new Response(null, { status, headers });
+  }
+  return new Response(fileStream(opened, start, length), { status, headers });
+}

@@ -1,0 +1,92 @@
+/**
+ * Reading and validating request input at the boundary: path and query parameters and JSON
+ * bodies, with messages that name the field and say what to fix.
+ *
+ * @module
+ */
+import * as v from "valibot";
+import { HttpError } from "./errors.ts";
+
+/** Where a value came from, for error messages. */
+export type InputSource = "body" | "path" | "query";
+
+/** Largest JSON body accepted, in bytes. */
+export const MAX_JSON_BYTES = 64 * 1024;
+
+function describeIssue(issue: v.BaseIssue<unknown>, source: InputSource): string {
+  const keys = (issue.path ?? []).map((item) => String(item.key));
+  const isObjectIssue = issue.type === "strict_object" || issue.type === "object" ||
+    issue.type === "loose_object";
+  let message = issue.message;
+  if (isObjectIssue && issue.expected === "never") {
+    const allowed = source === "body" ? "field" : `${source} parameter`;
+    return `unknown ${allowed} '${keys.join(".")}'`;
+  }
+  if (isObjectIssue && issue.received === "undefined" && keys.length > 0) {
+    message = "is required";
+  } else if (isObjectIssue) {
+    message = "must be a JSON object";
+  }
+  if (keys.length === 0) return `${source === "body" ? "body" : source}: ${message}`;
+  const where = source === "body"
+    ? `field '${keys.join(".")}'`
+    : `${source} parameter '${keys[0]}'`;
+  return `${where} ${message}`;
+}
+
+/** Validates a value against a schema; throws 400 naming every problem. */
+export function validate<S extends v.GenericSchema>(
+  schema: S,
+  value: unknown,
+  source: InputSource,
+): v.InferOutput<S> {
+  const result = v.safeParse(schema, value);
+  if (result.success) return result.output;
+  const messages = [...new Set(result.issues.map((issue) => describeIssue(issue, source)))];
+  throw new HttpError(400, messages.join("; "));
+}
+
+/** The query string as an object; a parameter given twice is 400. */
+export function queryObject(url: URL): Record<string, string> {
+  const query: Record<string, string> = {};
+  for (const [key, value] of url.searchParams) {
+    if (key in query) throw new HttpError(400, `query parameter '${key}' is given more than once`);
+    query[key] = value;
+  }
+  return query;
+}
+
+/** Checks the Content-Type's media type against the accepted ones; 415 otherwise. */
+export function requireContentType(request: Request, accepted: readonly string[]): string {
+  const mediaType = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  if (!accepted.includes(mediaType)) {
+    const got = mediaType ? `'${mediaType}'` : "none";
+    throw new HttpError(415, `Content-Type must be ${accepted.join(" or ")} (got ${got})`);
+  }
+  return mediaType;
+}
+
+/** Reads a JSON body of at most MAX_JSON_BYTES; 413 when larger, 400 when not JSON. */
+export async function readJson(request: Request): Promise<unknown> {
+  requireContentType(request, ["application/json"]);
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_JSON_BYTES) {
+    throw new HttpError(413, `JSON body is larger than ${MAX_JSON_BYTES} bytes`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body ?? []) {
+    size += chunk.byteLength;
+    if (size > MAX_JSON_BYTES) {
+      throw new HttpError(413, `JSON body is larger than ${MAX_JSON_BYTES} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  if (size === 0) throw new HttpError(400, "request body is empty: send a JSON object");
+  const text = new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new HttpError(400, `body is not valid JSON: ${(error as Error).message}`);
+  }
+}

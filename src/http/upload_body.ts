@@ -1,0 +1,83 @@
+/**
+ * The bytes of an uploaded file, from either a `multipart/form-data` body (one named file field,
+ * parsed as it streams by busboy, never buffered) or a raw `application/octet-stream` body.
+ *
+ * @module
+ */
+import busboy from "busboy";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { HttpError } from "./errors.ts";
+
+/** An uploaded file as it arrives. */
+export interface UploadBody {
+  /** The file's bytes; iterate once. Errors when the client aborts or the body is malformed. */
+  chunks: AsyncIterable<Uint8Array>;
+  /** Size the client declared, when it did (Content-Length of a raw body). */
+  declaredSize: number | undefined;
+  /**
+   * Resolves once the whole request body has been read and was well formed (for multipart, the
+   * closing boundary arrived); rejects with a 400 otherwise. Await it after the chunks.
+   */
+  complete: Promise<void>;
+}
+
+const MULTIPART_LIMITS = { files: 1, fields: 32, fieldSize: 64 * 1024, parts: 64, headerPairs: 64 };
+
+/** Reads the upload from a raw body, or the part named `field` from a multipart body. */
+export function uploadBody(request: Request, field: string): Promise<UploadBody> {
+  const contentType = request.headers.get("content-type") ?? "";
+  if (!request.body) throw new HttpError(400, "upload body is empty: send the file");
+  if (contentType.toLowerCase().startsWith("multipart/form-data")) {
+    return multipartFile(request.body, contentType, field);
+  }
+  const length = request.headers.get("content-length");
+  return Promise.resolve({
+    chunks: request.body,
+    declaredSize: length === null ? undefined : Number(length),
+    complete: Promise.resolve(),
+  });
+}
+
+function badForm(error: unknown): HttpError {
+  const message = error instanceof Error ? error.message : String(error);
+  return new HttpError(400, `malformed multipart body: ${message}`);
+}
+
+function multipartFile(
+  body: ReadableStream<Uint8Array>,
+  contentType: string,
+  field: string,
+): Promise<UploadBody> {
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({ headers: { "content-type": contentType }, limits: MULTIPART_LIMITS });
+  } catch (error) {
+    throw badForm(error);
+  }
+  const source = Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>);
+  const complete = pipeline(source, parser).catch((error) => {
+    throw error instanceof HttpError ? error : badForm(error);
+  });
+  return new Promise<UploadBody>((resolve, reject) => {
+    let found = false;
+    parser.on("file", (name, stream) => {
+      if (found || name !== field) {
+        stream.resume();
+        return;
+      }
+      found = true;
+      // A body that breaks off mid-file fails the pipeline; make the file stream fail with it.
+      complete.catch((error) => stream.destroy(error));
+      resolve({ chunks: stream, declaredSize: undefined, complete });
+    });
+    complete.then(
+      () => {
+        if (!found) reject(new HttpError(400, `multipart body has no file field '${field}'`));
+      },
+      (error) => {
+        if (!found) reject(error);
+      },
+    );
+  });
+}

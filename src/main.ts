@@ -1,0 +1,109 @@
+/**
+ * The edgenode program: `edgenode serve` runs a node; other subcommands are clients and tools.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import meta from "../deno.json" with { type: "json" };
+import { ConfigError, loadSettings, type ServeFlags } from "./node/config.ts";
+import { launch } from "./node/launcher.ts";
+import { startNode } from "./node/server.ts";
+
+/** The program's version, from deno.json. */
+export const VERSION: string = meta.version;
+
+const HELP = `edgenode ${VERSION}: turns this machine into an edge node.
+
+Usage:
+  edgenode serve [--host H] [--port N] [--data-dir DIR] [--config FILE]
+      Runs a node (default 0.0.0.0:8083, data in $EDGENODE_DATA_DIR or ~/.edgenode).
+  edgenode version      Prints the version.
+  edgenode help         Prints this help.
+
+Environment: EDGENODE_API_KEY overrides the config file's key; EDGENODE_DATA_DIR sets the data
+directory. Exit codes: 0 done, 1 failed, 2 bad usage or configuration.`;
+
+function env(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined; // Not allowed to read it: as if unset.
+  }
+}
+
+function serveFlags(args: string[]): ServeFlags {
+  const { values } = parseArgs({
+    args,
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      "data-dir": { type: "string" },
+      config: { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  let port: number | undefined;
+  if (values.port !== undefined) {
+    port = Number(values.port);
+    if (!/^\d{1,5}$/.test(values.port) || port > 65535) {
+      throw new ConfigError(`--port must be a number from 0 to 65535 (got '${values.port}')`);
+    }
+  }
+  return { host: values.host, port, dataDir: values["data-dir"], config: values.config };
+}
+
+/** The child side of `serve`: runs the node until a signal, or until the launcher goes away. */
+async function runNode(flags: ServeFlags): Promise<number> {
+  const { settings } = await loadSettings(flags, env);
+  if (settings.apiKey.length < 16) {
+    console.warn("warning: the API key is shorter than 16 characters; anyone nearby may guess it");
+  }
+  const node = await startNode(settings);
+  const shown = node.hostname.includes(":") ? `[${node.hostname}]` : node.hostname;
+  console.log(`edgenode ${VERSION} listening on http://${shown}:${node.port} (pid ${Deno.pid})`);
+  const { promise: stop, resolve } = Promise.withResolvers<string>();
+  Deno.addSignalListener("SIGINT", () => resolve("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => resolve("SIGTERM"));
+  (async () => {
+    for await (const _ of Deno.stdin.readable) { /* the launcher sends nothing */ }
+    resolve("launcher exited");
+  })();
+  const reason = await stop;
+  console.log(`stopping (${reason})`);
+  await node.shutdown();
+  return 0;
+}
+
+/** Runs the program with these arguments and returns the exit code. */
+export async function main(args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  try {
+    switch (command) {
+      case "serve":
+        return await launch(serveFlags(rest), env);
+      case "__node":
+        return await runNode(serveFlags(rest));
+      case "version":
+      case "--version":
+        console.log(VERSION);
+        return 0;
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        console.log(HELP);
+        return 0;
+      default:
+        console.error(`unknown command '${command}'\n\n${HELP}`);
+        return 2;
+    }
+  } catch (error) {
+    const usage = error instanceof ConfigError ||
+      (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
+    console.error(`edgenode: ${(error as Error).message}`);
+    return usage ? 2 : 1;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

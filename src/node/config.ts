@@ -1,0 +1,129 @@
+/**
+ * The node's settings: command-line flags over environment over the config file over defaults.
+ * A fresh data directory gets a config file (mode 0600) with a generated API key.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import { join, resolve } from "node:path";
+import * as v from "valibot";
+import { type NodeConfig, NodeConfigSchema } from "../../gen/config/validators.ts";
+
+/** Flags of `edgenode serve`. */
+export interface ServeFlags {
+  host?: string;
+  port?: number;
+  dataDir?: string;
+  config?: string;
+}
+
+/** Everything a running node needs to know. */
+export interface Settings {
+  dataDir: string;
+  configPath: string;
+  apiKey: string;
+  host: string;
+  port: number;
+  storePrefixes: string[];
+  readsRequireKey: boolean;
+  maxModelFileBytes: number | undefined;
+}
+
+/** The defaults of every optional setting. */
+export const DEFAULTS = {
+  host: "0.0.0.0",
+  port: 8083,
+  storePrefixes: ["/ai/store/v1"],
+} as const;
+
+/** Reads an environment variable; injected so that callers can decide which ones are allowed. */
+export type EnvReader = (name: string) => string | undefined;
+
+/** A setting or file the user must fix; main prints the message and exits 2. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** The data directory and config file paths, before anything is read. */
+export function resolvePaths(
+  flags: ServeFlags,
+  env: EnvReader,
+): { dataDir: string; configPath: string } {
+  const home = env("HOME") ?? env("USERPROFILE");
+  const dataDir = flags.dataDir ?? env("EDGENODE_DATA_DIR") ??
+    (home ? join(home, ".edgenode") : undefined);
+  if (!dataDir) {
+    throw new ConfigError("no data directory: pass --data-dir or set EDGENODE_DATA_DIR");
+  }
+  const absolute = resolve(dataDir);
+  return { dataDir: absolute, configPath: resolve(flags.config ?? join(absolute, "config.json")) };
+}
+
+/** A new random API key: 32 bytes, base64url. */
+export function generateApiKey(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
+}
+
+async function readConfigFile(path: string): Promise<NodeConfig> {
+  const text = await Deno.readTextFile(path);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`${path} is not valid JSON: ${(error as Error).message}`);
+  }
+  const result = v.safeParse(NodeConfigSchema, parsed);
+  if (!result.success) {
+    const problems = result.issues.map((issue) =>
+      `${(issue.path ?? []).map((p) => p.key).join(".") || "(file)"}: ${issue.message}`
+    );
+    throw new ConfigError(`${path} is not a valid config file: ${problems.join("; ")}`);
+  }
+  return result.output;
+}
+
+/**
+ * Loads the settings, creating the data directory and a config file with a new key when the
+ * config file does not exist yet (only for the default location: a missing `--config` file is
+ * an error). Returns the generated key so that the caller can print it once.
+ */
+export async function loadSettings(
+  flags: ServeFlags,
+  env: EnvReader,
+): Promise<{ settings: Settings; generatedKey?: string }> {
+  const { dataDir, configPath } = resolvePaths(flags, env);
+  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  let file: NodeConfig;
+  let generatedKey: string | undefined;
+  try {
+    file = await readConfigFile(configPath);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    if (flags.config) throw new ConfigError(`config file ${configPath} does not exist`);
+    generatedKey = generateApiKey();
+    file = { apiKey: generatedKey };
+    await Deno.writeTextFile(configPath, JSON.stringify(file, null, 2) + "\n", {
+      createNew: true,
+      mode: 0o600,
+    });
+  }
+  const mode = (await Deno.stat(configPath)).mode;
+  if (mode !== null && (mode & 0o077) !== 0) {
+    console.warn(
+      `warning: ${configPath} is readable by others (mode ${
+        (mode & 0o777).toString(8)
+      }); run chmod 600 on it`,
+    );
+  }
+  const settings: Settings = {
+    dataDir,
+    configPath,
+    apiKey: env("EDGENODE_API_KEY") || file.apiKey,
+    host: flags.host ?? file.host ?? DEFAULTS.host,
+    port: flags.port ?? file.port ?? DEFAULTS.port,
+    storePrefixes: file.storePrefixes ?? [...DEFAULTS.storePrefixes],
+    readsRequireKey: file.readsRequireKey ?? false,
+    maxModelFileBytes: file.maxModelFileBytes,
+  };
+  return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };
+}

@@ -1,0 +1,74 @@
+/**
+ * `edgenode serve` runs the node as a child process with a permission set narrowed to what it
+ * needs: its data directory and config file, and its listening address. The launcher itself
+ * reads the settings (creating a fresh config on first start), then passes signals on and exits
+ * with the child. The child watches its stdin: when the launcher dies, the pipe closes and the
+ * node shuts down too.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
+
+/** The environment variables the node may read. */
+export const NODE_ENV_VARS = ["EDGENODE_API_KEY", "EDGENODE_DATA_DIR", "HOME", "USERPROFILE"];
+
+function netAddress(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** The Deno permission flags of a node with these settings. */
+export function nodePermissions(settings: Settings): string[] {
+  const readable = [settings.dataDir, settings.configPath];
+  return [
+    "--no-prompt",
+    `--allow-read=${readable.join(",")}`,
+    `--allow-write=${settings.dataDir}`,
+    `--allow-net=${netAddress(settings.host, settings.port)}`,
+    `--allow-env=${NODE_ENV_VARS.join(",")}`,
+  ];
+}
+
+/** Runs the node in a child process and returns its exit code. */
+export async function launch(
+  flags: ServeFlags,
+  env: (name: string) => string | undefined,
+): Promise<number> {
+  const { settings, generatedKey } = await loadSettings(flags, env);
+  // Permission paths must be the real ones: a symlinked data directory would otherwise not match.
+  settings.dataDir = await Deno.realPath(settings.dataDir);
+  settings.configPath = `${await Deno.realPath(dirname(settings.configPath))}/${
+    settings.configPath.split("/").pop()
+  }`;
+  if (generatedKey) {
+    console.log(
+      `Generated a new API key (saved in ${settings.configPath}, shown only now):\n  ${generatedKey}`,
+    );
+  }
+  const args = [
+    "run",
+    ...nodePermissions(settings),
+    Deno.mainModule,
+    "__node",
+    `--data-dir=${settings.dataDir}`,
+    `--config=${settings.configPath}`,
+    `--host=${settings.host}`,
+    `--port=${settings.port}`,
+  ];
+  const child = new Deno.Command(Deno.execPath(), { args, stdin: "piped" }).spawn();
+  const forward = (signal: Deno.Signal) => () => {
+    try {
+      child.kill(signal);
+    } catch {
+      // Already gone.
+    }
+  };
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  const handlers = signals.map((signal) => [signal, forward(signal)] as const);
+  for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler);
+  const status = await child.status;
+  for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
+  return status.signal ? 128 + (signal_numbers[status.signal] ?? 0) : status.code;
+}
+
+const signal_numbers: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };

@@ -1,0 +1,197 @@
+/**
+ * Model files on disk: `<dataDir>/models/<id>/<id>.<gguf|onnx>`, written through a temporary
+ * `.<name>.<uuid>.partial` file in the same folder that is hashed as it is written, synced, and
+ * renamed into place only after it has been checked.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import { statfs } from "node:fs/promises";
+import { join, resolve, sep as SEP } from "node:path";
+import { HttpError } from "../http/errors.ts";
+import { isModelId } from "./model_id.ts";
+import type { ModelFormat } from "./model_format.ts";
+
+/** Suffix of temporary files; anything with it is removed at start. */
+export const PARTIAL_SUFFIX = ".partial";
+
+/** A file written to a temporary name, not yet in place. */
+export interface WrittenFile {
+  tempPath: string;
+  size: number;
+  sha256: string;
+  /** The first bytes, for header checks. */
+  head: Uint8Array;
+}
+
+/** Options for writing a file. */
+export interface WriteOptions {
+  /** Aborts the write; the temporary file is removed. */
+  signal?: AbortSignal;
+  /** Largest size accepted; larger is 413. */
+  maxBytes?: number;
+  /** Bytes kept from the start of the file in `head`. */
+  headBytes: number;
+}
+
+function isNoSpace(error: unknown): boolean {
+  return error instanceof Error && /ENOSPC|No space left|os error 28/.test(String(error));
+}
+
+/** The model files under one root folder. */
+export class ModelFiles {
+  /** The models folder, resolved to a real path. */
+  readonly root: string;
+
+  private constructor(root: string) {
+    this.root = root;
+  }
+
+  /** Opens (creating if needed) `<dataDir>/models`. */
+  static async open(dataDir: string): Promise<ModelFiles> {
+    const root = join(dataDir, "models");
+    await Deno.mkdir(root, { recursive: true, mode: 0o700 });
+    return new ModelFiles(await Deno.realPath(root));
+  }
+
+  /** The folder of a model; the id is checked and the path must resolve inside the root. */
+  dirOf(id: string): string {
+    if (!isModelId(id)) throw new HttpError(400, `invalid model id '${id}'`);
+    const dir = resolve(this.root, id);
+    if (!dir.startsWith(this.root + SEP) || dir.slice(this.root.length + 1).includes(SEP)) {
+      throw new HttpError(400, `invalid model id '${id}'`);
+    }
+    return dir;
+  }
+
+  /** Where the model file of a model lives. */
+  pathOf(id: string, format: ModelFormat): string {
+    return join(this.dirOf(id), `${id}.${format}`);
+  }
+
+  /** The model's folder, created if needed; a symlink in its place is refused. */
+  private async ensureDir(id: string): Promise<string> {
+    const dir = this.dirOf(id);
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    const info = await Deno.lstat(dir);
+    if (!info.isDirectory) throw new Error(`${dir} is not a plain directory`);
+    return dir;
+  }
+
+  /** Throws 507 when the file system has less than `bytes` free. */
+  async requireFreeSpace(bytes: number): Promise<void> {
+    const stats = await statfs(this.root);
+    const free = Number(stats.bavail) * Number(stats.bsize);
+    if (bytes > free) {
+      throw new HttpError(
+        507,
+        `not enough disk space: the file needs ${bytes} bytes and ${free} are free`,
+      );
+    }
+  }
+
+  /** Streams `chunks` into a new temporary file beside `finalName`, hashing and syncing it. */
+  async writeTemp(
+    id: string,
+    finalName: string,
+    chunks: AsyncIterable<Uint8Array>,
+    options: WriteOptions,
+  ): Promise<WrittenFile> {
+    const dir = await this.ensureDir(id);
+    const tempPath = join(dir, `.${finalName}.${crypto.randomUUID()}${PARTIAL_SUFFIX}`);
+    const file = await Deno.open(tempPath, { write: true, createNew: true, mode: 0o600 });
+    const hash = createHash("sha256");
+    const head = new Uint8Array(options.headBytes);
+    let size = 0;
+    try {
+      for await (const chunk of chunks) {
+        options.signal?.throwIfAborted();
+        if (size < head.length) head.set(chunk.subarray(0, head.length - size), size);
+        size += chunk.byteLength;
+        if (options.maxBytes !== undefined && size > options.maxBytes) {
+          throw new HttpError(
+            413,
+            `the file is larger than the limit of ${options.maxBytes} bytes`,
+          );
+        }
+        hash.update(chunk);
+        for (let written = 0; written < chunk.byteLength;) {
+          written += await file.write(chunk.subarray(written));
+        }
+      }
+      options.signal?.throwIfAborted();
+      await file.syncData();
+    } catch (error) {
+      file.close();
+      await Deno.remove(tempPath).catch(() => {});
+      if (isNoSpace(error)) throw new HttpError(507, "the disk became full while writing the file");
+      throw error;
+    }
+    file.close();
+    return { tempPath, size, sha256: hash.digest("hex"), head: head.subarray(0, size) };
+  }
+
+  /** Renames a checked temporary file into place (atomically replacing any old file). */
+  async commit(written: WrittenFile, finalPath: string): Promise<void> {
+    await Deno.rename(written.tempPath, finalPath);
+    await syncDir(finalPath.slice(0, finalPath.lastIndexOf(SEP)));
+  }
+
+  /** Removes a temporary file that will not be used. */
+  async discard(written: WrittenFile): Promise<void> {
+    await Deno.remove(written.tempPath).catch(() => {});
+  }
+
+  /** Removes a model's folder and everything in it. */
+  async removeModel(id: string): Promise<void> {
+    await Deno.remove(this.dirOf(id), { recursive: true }).catch((error) => {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    });
+  }
+
+  /** Size and modification time of a file, or undefined when it does not exist. */
+  async stat(path: string): Promise<Deno.FileInfo | undefined> {
+    return await Deno.stat(path).catch((error) => {
+      if (error instanceof Deno.errors.NotFound) return undefined;
+      throw error;
+    });
+  }
+
+  /** Hex SHA-256 of a file, read in a stream. */
+  async hashFile(path: string): Promise<string> {
+    const hash = createHash("sha256");
+    using file = await Deno.open(path, { read: true });
+    for await (const chunk of file.readable) hash.update(chunk);
+    return hash.digest("hex");
+  }
+
+  /**
+   * Removes every temporary file left by an earlier run and returns the names of the model
+   * folders found (including folders no record knows of, for the caller to judge).
+   */
+  async sweep(): Promise<{ folders: string[]; removedPartials: number }> {
+    const folders: string[] = [];
+    let removedPartials = 0;
+    for await (const entry of Deno.readDir(this.root)) {
+      if (!entry.isDirectory || !isModelId(entry.name)) continue;
+      folders.push(entry.name);
+      for await (const inner of Deno.readDir(join(this.root, entry.name))) {
+        if (inner.isFile && inner.name.endsWith(PARTIAL_SUFFIX)) {
+          await Deno.remove(join(this.root, entry.name, inner.name));
+          removedPartials++;
+        }
+      }
+    }
+    return { folders, removedPartials };
+  }
+}
+
+/** Makes a rename durable by syncing its folder; skipped where the platform cannot. */
+async function syncDir(dir: string): Promise<void> {
+  try {
+    using handle = await Deno.open(dir, { read: true });
+    await handle.syncData();
+  } catch {
+    // Not every platform can sync a directory; the rename itself is still atomic.
+  }
+}

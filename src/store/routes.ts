@@ -1,0 +1,54 @@
+/**
+ * HTTP handlers of the model registry, one per operation of spec/store.yaml.
+ *
+ * @module
+ */
+import { storeRoutes } from "../../gen/store/routes.ts";
+import { errorResponse, HttpError, jsonResponse } from "../http/errors.ts";
+import { fileResponse } from "../http/file_response.ts";
+import type { Handlers } from "../http/routes.ts";
+import { uploadBody } from "../http/upload_body.ts";
+import type { ModelRegistry } from "./registry.ts";
+
+export { storeRoutes };
+
+/** The handlers of every registry operation. */
+export function storeHandlers(registry: ModelRegistry): Handlers<typeof storeRoutes> {
+  const media = async (request: Request, id: string) => {
+    try {
+      return await fileResponse(request, registry.mediaFile(id));
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) {
+        throw new HttpError(404, `the file of model '${id}' is missing`);
+      }
+      throw error;
+    }
+  };
+  return {
+    listModels: ({ query }) => jsonResponse({ data: registry.list(query) }),
+    createModel: ({ body }) => {
+      const { model, created } = registry.create(body);
+      return jsonResponse(model, created ? 201 : 200);
+    },
+    updateModel: ({ body }) => jsonResponse(registry.update(body)),
+    getModel: ({ params, query, request }) =>
+      query.alt === "media" ? media(request, params.id) : jsonResponse(registry.get(params.id)),
+    headModel: async ({ params, query, request }) => {
+      if (query.alt === "media") return await media(request, params.id);
+      const response = jsonResponse(registry.get(params.id));
+      return new Response(null, { headers: response.headers });
+    },
+    deleteModel: async ({ params }) => {
+      await registry.remove(params.id);
+      return jsonResponse({ id: params.id, object: "model", deleted: true });
+    },
+    uploadModel: async ({ params, query, request }) => {
+      // 404 before a byte of the body is read.
+      registry.get(params.id);
+      const body = await uploadBody(request, "file");
+      return jsonResponse(await registry.upload(params.id, body, query.sha256));
+    },
+    downloadModel: () =>
+      errorResponse(501, "download from a URL is not implemented yet; upload the file instead"),
+  };
+}
