@@ -8,7 +8,7 @@
 import type * as v from "valibot";
 import type { IRequest, RouterType } from "itty-router";
 import { requireApiKey } from "./auth.ts";
-import { errorResponse } from "./errors.ts";
+import { errorResponse, HttpError } from "./errors.ts";
 import { queryObject, readJson, requireContentType, validate } from "./input.ts";
 
 /** How an operation's request body is read. */
@@ -73,7 +73,11 @@ export function mountRoutes<T extends Record<string, RouteSpec>>(
       const query = validate(route.query, queryObject(new URL(request.url)), "query");
       let body: unknown = undefined;
       if (route.body.kind === "json") {
-        body = validate(route.body.schema, await readJson(request), "body");
+        const json = await readJson(request);
+        if (typeof json !== "object" || json === null || Array.isArray(json)) {
+          throw new HttpError(400, "body must be a JSON object");
+        }
+        body = validate(route.body.schema, json, "body");
       } else if (route.body.kind === "stream") {
         requireContentType(request, route.body.contentTypes);
       }

@@ -26,6 +26,8 @@ export function nodePermissions(settings: Settings): string[] {
     `--allow-write=${settings.dataDir}`,
     `--allow-net=${netAddress(settings.host, settings.port)}`,
     `--allow-env=${NODE_ENV_VARS.join(",")}`,
+    // statfs: free disk space, checked before an upload is accepted.
+    "--allow-sys=statfs",
   ];
 }
 

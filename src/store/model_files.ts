@@ -78,9 +78,13 @@ export class ModelFiles {
     return dir;
   }
 
-  /** Throws 507 when the file system has less than `bytes` free. */
+  /**
+   * Throws 507 when the file system has less than `bytes` free. Best effort: where free space
+   * cannot be read, the write goes ahead and a full disk is caught by ENOSPC instead.
+   */
   async requireFreeSpace(bytes: number): Promise<void> {
-    const stats = await statfs(this.root);
+    const stats = await statfs(this.root).catch(() => undefined);
+    if (!stats) return;
     const free = Number(stats.bavail) * Number(stats.bsize);
     if (bytes > free) {
       throw new HttpError(
@@ -104,8 +108,7 @@ export class ModelFiles {
     const head = new Uint8Array(options.headBytes);
     let size = 0;
     try {
-      for await (const chunk of chunks) {
-        options.signal?.throwIfAborted();
+      for await (const chunk of abortable(chunks, options.signal)) {
         if (size < head.length) head.set(chunk.subarray(0, head.length - size), size);
         size += chunk.byteLength;
         if (options.maxBytes !== undefined && size > options.maxBytes) {
@@ -183,6 +186,32 @@ export class ModelFiles {
       }
     }
     return { folders, removedPartials };
+  }
+}
+
+/**
+ * Iterates `source` until `signal` aborts, without waiting for a stalled source to produce its
+ * next chunk: a cancelled transfer stops at once even when the peer has gone quiet.
+ */
+async function* abortable<T>(source: AsyncIterable<T>, signal?: AbortSignal): AsyncGenerator<T> {
+  if (!signal) return yield* source;
+  const iterator = source[Symbol.asyncIterator]();
+  const aborted = new Promise<never>((_, reject) => {
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+  aborted.catch(() => {});
+  try {
+    while (true) {
+      signal.throwIfAborted();
+      const next = iterator.next();
+      next.catch(() => {});
+      const result = await Promise.race([next, aborted]);
+      if (result.done) return;
+      yield result.value;
+    }
+  } finally {
+    // Not awaited: a stalled source may never settle; the connection's end releases it.
+    iterator.return?.()?.catch(() => {});
   }
 }
 

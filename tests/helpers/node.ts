@@ -1,0 +1,192 @@
+/**
+ * Starts a real edgenode node for a test: `edgenode serve` through the launcher, exactly as a
+ * user runs it, on a free port of 127.0.0.1 with a temporary data directory.
+ *
+ * @module
+ */
+import createClient from "openapi-fetch";
+import type { paths as StorePaths } from "../../gen/store/types.ts";
+
+const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
+const LAUNCHER_PERMISSIONS = [
+  "--no-prompt",
+  "--allow-env",
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+  "--allow-sys=hostname",
+];
+
+/** How to start a test node. */
+export interface TestNodeOptions {
+  /** Reuse a data directory (for restarts); a new temporary one otherwise. */
+  dataDir?: string;
+  /** Extra environment variables. */
+  env?: Record<string, string>;
+  /** Extra arguments after `serve`. */
+  args?: string[];
+  /** Written to `<dataDir>/config.json` before the start. */
+  config?: Record<string, unknown>;
+}
+
+/** A running node. */
+export interface TestNode extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  /** The registry base URL under the default prefix. */
+  storeUrl: string;
+  apiKey: string;
+  dataDir: string;
+  /** The pid of the node process itself (the launcher's child). */
+  pid: number;
+  /** Everything the launcher and node printed so far. */
+  output(): string;
+  /** Typed client of the registry API, sending the API key. */
+  store: ReturnType<typeof createClient<StorePaths>>;
+  /** Headers with the API key. */
+  auth(extra?: Record<string, string>): Record<string, string>;
+  /** SIGTERM, then waits for the exit; returns the launcher's exit code. */
+  stop(): Promise<number>;
+  /** SIGKILL to the node process (a crash), then waits for the launcher to exit. */
+  crash(): Promise<void>;
+}
+
+/** Runs `edgenode ARGS` to completion (for commands that exit). */
+export async function runEdgenode(args: string[], env: Record<string, string> = {}) {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, ...args],
+    env: { NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+/** Starts a node and waits until it listens. */
+export async function startTestNode(options: TestNodeOptions = {}): Promise<TestNode> {
+  const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "edgenode-test-" });
+  if (options.config) {
+    await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify(options.config), {
+      mode: 0o600,
+    });
+  }
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      ...LAUNCHER_PERMISSIONS,
+      MAIN,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--data-dir",
+      dataDir,
+      ...(options.args ?? []),
+    ],
+    env: { NO_COLOR: "1", ...options.env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const listening = Promise.withResolvers<{ url: string; pid: number }>();
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      text += chunk;
+      const match = /listening on (http:\/\/\S+) \(pid (\d+)\)/.exec(text);
+      if (match) listening.resolve({ url: match[1], pid: Number(match[2]) });
+    }
+  };
+  const drained = Promise.all([collect(child.stdout), collect(child.stderr)]);
+  const exited = child.status.then(async (status) => {
+    await drained;
+    listening.reject(new Error(`node exited with ${status.code} before listening:\n${text}`));
+    return status.code;
+  });
+  const timer = setTimeout(
+    () => listening.reject(new Error(`node did not listen in 30 s:\n${text}`)),
+    30_000,
+  );
+  const { url, pid } = await listening.promise.finally(() => clearTimeout(timer));
+  const config = JSON.parse(await Deno.readTextFile(`${dataDir}/config.json`));
+  const apiKey: string = options.env?.EDGENODE_API_KEY ?? config.apiKey;
+  const storeUrl = `${url}/ai/store/v1`;
+  const auth = (extra: Record<string, string> = {}) => ({
+    Authorization: `Bearer ${apiKey}`,
+    ...extra,
+  });
+  let stopped: Promise<number> | undefined;
+  const stop = () => {
+    if (!stopped) {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already exited */ }
+      stopped = exited;
+    }
+    return stopped;
+  };
+  return {
+    url,
+    storeUrl,
+    apiKey,
+    dataDir,
+    pid,
+    output: () => text,
+    store: createClient<StorePaths>({ baseUrl: storeUrl, headers: auth() }),
+    auth,
+    stop,
+    async crash() {
+      Deno.kill(pid, "SIGKILL");
+      stopped = exited;
+      await exited;
+    },
+    async [Symbol.asyncDispose]() {
+      await stop();
+      if (!options.dataDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** Makes a small valid GGUF file: the 24-byte header (version 3, no tensors) plus filler. */
+export function ggufBytes(fillerBytes = 1000, seed = 1): Uint8Array {
+  const bytes = new Uint8Array(24 + fillerBytes);
+  bytes.set([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0]);
+  for (let i = 24; i < bytes.length; i++) bytes[i] = (i * 31 + seed * 7) & 0xff;
+  return bytes;
+}
+
+/** Hex SHA-256 of bytes. */
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", bytes as BufferSource);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Every file below a folder, as paths relative to it. */
+export async function listFiles(dir: string, prefix = ""): Promise<string[]> {
+  const found: string[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    const relative = prefix + entry.name;
+    if (entry.isDirectory) found.push(...await listFiles(`${dir}/${entry.name}`, `${relative}/`));
+    else found.push(relative);
+  }
+  return found.sort();
+}
+
+/** Polls `condition` every 20 ms until it holds; fails after `ms`. */
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  ms = 10_000,
+) {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
