@@ -44,6 +44,15 @@ function badForm(error: unknown): HttpError {
   return new HttpError(400, `malformed multipart body: ${message}`);
 }
 
+/** The file part's bytes; its stream fails only for a broken body, which is the caller's 400. */
+async function* formFileChunks(stream: Readable): AsyncGenerator<Uint8Array> {
+  try {
+    yield* stream;
+  } catch (error) {
+    throw error instanceof HttpError ? error : badForm(error);
+  }
+}
+
 function multipartFile(
   body: ReadableStream<Uint8Array>,
   contentType: string,
@@ -67,9 +76,13 @@ function multipartFile(
         return;
       }
       found = true;
-      // A body that breaks off mid-file fails the pipeline; make the file stream fail with it.
+      // busboy fails the file stream when the body breaks off. That can happen before the
+      // consumer starts reading (a small body arrives whole while the temporary file is being
+      // created), and an 'error' event nobody listens to would take the whole node down. The
+      // consumer still sees the failure: through the stream's iterator and through `complete`.
+      stream.on("error", () => {});
       complete.catch((error) => stream.destroy(error));
-      resolve({ chunks: stream, declaredSize: undefined, complete });
+      resolve({ chunks: formFileChunks(stream), declaredSize: undefined, complete });
     });
     complete.then(
       () => {
