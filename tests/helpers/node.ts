@@ -39,6 +39,8 @@ export interface TestNode extends AsyncDisposable {
   dataDir: string;
   /** The pid of the node process itself (the launcher's child). */
   pid: number;
+  /** The pid of the `edgenode serve` launcher. */
+  launcherPid: number;
   /** Everything the launcher and node printed so far. */
   output(): string;
   /** Typed client of the registry API, sending the API key. */
@@ -137,6 +139,7 @@ export async function startTestNode(options: TestNodeOptions = {}): Promise<Test
     apiKey,
     dataDir,
     pid,
+    launcherPid: child.pid,
     output: () => text,
     store: createClient<StorePaths>({ baseUrl: storeUrl, headers: auth() }),
     auth,

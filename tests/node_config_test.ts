@@ -1,0 +1,135 @@
+import assert from "node:assert/strict";
+import { ModelListSchema } from "../gen/store/validators.ts";
+import { expectError, expectJson } from "./helpers/contract.ts";
+import { runEdgenode, startTestNode, waitFor } from "./helpers/node.ts";
+
+async function withTempDir(run: (dir: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-test-" });
+  try {
+    await run(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("a fresh data directory gets a 0600 config with a random key, printed once", () =>
+  withTempDir(async (dataDir) => {
+    let key: string;
+    {
+      await using node = await startTestNode({ dataDir });
+      const printed = /Generated a new API key \(saved in (\S+), shown only now\):\n {2}(\S+)/.exec(
+        node.output(),
+      );
+      assert.ok(printed, node.output());
+      assert.equal(printed[1], `${await Deno.realPath(dataDir)}/config.json`);
+      key = printed[2];
+      assert.match(key, /^[A-Za-z0-9_-]{43}$/);
+      assert.equal(node.apiKey, key);
+      assert.equal((await Deno.stat(`${dataDir}/config.json`)).mode! & 0o777, 0o600);
+      assert.equal((await Deno.stat(dataDir)).mode! & 0o777, 0o700);
+    }
+    await using again = await startTestNode({ dataDir });
+    assert.doesNotMatch(again.output(), /Generated a new API key/);
+    assert.doesNotMatch(again.output(), new RegExp(key));
+    assert.equal(again.apiKey, key);
+  }));
+
+Deno.test("EDGENODE_API_KEY overrides the config file's key", async () => {
+  await using node = await startTestNode({ env: { EDGENODE_API_KEY: "from-the-environment-123" } });
+  const config = JSON.parse(await Deno.readTextFile(`${node.dataDir}/config.json`));
+  const post = (key: string) =>
+    fetch(`${node.storeUrl}/models`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ id: "m", version: "1", kind: "llm" }),
+    });
+  await expectError(await post(config.apiKey), 403);
+  assert.equal((await post("from-the-environment-123")).status, 201);
+});
+
+Deno.test("bad configuration and flags exit with 2 and say what to fix", () =>
+  withTempDir(async (dataDir) => {
+    await Deno.writeTextFile(
+      `${dataDir}/config.json`,
+      JSON.stringify({ apiKey: "k", storePrefixes: ["ai/"], colour: 1 }),
+    );
+    const bad = await runEdgenode(["serve", "--data-dir", dataDir]);
+    assert.equal(bad.code, 2);
+    assert.match(
+      bad.stderr,
+      /config.json is not a valid config file: storePrefixes.0: must be a path like \/ai\/store\/v1/,
+    );
+    assert.match(bad.stderr, /Invalid key: Expected never but received "colour"/);
+    await Deno.writeTextFile(`${dataDir}/config.json`, "{oops");
+    assert.match((await runEdgenode(["serve", "--data-dir", dataDir])).stderr, /is not valid JSON/);
+    const missing = await runEdgenode([
+      "serve",
+      "--data-dir",
+      dataDir,
+      "--config",
+      `${dataDir}/nope.json`,
+    ]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /config file .*nope.json does not exist/);
+    const port = await runEdgenode(["serve", "--data-dir", dataDir, "--port", "99999"]);
+    assert.equal(port.code, 2);
+    assert.match(port.stderr, /--port must be a number from 0 to 65535/);
+    const flag = await runEdgenode(["serve", "--colour"]);
+    assert.equal(flag.code, 2);
+    assert.match(flag.stderr, /Unknown option '--colour'/);
+    const command = await runEdgenode(["frobnicate"]);
+    assert.equal(command.code, 2);
+    assert.match(command.stderr, /unknown command 'frobnicate'/);
+  }));
+
+Deno.test("help and version", async () => {
+  const help = await runEdgenode(["help"]);
+  assert.equal(help.code, 0);
+  assert.match(
+    help.stdout,
+    /edgenode serve \[--host H\] \[--port N\] \[--data-dir DIR\] \[--config FILE\]/,
+  );
+  const version = await runEdgenode(["version"]);
+  assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+});
+
+Deno.test("the node runs with narrow permissions: its data dir, its address, no subprocesses", async () => {
+  await using node = await startTestNode();
+  // Deno guards /proc/<pid>/cmdline behind --allow-all; ps reads the same arguments.
+  const ps = await new Deno.Command("ps", {
+    args: ["-o", "args=", "-p", String(node.pid)],
+    stdout: "piped",
+  }).output();
+  const cmdline = new TextDecoder().decode(ps.stdout).trim().split(" ");
+  const dataDir = await Deno.realPath(node.dataDir);
+  assert.ok(cmdline.includes(`--allow-write=${dataDir}`), cmdline.join(" "));
+  assert.ok(cmdline.includes(`--allow-read=${dataDir},${dataDir}/config.json`));
+  assert.ok(cmdline.includes("--allow-net=127.0.0.1:0"));
+  for (
+    const broad of [
+      "-A",
+      "--allow-all",
+      "--allow-run",
+      "--allow-ffi",
+      "--allow-read",
+      "--allow-write",
+      "--allow-net",
+    ]
+  ) {
+    assert.ok(!cmdline.includes(broad), `node has ${broad}`);
+  }
+  await expectJson(await fetch(`${node.storeUrl}/models`), 200, ModelListSchema);
+});
+
+Deno.test("the node stops when its launcher is killed", async () => {
+  await using node = await startTestNode();
+  Deno.kill(node.launcherPid, "SIGKILL");
+  await waitFor(async () => {
+    try {
+      await Deno.stat(`/proc/${node.pid}`);
+      return false;
+    } catch {
+      return true;
+    }
+  }, "the node to exit");
+});
