@@ -356,3 +356,52 @@ Deno.test("create on an existing ready model keeps its file; a kind of another f
     "embed",
   );
 });
+
+Deno.test("reads reflect every write at once (cached JSON is dropped on each write)", async () => {
+  await using node = await startTestNode();
+  const read = async () => {
+    const one = await expectJson(await fetch(`${node.storeUrl}/models/m`), 200, ModelSchema);
+    const list = await expectJson(
+      await fetch(`${node.storeUrl}/models?kind=llm`),
+      200,
+      ModelListSchema,
+    );
+    const ready = await expectJson(
+      await fetch(`${node.storeUrl}/models?ready=true`),
+      200,
+      ModelListSchema,
+    );
+    return { one, list: list.data, ready: ready.data.map((m) => m.id) };
+  };
+  await expectJson(await post(node, { id: "m", version: "1", kind: "llm" }), 201, ModelSchema);
+  assert.equal((await read()).one.version, "1");
+  await expectJson(await post(node, { id: "m", version: "2", kind: "llm" }), 200, ModelSchema);
+  assert.equal((await read()).list[0].version, "2");
+  await expectJson(
+    await put(node, { id: "m", action: "update", gguf: { initContextSize: 8 } }),
+    200,
+    ModelSchema,
+  );
+  assert.deepEqual((await read()).one.gguf, { initContextSize: 8 });
+  const file = new Uint8Array(64);
+  file.set([0x47, 0x47, 0x55, 0x46, 3]);
+  const upload = await fetch(`${node.storeUrl}/models/m/upload`, {
+    method: "POST",
+    headers: node.auth({ "Content-Type": "application/octet-stream" }),
+    body: file,
+  });
+  await expectJson(upload, 200, ModelSchema);
+  const after = await read();
+  assert.equal(after.one.totalSize, 64);
+  assert.deepEqual(after.ready, ["m"]);
+  await fetch(`${node.storeUrl}/models/m`, { method: "DELETE", headers: node.auth() }).then((r) =>
+    r.body?.cancel()
+  );
+  await expectError(await fetch(`${node.storeUrl}/models/m`), 404);
+  const empty = await expectJson(
+    await fetch(`${node.storeUrl}/models?kind=llm`),
+    200,
+    ModelListSchema,
+  );
+  assert.deepEqual(empty.data, []);
+});

@@ -196,16 +196,18 @@ export class ModelFiles {
 async function* abortable<T>(source: AsyncIterable<T>, signal?: AbortSignal): AsyncGenerator<T> {
   if (!signal) return yield* source;
   const iterator = source[Symbol.asyncIterator]();
-  const aborted = new Promise<never>((_, reject) => {
-    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-  });
-  aborted.catch(() => {});
   try {
     while (true) {
       signal.throwIfAborted();
-      const next = iterator.next();
-      next.catch(() => {});
-      const result = await Promise.race([next, aborted]);
+      // A listener per read, removed when the read settles: racing every read against one
+      // long-lived abort promise would keep each chunk reachable until the transfer ends.
+      const result = await new Promise<IteratorResult<T>>((resolve, reject) => {
+        const onAbort = () => reject(signal.reason);
+        signal.addEventListener("abort", onAbort, { once: true });
+        iterator.next().then(resolve, reject).finally(() =>
+          signal.removeEventListener("abort", onAbort)
+        );
+      });
       if (result.done) return;
       yield result.value;
     }

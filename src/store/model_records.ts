@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import type { Gguf, Kind, Model, Onnx } from "../../gen/store/validators.ts";
 
 /** A stored record. */
@@ -83,6 +83,8 @@ const json = (value: unknown) => (value === undefined ? null : JSON.stringify(va
 /** Reads and writes model records. Every method is one statement, hence one transaction. */
 export class ModelRecords {
   #db: DatabaseSync;
+  #statements = new Map<string, StatementSync>();
+  #generation = 0;
 
   /** Uses `db`, creating the table when it is missing. */
   constructor(db: DatabaseSync) {
@@ -90,15 +92,36 @@ export class ModelRecords {
     db.exec(SCHEMA);
   }
 
+  /** Counts writes; anything derived from the records is stale once it has moved on. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Runs a writing statement. Every write goes through here, so `generation` never misses one. */
+  #write(text: string, ...params: SQLInputValue[]): number {
+    this.#generation++;
+    return Number(this.#sql(text).run(...params).changes);
+  }
+
+  /** A prepared statement, prepared once per SQL text. */
+  #sql(text: string): StatementSync {
+    let statement = this.#statements.get(text);
+    if (!statement) {
+      statement = this.#db.prepare(text);
+      this.#statements.set(text, statement);
+    }
+    return statement;
+  }
+
   /** The record with this id, if any. */
   get(id: string): ModelRecord | undefined {
-    const row = this.#db.prepare("SELECT * FROM models WHERE id = ?").get(id) as Row | undefined;
+    const row = this.#sql("SELECT * FROM models WHERE id = ?").get(id) as Row | undefined;
     return row ? fromRow(row) : undefined;
   }
 
   /** Records, oldest first, optionally only of one kind and/or readiness. */
   list(filter: { kind?: Kind; ready?: boolean } = {}): ModelRecord[] {
-    const rows = this.#db.prepare(
+    const rows = this.#sql(
       `SELECT * FROM models WHERE (:kind IS NULL OR kind = :kind)
        AND (:ready IS NULL OR ready = :ready) ORDER BY created_at, id`,
     ).all({
@@ -112,9 +135,8 @@ export class ModelRecords {
   insert(
     record: Pick<ModelRecord, "id" | "version" | "kind" | "createdAt" | "gguf" | "onnx">,
   ): void {
-    this.#db.prepare(
+    this.#write(
       `INSERT INTO models (id, version, kind, created_at, gguf, onnx) VALUES (?, ?, ?, ?, ?, ?)`,
-    ).run(
       record.id,
       record.version,
       record.kind,
@@ -126,40 +148,53 @@ export class ModelRecords {
 
   /** Replaces the metadata of a record (version, kind, gguf, onnx). */
   updateMetadata(record: Pick<ModelRecord, "id" | "version" | "kind" | "gguf" | "onnx">): void {
-    this.#db.prepare(`UPDATE models SET version = ?, kind = ?, gguf = ?, onnx = ? WHERE id = ?`)
-      .run(record.version, record.kind, json(record.gguf), json(record.onnx), record.id);
+    this.#write(
+      `UPDATE models SET version = ?, kind = ?, gguf = ?, onnx = ? WHERE id = ?`,
+      record.version,
+      record.kind,
+      json(record.gguf),
+      json(record.onnx),
+      record.id,
+    );
   }
 
   /** Notes the file about to be renamed into place. */
   setPending(id: string, size: number, sha256: string): void {
-    this.#db.prepare(`UPDATE models SET pending_size = ?, pending_sha256 = ? WHERE id = ?`)
-      .run(size, sha256, id);
+    this.#write(
+      `UPDATE models SET pending_size = ?, pending_sha256 = ? WHERE id = ?`,
+      size,
+      sha256,
+      id,
+    );
   }
 
   /** Marks the record ready with its file's size and hash, and clears any pending note. */
   markReady(id: string, size: number, sha256: string): void {
-    this.#db.prepare(
+    this.#write(
       `UPDATE models SET ready = 1, total_size = ?, sha256 = ?, pending_size = NULL,
        pending_sha256 = NULL WHERE id = ?`,
-    ).run(size, sha256, id);
+      size,
+      sha256,
+      id,
+    );
   }
 
   /** Marks the record not ready: no file, no size. */
   markNotReady(id: string): void {
-    this.#db.prepare(
+    this.#write(
       `UPDATE models SET ready = 0, total_size = NULL, sha256 = NULL, pending_size = NULL,
        pending_sha256 = NULL WHERE id = ?`,
-    ).run(id);
+      id,
+    );
   }
 
   /** Forgets a pending file that never made it into place. */
   clearPending(id: string): void {
-    this.#db.prepare(`UPDATE models SET pending_size = NULL, pending_sha256 = NULL WHERE id = ?`)
-      .run(id);
+    this.#write(`UPDATE models SET pending_size = NULL, pending_sha256 = NULL WHERE id = ?`, id);
   }
 
   /** Deletes a record; false when there was none. */
   delete(id: string): boolean {
-    return Number(this.#db.prepare("DELETE FROM models WHERE id = ?").run(id).changes) > 0;
+    return this.#write("DELETE FROM models WHERE id = ?", id) > 0;
   }
 }

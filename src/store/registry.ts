@@ -65,6 +65,11 @@ export class ModelRegistry {
     this.#options = options;
   }
 
+  /** Moves on with every change to the records (see JsonCache). */
+  get generation(): number {
+    return this.#records.generation;
+  }
+
   #require(id: string): ModelRecord {
     return this.#records.get(id) ?? (() => {
       throw notFound(id);

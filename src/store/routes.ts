@@ -6,6 +6,7 @@
 import { storeRoutes } from "../../gen/store/routes.ts";
 import { errorResponse, HttpError, jsonResponse } from "../http/errors.ts";
 import { fileResponse } from "../http/file_response.ts";
+import { JsonCache, jsonTextResponse } from "../http/json_cache.ts";
 import type { Handlers } from "../http/routes.ts";
 import { uploadBody } from "../http/upload_body.ts";
 import type { ModelRegistry } from "./registry.ts";
@@ -14,6 +15,10 @@ export { storeRoutes };
 
 /** The handlers of every registry operation. */
 export function storeHandlers(registry: ModelRegistry): Handlers<typeof storeRoutes> {
+  // Listings and records are read far more often than written: keep their JSON until a write.
+  const cache = new JsonCache();
+  const modelJson = (id: string) =>
+    cache.get(`model ${id}`, registry.generation, () => registry.get(id));
   const media = async (request: Request, id: string) => {
     try {
       return await fileResponse(request, registry.mediaFile(id));
@@ -25,18 +30,25 @@ export function storeHandlers(registry: ModelRegistry): Handlers<typeof storeRou
     }
   };
   return {
-    listModels: ({ query }) => jsonResponse({ data: registry.list(query) }),
+    listModels: ({ query }) =>
+      jsonTextResponse(
+        cache.get(
+          `list ${query.kind} ${query.ready}`,
+          registry.generation,
+          () => ({ data: registry.list(query) }),
+        ),
+      ),
     createModel: ({ body }) => {
       const { model, created } = registry.create(body);
       return jsonResponse(model, created ? 201 : 200);
     },
     updateModel: ({ body }) => jsonResponse(registry.update(body)),
     getModel: ({ params, query, request }) =>
-      query.alt === "media" ? media(request, params.id) : jsonResponse(registry.get(params.id)),
+      query.alt === "media" ? media(request, params.id) : jsonTextResponse(modelJson(params.id)),
     headModel: async ({ params, query, request }) => {
       if (query.alt === "media") return await media(request, params.id);
-      const response = jsonResponse(registry.get(params.id));
-      return new Response(null, { headers: response.headers });
+      const body = modelJson(params.id);
+      return new Response(null, { headers: jsonTextResponse(body).headers });
     },
     deleteModel: async ({ params }) => {
       await registry.remove(params.id);

@@ -1,0 +1,225 @@
+/**
+ * `deno task bench`: measures the registry next to baselines from the same run.
+ * - upload (raw and multipart) and `alt=media` download of a large file with curl, in MB/s,
+ *   next to a plain file copy and a bare Deno.serve;
+ * - the node's peak RSS while uploading, for two file sizes (it must not grow with the size);
+ * - GET /models with 1,000 records and GET /models/{id}, in requests/s with wrk, next to a bare
+ *   Deno.serve JSON handler.
+ * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024).
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: { "size-mib": { type: "string", default: "1024" } },
+});
+const SIZE_MIB = Number(values["size-mib"]);
+const SMALL_MIB = Math.max(1, Math.round(SIZE_MIB / 4));
+
+async function run(command: string, args: string[]): Promise<string> {
+  const output = await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" })
+    .output();
+  if (!output.success) {
+    throw new Error(
+      `${command} ${args.join(" ")} failed: ${new TextDecoder().decode(output.stderr)}`,
+    );
+  }
+  return new TextDecoder().decode(output.stdout);
+}
+
+async function timed(command: string, args: string[]): Promise<number> {
+  const start = performance.now();
+  await run(command, args);
+  return (performance.now() - start) / 1000;
+}
+
+async function makeModelFile(path: string, mib: number): Promise<void> {
+  using file = await Deno.open(path, { write: true, create: true, truncate: true });
+  const block = new Uint8Array(1 << 20);
+  for (let i = 0; i < block.length; i += 65536) {
+    crypto.getRandomValues(block.subarray(i, i + 65536));
+  }
+  block.set([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0]);
+  for (let i = 0; i < mib; i++) {
+    await file.write(block);
+    block[8] = i & 0xff; // GGUF header only in the first block; later blocks differ a little.
+  }
+}
+
+async function peakRssMib(pid: number): Promise<number> {
+  const status = await run("cat", [`/proc/${pid}/status`]);
+  const kib = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]);
+  return Math.round(kib / 1024);
+}
+
+async function createModel(node: TestNode, id: string): Promise<void> {
+  const response = await fetch(`${node.storeUrl}/models`, {
+    method: "POST",
+    headers: node.auth({ "Content-Type": "application/json" }),
+    body: JSON.stringify({
+      id,
+      version: "1.0.0",
+      kind: "llm",
+      gguf: { initContextSize: 4096, initGpuLayerSize: 99, chatTemplateHint: "chatml" },
+    }),
+  });
+  if (response.status !== 201) {
+    throw new Error(`create ${id}: ${response.status} ${await response.text()}`);
+  }
+  await response.body?.cancel();
+}
+
+function curlUpload(url: string, key: string, file: string, multipart: boolean): string[] {
+  const body = multipart
+    ? ["-F", `file=@${file}`]
+    : ["-H", "Content-Type: application/octet-stream", "--data-binary", `@${file}`];
+  return ["-sS", "--fail", "-o", "/dev/null", "-H", `Authorization: Bearer ${key}`, ...body, url];
+}
+
+/** Upload a file to a fresh node, returning MB/s and the node's peak RSS. */
+async function uploadRun(dir: string, file: string, mib: number, multipart: boolean) {
+  await using node = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
+  await createModel(node, "big");
+  const seconds = await timed(
+    "curl",
+    curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, file, multipart),
+  );
+  return { node, mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid) };
+}
+
+async function wrk(url: string): Promise<number> {
+  await run("taskset", ["-c", "1", "wrk", "-t1", "-c50", "-d2s", url]); // warm-up
+  const out = await run("taskset", ["-c", "1", "wrk", "-t1", "-c50", "-d5s", url]);
+  return Math.round(Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]));
+}
+
+async function main() {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-" });
+  const rows: string[][] = [];
+  try {
+    const big = `${dir}/big.gguf`;
+    const small = `${dir}/small.gguf`;
+    await makeModelFile(big, SIZE_MIB);
+    await makeModelFile(small, SMALL_MIB);
+    const mb = SIZE_MIB * 1.048576;
+
+    const copySeconds = await timed("cp", [big, `${dir}/copy.bin`]);
+    await Deno.remove(`${dir}/copy.bin`);
+    rows.push([
+      `plain file copy (cp), ${SIZE_MIB} MiB`,
+      `${(mb / copySeconds).toFixed(0)} MB/s`,
+      "baseline",
+    ]);
+
+    const listFile = `${dir}/list.json`;
+    let node: TestNode | undefined;
+    for (const multipart of [false, true]) {
+      const label = multipart ? "multipart" : "raw body";
+      const small_ = await uploadRun(dir, small, SMALL_MIB, multipart);
+      const big_ = await uploadRun(dir, big, SIZE_MIB, multipart);
+      rows.push([
+        `upload ${label}, ${SIZE_MIB} MiB (curl)`,
+        `${big_.mbps.toFixed(0)} MB/s`,
+        `peak RSS ${big_.rss} MB (${SMALL_MIB} MiB file: ${small_.rss} MB)`,
+      ]);
+      if (!multipart) node = big_.node;
+    }
+
+    // Download and list figures come from one more node holding the big file and 1,000 records.
+    await using server = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
+    node = server;
+    await createModel(node, "big");
+    await run("curl", curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, big, false));
+    for (let i = 1; i < 1000; i++) await createModel(node, `model-${String(i).padStart(4, "0")}`);
+    await Deno.writeTextFile(listFile, await (await fetch(`${node.storeUrl}/models`)).text());
+
+    const baseline = new Deno.Command("taskset", {
+      args: [
+        "-c",
+        "0",
+        Deno.execPath(),
+        "run",
+        `--allow-net=127.0.0.1`,
+        `--allow-read=${dir}`,
+        `--allow-write=${dir}`,
+        new URL("./bench_baseline_server.ts", import.meta.url).pathname,
+        dir,
+        listFile,
+      ],
+      stdout: "piped",
+    }).spawn();
+    const reader = baseline.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    const base = `http://127.0.0.1:${/port (\d+)/.exec((await reader.read()).value ?? "")?.[1]}`;
+    try {
+      await run("taskset", ["-pc", "0", String(node.pid)]);
+      const baseUpload = await timed("curl", [
+        "-sS",
+        "--fail",
+        "-o",
+        "/dev/null",
+        "-H",
+        "Content-Type: application/octet-stream",
+        "--data-binary",
+        `@${big}`,
+        `${base}/upload`,
+      ]);
+      rows.push([
+        `upload raw body to a bare Deno.serve, ${SIZE_MIB} MiB`,
+        `${(mb / baseUpload).toFixed(0)} MB/s`,
+        "baseline",
+      ]);
+      const download = await timed("curl", [
+        "-sS",
+        "--fail",
+        "-o",
+        "/dev/null",
+        `${node.storeUrl}/models/big?alt=media`,
+      ]);
+      const baseDownload = await timed("curl", [
+        "-sS",
+        "--fail",
+        "-o",
+        "/dev/null",
+        `${base}/file`,
+      ]);
+      rows.push([
+        `download alt=media, ${SIZE_MIB} MiB (curl)`,
+        `${(mb / download).toFixed(0)} MB/s`,
+        `bare Deno.serve file: ${(mb / baseDownload).toFixed(0)} MB/s`,
+      ]);
+      const list = await wrk(`${node.storeUrl}/models`);
+      const baseList = await wrk(`${base}/list`);
+      rows.push([
+        "GET /models, 1,000 records (wrk -c50, 1 core)",
+        `${list} req/s`,
+        `bare Deno.serve same JSON: ${baseList} req/s`,
+      ]);
+      const one = await wrk(`${node.storeUrl}/models/model-0500`);
+      const baseOne = await wrk(`${base}/one`);
+      rows.push([
+        "GET /models/{id} (wrk -c50, 1 core)",
+        `${one} req/s`,
+        `bare Deno.serve same JSON: ${baseOne} req/s`,
+      ]);
+    } finally {
+      baseline.kill();
+      await baseline.status;
+      await reader.cancel();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  const cpu = (await run("sh", ["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"])).trim();
+  console.log(
+    `\nedgenode benchmark, ${
+      new Date().toISOString().slice(0, 10)
+    }, ${cpu}, ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}\n`,
+  );
+  console.log("| measurement | edgenode | same-run baseline / notes |\n|---|---|---|");
+  for (const row of rows) console.log(`| ${row.join(" | ")} |`);
+}
+
+if (import.meta.main) await main();

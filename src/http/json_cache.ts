@@ -1,0 +1,38 @@
+/**
+ * Serialized JSON bodies kept until the data behind them changes. The owner of the data counts
+ * its writes (a generation); a body computed at another generation is thrown away. For read-heavy
+ * endpoints such as listings, this skips the database and JSON.stringify on every repeat.
+ *
+ * @module
+ */
+
+/** A cache of JSON bodies for one source of data. */
+export class JsonCache {
+  #generation = -1;
+  #bodies = new Map<string, string>();
+  readonly #maxEntries: number;
+
+  /** A cache holding at most `maxEntries` bodies (all are dropped when it is full). */
+  constructor(maxEntries = 4096) {
+    this.#maxEntries = maxEntries;
+  }
+
+  /** The JSON text for `key` at `generation`, computed by `compute` when not cached. */
+  get(key: string, generation: number, compute: () => unknown): string {
+    if (generation !== this.#generation || this.#bodies.size >= this.#maxEntries) {
+      this.#bodies.clear();
+      this.#generation = generation;
+    }
+    let body = this.#bodies.get(key);
+    if (body === undefined) {
+      body = JSON.stringify(compute());
+      this.#bodies.set(key, body);
+    }
+    return body;
+  }
+}
+
+/** A 200 response with a JSON text body. */
+export function jsonTextResponse(body: string): Response {
+  return new Response(body, { headers: { "Content-Type": "application/json" } });
+}
