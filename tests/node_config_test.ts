@@ -1,16 +1,7 @@
 import assert from "node:assert/strict";
 import { ModelListSchema } from "../gen/store/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
-import { runEdgenode, startTestNode, waitFor } from "./helpers/node.ts";
-
-async function withTempDir(run: (dir: string) => Promise<void>) {
-  const dir = await Deno.makeTempDir({ prefix: "edgenode-test-" });
-  try {
-    await run(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
+import { runEdgenode, startTestNode, waitFor, withTempDir } from "./helpers/node.ts";
 
 Deno.test("a fresh data directory gets a 0600 config with a random key, printed once", () =>
   withTempDir(async (dataDir) => {

@@ -2,27 +2,7 @@ import assert from "node:assert/strict";
 import { ModelSchema } from "../gen/store/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
 import { ggufBytes, sha256Hex, startTestNode, type TestNode } from "./helpers/node.ts";
-
-async function readyModel(node: TestNode, id: string, bytes: Uint8Array) {
-  await expectJson(
-    await fetch(`${node.storeUrl}/models`, {
-      method: "POST",
-      headers: node.auth({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ id, version: "1", kind: "llm" }),
-    }),
-    201,
-    ModelSchema,
-  );
-  await expectJson(
-    await fetch(`${node.storeUrl}/models/${id}/upload`, {
-      method: "POST",
-      headers: node.auth({ "Content-Type": "application/octet-stream" }),
-      body: bytes as BodyInit,
-    }),
-    200,
-    ModelSchema,
-  );
-}
+import { createModel, readyModel, uploadRaw } from "./helpers/store.ts";
 
 async function get(
   node: TestNode,
@@ -123,15 +103,7 @@ Deno.test("alt=media is 404 for an unknown model and for one without a file; oth
     404,
     /model 'nope' does not exist/,
   );
-  await expectJson(
-    await fetch(`${node.storeUrl}/models`, {
-      method: "POST",
-      headers: node.auth({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ id: "empty", version: "1", kind: "llm" }),
-    }),
-    201,
-    ModelSchema,
-  );
+  await createModel(node, "empty");
   await expectError(await fetch(`${node.storeUrl}/models/empty?alt=media`), 404, /has no file yet/);
   await expectError(
     await fetch(`${node.storeUrl}/models/empty?alt=json`),
@@ -148,15 +120,7 @@ Deno.test("a reader keeps the file it opened while an upload replaces it", async
   const reader = reading.body!.getReader();
   const firstChunk = await reader.read();
   const second = ggufBytes(1000, 2);
-  await expectJson(
-    await fetch(`${node.storeUrl}/models/m/upload`, {
-      method: "POST",
-      headers: node.auth({ "Content-Type": "application/octet-stream" }),
-      body: second as BodyInit,
-    }),
-    200,
-    ModelSchema,
-  );
+  await expectJson(await uploadRaw(node, "m", second), 200, ModelSchema);
   const parts = [firstChunk.value!];
   for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
     parts.push(chunk.value);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { ModelListSchema, ModelSchema } from "../gen/store/validators.ts";
+import { ModelListSchema } from "../gen/store/validators.ts";
 import { expectJson } from "./helpers/contract.ts";
 import {
   ggufBytes,
@@ -9,41 +9,13 @@ import {
   startTestNode,
   type TestNode,
   waitFor,
+  withTempDir,
 } from "./helpers/node.ts";
-
-async function readyModel(node: TestNode, id: string, bytes: Uint8Array) {
-  await expectJson(
-    await fetch(`${node.storeUrl}/models`, {
-      method: "POST",
-      headers: node.auth({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ id, version: "1", kind: "llm", gguf: { initContextSize: 4096 } }),
-    }),
-    201,
-    ModelSchema,
-  );
-  await expectJson(
-    await fetch(`${node.storeUrl}/models/${id}/upload`, {
-      method: "POST",
-      headers: node.auth({ "Content-Type": "application/octet-stream" }),
-      body: bytes as BodyInit,
-    }),
-    200,
-    ModelSchema,
-  );
-}
+import { readyModel } from "./helpers/store.ts";
 
 async function models(node: TestNode) {
   const list = await expectJson(await fetch(`${node.storeUrl}/models`), 200, ModelListSchema);
   return Object.fromEntries(list.data.map((m) => [m.id, m]));
-}
-
-async function withTempDir(run: (dir: string) => Promise<void>) {
-  const dir = await Deno.makeTempDir({ prefix: "edgenode-test-" });
-  try {
-    await run(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
 }
 
 Deno.test("records and files survive a restart", () =>
@@ -51,7 +23,7 @@ Deno.test("records and files survive a restart", () =>
     const bytes = ggufBytes(50_000);
     {
       await using node = await startTestNode({ dataDir });
-      await readyModel(node, "m", bytes);
+      await readyModel(node, "m", bytes, { gguf: { initContextSize: 4096 } });
     }
     await using node = await startTestNode({ dataDir });
     const m = (await models(node)).m;

@@ -9,18 +9,7 @@ import {
   type TestNode,
   waitFor,
 } from "./helpers/node.ts";
-
-async function create(node: TestNode, id: string, kind = "llm") {
-  await expectJson(
-    await fetch(`${node.storeUrl}/models`, {
-      method: "POST",
-      headers: node.auth({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ id, version: "1", kind }),
-    }),
-    201,
-    ModelSchema,
-  );
-}
+import { createModel as create, uploadRaw } from "./helpers/store.ts";
 
 function uploadMultipart(
   node: TestNode,
@@ -36,14 +25,6 @@ function uploadMultipart(
     method: "POST",
     headers: node.auth(),
     body: form,
-  });
-}
-
-function uploadRaw(node: TestNode, id: string, bytes: Uint8Array, query = "") {
-  return fetch(`${node.storeUrl}/models/${id}/upload${query}`, {
-    method: "POST",
-    headers: node.auth({ "Content-Type": "application/octet-stream" }),
-    body: bytes as BodyInit,
   });
 }
 

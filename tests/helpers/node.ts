@@ -193,3 +193,13 @@ export async function waitFor(
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** Runs `run` with a new temporary folder, removed afterwards. */
+export async function withTempDir(run: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-test-" });
+  try {
+    await run(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
