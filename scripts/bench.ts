@@ -119,6 +119,19 @@ async function main() {
       `${(mb / copySeconds).toFixed(0)} MB/s`,
       "baseline",
     ]);
+    const durableSeconds = await timed("dd", [
+      `if=${big}`,
+      `of=${dir}/copy.bin`,
+      "bs=1M",
+      "conv=fsync",
+      "status=none",
+    ]);
+    await Deno.remove(`${dir}/copy.bin`);
+    rows.push([
+      `durable file copy (dd conv=fsync), ${SIZE_MIB} MiB`,
+      `${(mb / durableSeconds).toFixed(0)} MB/s`,
+      "baseline: an upload syncs its file before the rename, as this copy does",
+    ]);
 
     const listFile = `${dir}/list.json`;
     for (const multipart of [false, true]) {

@@ -46,10 +46,18 @@ async function startPartialUpload(node: TestNode, id: string, declared: number, 
   return conn;
 }
 
-async function readResponseHead(conn: Deno.Conn): Promise<string> {
+/** Reads a whole response (headers and its Content-Length of body) from a raw connection. */
+async function readResponse(conn: Deno.Conn): Promise<string> {
   const buffer = new Uint8Array(4096);
-  const read = await conn.read(buffer);
-  return new TextDecoder().decode(buffer.subarray(0, read ?? 0));
+  let text = "";
+  while (true) {
+    const read = await conn.read(buffer);
+    if (read === null) return text;
+    text += new TextDecoder().decode(buffer.subarray(0, read));
+    const end = text.indexOf("\r\n\r\n");
+    const length = Number(/content-length: (\d+)/i.exec(text)?.[1] ?? NaN);
+    if (end >= 0 && text.length >= end + 4 + length) return text;
+  }
 }
 
 Deno.test("multipart and raw uploads store the file; the Model gets readyToUse, totalSize and sha256", async () => {
@@ -214,7 +222,7 @@ Deno.test("deleting a model cancels its upload in progress: 409 for the upload, 
   });
   assert.equal(deleted.status, 200);
   await deleted.body?.cancel();
-  const head = await readResponseHead(conn);
+  const head = await readResponse(conn);
   conn.close();
   assert.match(head, /^HTTP\/1\.1 409/);
   assert.match(head, /was deleted while its file was being uploaded/);
@@ -267,4 +275,18 @@ Deno.test("curl uploads a multipart file with Expect: 100-continue", async () =>
   const model = JSON.parse(new TextDecoder().decode(curl.stdout));
   assert.equal(model.totalSize, bytes.length);
   assert.equal(model.sha256, await sha256Hex(bytes));
+});
+
+Deno.test("an upload larger than the free disk space is 507 before anything is written", async () => {
+  await using node = await startTestNode();
+  await create(node, "m");
+  const conn = await startPartialUpload(node, "m", 10 ** 16, ggufBytes(100));
+  const head = await readResponse(conn);
+  conn.close();
+  assert.match(head, /^HTTP\/1\.1 507/);
+  assert.match(
+    head,
+    /not enough disk space: the file needs 10000000000000000 bytes and \d+ are free/,
+  );
+  assert.deepEqual(await listFiles(`${node.dataDir}/models`), []);
 });

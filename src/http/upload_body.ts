@@ -13,8 +13,10 @@ import { HttpError } from "./errors.ts";
 export interface UploadBody {
   /** The file's bytes; iterate once. Errors when the client aborts or the body is malformed. */
   chunks: AsyncIterable<Uint8Array>;
-  /** Size the client declared, when it did (Content-Length of a raw body). */
+  /** The file's exact size, when the client declared it (Content-Length of a raw body). */
   declaredSize: number | undefined;
+  /** Content-Length of the whole request, when given: an upper bound of the file's size. */
+  bodyLength: number | undefined;
   /**
    * Resolves once the whole request body has been read and was well formed (for multipart, the
    * closing boundary arrived); rejects with a 400 otherwise. Await it after the chunks.
@@ -28,13 +30,15 @@ const MULTIPART_LIMITS = { files: 1, fields: 32, fieldSize: 64 * 1024, parts: 64
 export function uploadBody(request: Request, field: string): Promise<UploadBody> {
   const contentType = request.headers.get("content-type") ?? "";
   if (!request.body) throw new HttpError(400, "upload body is empty: send the file");
-  if (contentType.toLowerCase().startsWith("multipart/form-data")) {
-    return multipartFile(request.body, contentType, field);
-  }
   const length = request.headers.get("content-length");
+  const bodyLength = length === null ? undefined : Number(length);
+  if (contentType.toLowerCase().startsWith("multipart/form-data")) {
+    return multipartFile(request.body, contentType, field, bodyLength);
+  }
   return Promise.resolve({
     chunks: request.body,
-    declaredSize: length === null ? undefined : Number(length),
+    declaredSize: bodyLength,
+    bodyLength,
     complete: Promise.resolve(),
   });
 }
@@ -57,6 +61,7 @@ function multipartFile(
   body: ReadableStream<Uint8Array>,
   contentType: string,
   field: string,
+  bodyLength: number | undefined,
 ): Promise<UploadBody> {
   let parser: busboy.Busboy;
   try {
@@ -82,7 +87,7 @@ function multipartFile(
       // consumer still sees the failure: through the stream's iterator and through `complete`.
       stream.on("error", () => {});
       complete.catch((error) => stream.destroy(error));
-      resolve({ chunks: formFileChunks(stream), declaredSize: undefined, complete });
+      resolve({ chunks: formFileChunks(stream), declaredSize: undefined, bodyLength, complete });
     });
     complete.then(
       () => {

@@ -146,12 +146,14 @@ export class ModelRegistry {
   async upload(id: string, body: UploadBody, expectedSha256?: string): Promise<Model> {
     const record = this.#require(id);
     const { maxFileBytes } = this.#options;
-    if (body.declaredSize !== undefined) {
-      if (maxFileBytes !== undefined && body.declaredSize > maxFileBytes) {
-        throw new HttpError(413, `the file is larger than the limit of ${maxFileBytes} bytes`);
-      }
-      await this.#files.requireFreeSpace(body.declaredSize);
+    if (
+      body.declaredSize !== undefined && maxFileBytes !== undefined &&
+      body.declaredSize > maxFileBytes
+    ) {
+      throw new HttpError(413, `the file is larger than the limit of ${maxFileBytes} bytes`);
     }
+    // The whole body bounds the file (multipart adds a few hundred bytes of headers).
+    if (body.bodyLength !== undefined) await this.#files.requireFreeSpace(body.bodyLength);
     const controller = this.#transfers.begin(id);
     const format = formatOf(record.kind);
     let written;
