@@ -14,7 +14,6 @@ const LAUNCHER_PERMISSIONS = [
   "--allow-read",
   "--allow-write",
   "--allow-run",
-  "--allow-sys=hostname",
 ];
 
 /** How to start a test node. */
