@@ -96,6 +96,13 @@ async function uploadRun(dir: string, file: string, mib: number, multipart: bool
   return { mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid) };
 }
 
+/** p99 latency in ms of GET `url` for 3 s (wrk -c10). */
+async function p99(url: string): Promise<number> {
+  const out = await run("wrk", ["-t1", "-c10", "-d3s", "--latency", url]);
+  const [, value, unit] = /99%\s+([\d.]+)(us|ms|s)/.exec(out) ?? [];
+  return Number(value) * ({ us: 0.001, ms: 1, s: 1000 }[unit as "us" | "ms" | "s"] ?? NaN);
+}
+
 async function wrk(url: string): Promise<number> {
   await run("taskset", ["-c", "1", "wrk", "-t1", "-c50", "-d2s", url]); // warm-up
   const out = await run("taskset", ["-c", "1", "wrk", "-t1", "-c50", "-d5s", url]);
@@ -214,6 +221,19 @@ async function main() {
         "GET /models, 1,000 records (wrk -c50, 1 core)",
         `${list} req/s`,
         `bare Deno.serve same JSON: ${baseList} req/s`,
+      ]);
+      const idle = await p99(`${node.storeUrl}/models/model-0500`);
+      const uploading = run(
+        "curl",
+        curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, big, false),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const busy = await p99(`${node.storeUrl}/models/model-0500`);
+      await uploading;
+      rows.push([
+        `GET /models/{id} p99 latency during a ${SIZE_MIB} MiB upload (wrk -c10)`,
+        `${busy.toFixed(1)} ms`,
+        `same node idle: ${idle.toFixed(2)} ms`,
       ]);
       const one = await wrk(`${node.storeUrl}/models/model-0500`);
       const baseOne = await wrk(`${base}/one`);
