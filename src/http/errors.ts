@@ -23,8 +23,7 @@ export class HttpError extends Error {
 
 /** A JSON response with the given status. */
 export function jsonResponse(body: unknown, status = 200, headers?: HeadersInit): Response {
-  const response = Response.json(body, { status, headers });
-  return response;
+  return Response.json(body, { status, headers });
 }
 
 /** An error response in the standard shape. */

@@ -70,7 +70,8 @@ export async function launch(
   for (const [signal, handler] of handlers) Deno.addSignalListener(signal, handler);
   const status = await child.status;
   for (const [signal, handler] of handlers) Deno.removeSignalListener(signal, handler);
-  return status.signal ? 128 + (signal_numbers[status.signal] ?? 0) : status.code;
+  return status.signal ? 128 + (SIGNAL_NUMBERS[status.signal] ?? 0) : status.code;
 }
 
-const signal_numbers: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
+/** Exit code 128 + N for a child ended by signal N, as shells report it. */
+const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
