@@ -30,16 +30,10 @@ const CORS_HEADERS = {
   "Access-Control-Max-Age": "600",
 };
 
+/** Adds the CORS headers; every response the node builds has mutable headers. */
 function withCors(response: Response): Response {
-  try {
-    for (const [name, value] of Object.entries(CORS_HEADERS)) response.headers.set(name, value);
-    return response;
-  } catch {
-    // Some responses have immutable headers; copy them once.
-    const copy = new Response(response.body, response);
-    for (const [name, value] of Object.entries(CORS_HEADERS)) copy.headers.set(name, value);
-    return copy;
-  }
+  for (const [name, value] of Object.entries(CORS_HEADERS)) response.headers.set(name, value);
+  return response;
 }
 
 /** Starts a node with these settings; resolves once it listens. */

@@ -34,6 +34,11 @@ export interface WriteOptions {
   headBytes: number;
 }
 
+/** The 413 for a file over the configured limit, whether seen in Content-Length or while writing. */
+export function fileTooLarge(limit: number): HttpError {
+  return new HttpError(413, `the file is larger than the limit of ${limit} bytes`);
+}
+
 function isNoSpace(error: unknown): boolean {
   return error instanceof Error && /ENOSPC|No space left|os error 28/.test(String(error));
 }
@@ -113,10 +118,7 @@ export class ModelFiles {
         if (size < head.length) head.set(chunk.subarray(0, head.length - size), size);
         size += chunk.byteLength;
         if (options.maxBytes !== undefined && size > options.maxBytes) {
-          throw new HttpError(
-            413,
-            `the file is larger than the limit of ${options.maxBytes} bytes`,
-          );
+          throw fileTooLarge(options.maxBytes);
         }
         hash.update(chunk);
         await writer.write(chunk);

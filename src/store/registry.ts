@@ -15,7 +15,7 @@ import { HttpError } from "../http/errors.ts";
 import type { FileToServe } from "../http/file_response.ts";
 import type { UploadBody } from "../http/upload_body.ts";
 import { formatOf, GGUF_HEADER_BYTES, headerProblem } from "./model_format.ts";
-import type { ModelFiles } from "./model_files.ts";
+import { fileTooLarge, type ModelFiles, type WrittenFile } from "./model_files.ts";
 import { type ModelRecord, type ModelRecords, toModel } from "./model_records.ts";
 import { Transfers } from "./transfers.ts";
 
@@ -34,6 +34,8 @@ export interface RecoveryReport {
 }
 
 const notFound = (id: string) => new HttpError(404, `model '${id}' does not exist`);
+const deletedDuringUpload = (id: string) =>
+  new HttpError(409, `model '${id}' was deleted while its file was being uploaded`);
 
 function checkConfigFits(kind: Kind, config: { gguf?: Gguf; onnx?: Onnx }): void {
   if (config.gguf && formatOf(kind) !== "gguf") {
@@ -150,7 +152,7 @@ export class ModelRegistry {
       body.declaredSize !== undefined && maxFileBytes !== undefined &&
       body.declaredSize > maxFileBytes
     ) {
-      throw new HttpError(413, `the file is larger than the limit of ${maxFileBytes} bytes`);
+      throw fileTooLarge(maxFileBytes);
     }
     // The whole body bounds the file (multipart adds a few hundred bytes of headers).
     if (body.bodyLength !== undefined) await this.#files.requireFreeSpace(body.bodyLength);
@@ -169,7 +171,7 @@ export class ModelRegistry {
       });
     } catch (error) {
       if (controller.signal.aborted) {
-        throw new HttpError(409, `model '${id}' was deleted while its file was being uploaded`);
+        throw deletedDuringUpload(id);
       }
       throw error;
     } finally {
@@ -194,10 +196,10 @@ export class ModelRegistry {
     }
   }
 
-  async #commit(id: string, written: Awaited<ReturnType<ModelFiles["writeTemp"]>>): Promise<Model> {
+  async #commit(id: string, written: WrittenFile): Promise<Model> {
     const current = this.#records.get(id);
     if (!current) {
-      throw new HttpError(409, `model '${id}' was deleted while its file was being uploaded`);
+      throw deletedDuringUpload(id);
     }
     const format = formatOf(current.kind);
     const problem = headerProblem(format, written.head, written.size);
