@@ -3,6 +3,8 @@
  * - upload (raw and multipart) and `alt=media` download of a large file with curl, in MB/s,
  *   next to a plain file copy and a bare Deno.serve;
  * - the node's peak RSS while uploading, for two file sizes (it must not grow with the size);
+ * - download from a URL (POST /models/{id}/download) served from 127.0.0.1, next to `curl -o`
+ *   of the same URL, with the node's peak RSS for two file sizes;
  * - GET /models with 1,000 records and GET /models/{id}, in requests/s with wrk, next to a bare
  *   Deno.serve JSON handler.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024).
@@ -96,6 +98,26 @@ async function uploadRun(dir: string, file: string, mib: number, multipart: bool
   return { mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid) };
 }
 
+/** Downloads a URL into a fresh node (three times, forced), returning median MB/s and peak RSS. */
+async function downloadRun(dir: string, url: string, mib: number) {
+  await using node = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
+  await createModel(node, "big");
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const start = performance.now();
+    const response = await fetch(`${node.storeUrl}/models/big/download`, {
+      method: "POST",
+      headers: node.auth({ "Content-Type": "application/json" }),
+      body: JSON.stringify({ url, force: true }),
+    });
+    const events = await response.text();
+    if (!events.includes(`"done":true`)) throw new Error(`download failed: ${events.slice(-300)}`);
+    times.push((performance.now() - start) / 1000);
+  }
+  const seconds = times.sort((a, b) => a - b)[1];
+  return { mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid) };
+}
+
 /** p99 latency in ms of GET `url` for 3 s (wrk -c10). */
 async function p99(url: string): Promise<number> {
   const out = await run("wrk", ["-t1", "-c10", "-d3s", "--latency", url]);
@@ -177,6 +199,25 @@ async function main() {
     const reader = baseline.stdout.pipeThrough(new TextDecoderStream()).getReader();
     const base = `http://127.0.0.1:${/port (\d+)/.exec((await reader.read()).value ?? "")?.[1]}`;
     try {
+      // Downloads: the bare server is the source for both the node and curl.
+      const curlSeconds = await timed("curl", [
+        "-sS",
+        "--fail",
+        "-o",
+        `${dir}/curl.bin`,
+        `${base}/file`,
+      ]);
+      await Deno.remove(`${dir}/curl.bin`);
+      const smallDownload = await downloadRun(dir, `${base}/file?name=small`, SMALL_MIB);
+      const bigDownload = await downloadRun(dir, `${base}/file`, SIZE_MIB);
+      rows.push([
+        `download from a URL, ${SIZE_MIB} MiB from 127.0.0.1 (POST .../download)`,
+        `${bigDownload.mbps.toFixed(0)} MB/s`,
+        `curl -o same URL: ${
+          (mb / curlSeconds).toFixed(0)
+        } MB/s; node peak RSS ${bigDownload.rss} MB ` +
+        `(${SMALL_MIB} MiB file: ${smallDownload.rss} MB)`,
+      ]);
       // Latency under an upload is measured before pinning: the node as users run it.
       const idle = await p99(`${node.storeUrl}/models/model-0500`);
       const uploading = run(

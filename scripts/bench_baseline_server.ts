@@ -1,6 +1,7 @@
 /**
  * The baseline for `deno task bench`: a bare Deno.serve doing what the registry does at its
- * simplest, with no routing, validation, hashing or database. Usage:
+ * simplest, with no routing, validation, hashing or database; also the source of the download
+ * benchmark (`/file`, `/file?name=small`). Usage:
  * `deno run ... bench_baseline_server.ts <dir> <list.json>`; prints its port.
  *
  * @module
@@ -23,7 +24,9 @@ Deno.serve(
       return Response.json({ ok: true });
     }
     if (pathname === "/file") {
-      const file = await Deno.open(`${dir}/big.gguf`);
+      // The bench's own files only: big.gguf (default) or small.gguf.
+      const name = new URL(request.url).searchParams.get("name") === "small" ? "small" : "big";
+      const file = await Deno.open(`${dir}/${name}.gguf`);
       return new Response(file.readable, {
         headers: { "Content-Length": String((await file.stat()).size) },
       });

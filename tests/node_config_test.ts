@@ -85,31 +85,47 @@ Deno.test("help and version", async () => {
 });
 
 Deno.test("the node runs with narrow permissions: its data dir, its address, no subprocesses", async () => {
-  await using node = await startTestNode();
-  // Deno guards /proc/<pid>/cmdline behind --allow-all; ps reads the same arguments.
-  const ps = await new Deno.Command("ps", {
-    args: ["-o", "args=", "-p", String(node.pid)],
-    stdout: "piped",
-  }).output();
-  const cmdline = new TextDecoder().decode(ps.stdout).trim().split(" ");
-  const dataDir = await Deno.realPath(node.dataDir);
-  assert.ok(cmdline.includes(`--allow-write=${dataDir}`), cmdline.join(" "));
-  assert.ok(cmdline.includes(`--allow-read=${dataDir},${dataDir}/config.json`));
-  assert.ok(cmdline.includes("--allow-net=127.0.0.1:0"));
-  for (
-    const broad of [
-      "-A",
-      "--allow-all",
-      "--allow-run",
-      "--allow-ffi",
-      "--allow-read",
-      "--allow-write",
-      "--allow-net",
-    ]
-  ) {
-    assert.ok(!cmdline.includes(broad), `node has ${broad}`);
+  const argsOf = async (pid: number) => {
+    // Deno guards /proc/<pid>/cmdline behind --allow-all; ps reads the same arguments.
+    const ps = await new Deno.Command("ps", {
+      args: ["-o", "args=", "-p", String(pid)],
+      stdout: "piped",
+    }).output();
+    return new TextDecoder().decode(ps.stdout).trim().split(" ");
+  };
+  const broad = [
+    "-A",
+    "--allow-all",
+    "--allow-run",
+    "--allow-ffi",
+    "--allow-read",
+    "--allow-write",
+  ];
+  {
+    // Downloads may come from any host by default: connecting is the one broad permission.
+    await using node = await startTestNode();
+    const cmdline = await argsOf(node.pid);
+    const dataDir = await Deno.realPath(node.dataDir);
+    assert.ok(cmdline.includes(`--allow-write=${dataDir}`), cmdline.join(" "));
+    assert.ok(cmdline.includes(`--allow-read=${dataDir},${dataDir}/config.json`));
+    assert.ok(cmdline.includes("--allow-net"));
+    for (const flag of broad) assert.ok(!cmdline.includes(flag), `node has ${flag}`);
+    await expectJson(await fetch(`${node.storeUrl}/models`), 200, ModelListSchema);
   }
-  await expectJson(await fetch(`${node.storeUrl}/models`), 200, ModelListSchema);
+  await using node = await startTestNode({
+    config: {
+      apiKey: "a-test-key-of-enough-length",
+      downloadHosts: ["huggingface.co", "[::1]:8080"],
+    },
+  });
+  const cmdline = await argsOf(node.pid);
+  assert.ok(
+    cmdline.includes("--allow-net=127.0.0.1:0,huggingface.co,[::1]:8080"),
+    cmdline.join(" "),
+  );
+  for (const flag of [...broad, "--allow-net"]) {
+    assert.ok(!cmdline.includes(flag), `node has ${flag}`);
+  }
 });
 
 Deno.test("the node stops when its launcher is killed", async () => {

@@ -405,20 +405,3 @@ Deno.test("reads reflect every write at once (cached JSON is dropped on each wri
   );
   assert.deepEqual(empty.data, []);
 });
-
-Deno.test("download from a URL is 501 for now, after auth and input checks", async () => {
-  await using node = await startTestNode();
-  const download = (body: unknown, headers = node.auth()) =>
-    fetch(`${node.storeUrl}/models/m/download`, {
-      method: "POST",
-      headers: { ...headers, "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
-  await expectError(await download({ url: "http://127.0.0.1/x.gguf" }, {}), 401);
-  await expectError(await download({}), 400, /field 'url' is required/);
-  await expectError(
-    await download({ url: "http://127.0.0.1/x.gguf" }),
-    501,
-    /download from a URL is not implemented yet; upload the file instead/,
-  );
-});

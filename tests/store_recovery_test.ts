@@ -132,3 +132,56 @@ Deno.test("SIGKILL during an upload: after a restart the old file and record sta
     assert.deepEqual({ ...db.prepare("PRAGMA integrity_check").get() }, { integrity_check: "ok" });
     db.close();
   }));
+
+Deno.test("a database from the first release gains the new columns and keeps its records", () =>
+  withTempDir(async (dataDir) => {
+    const bytes = ggufBytes(1000);
+    const db = new DatabaseSync(`${dataDir}/edgenode.db`);
+    // The table exactly as release 0.1 created it.
+    db.exec(`CREATE TABLE models (id TEXT PRIMARY KEY, version TEXT NOT NULL, kind TEXT NOT NULL,
+      ready INTEGER NOT NULL DEFAULT 0, total_size INTEGER, sha256 TEXT, created_at INTEGER NOT NULL,
+      gguf TEXT, onnx TEXT, pending_size INTEGER, pending_sha256 TEXT) STRICT`);
+    db.prepare(
+      "INSERT INTO models (id, version, kind, ready, total_size, sha256, created_at) VALUES (?, '1', 'llm', 1, ?, ?, 5)",
+    ).run("old", bytes.length, await sha256Hex(bytes));
+    db.close();
+    await Deno.mkdir(`${dataDir}/models/old`, { recursive: true });
+    await Deno.writeFile(`${dataDir}/models/old/old.gguf`, bytes);
+    await using node = await startTestNode({ dataDir });
+    const all = await models(node);
+    assert.deepEqual(all.old, {
+      id: "old",
+      version: "1",
+      kind: "llm",
+      readyToUse: true,
+      totalSize: bytes.length,
+      sha256: await sha256Hex(bytes),
+      createdAt: 5,
+    });
+  }));
+
+Deno.test("a crash while a vlm's two files were being put in place is settled file by file", () =>
+  withTempDir(async (dataDir) => {
+    const projector = ggufBytes(500, 5);
+    {
+      await using node = await startTestNode({ dataDir });
+      await fetch(`${node.storeUrl}/models`, {
+        method: "POST",
+        headers: node.auth({ "Content-Type": "application/json" }),
+        body: JSON.stringify({ id: "v", version: "1", kind: "vlm" }),
+      }).then((r) => r.body?.cancel());
+    }
+    // The projector was renamed into place; the model file never arrived.
+    const db = new DatabaseSync(`${dataDir}/edgenode.db`);
+    db.prepare(
+      `UPDATE models SET pending_size = 99, pending_sha256 = ?, pending_mmproj_size = ?,
+       pending_mmproj_sha256 = ? WHERE id = 'v'`,
+    ).run("0".repeat(64), projector.length, await sha256Hex(projector));
+    db.close();
+    await Deno.mkdir(`${dataDir}/models/v`, { recursive: true });
+    await Deno.writeFile(`${dataDir}/models/v/v.mmproj.gguf`, projector);
+    await using node = await startTestNode({ dataDir });
+    const { v } = await models(node);
+    assert.equal(v.readyToUse, false);
+    assert.deepEqual(v.mmproj, { totalSize: projector.length, sha256: await sha256Hex(projector) });
+  }));

@@ -16,6 +16,15 @@ export interface components {
             readsRequireKey?: boolean;
             /** @description Largest model file accepted. Default unlimited (the disk is the limit). */
             maxModelFileBytes?: number;
+            /** @description A download that receives no byte for this long is retried. Default 30. */
+            downloadStallSeconds?: number;
+            /** @description Retries of a dropped or stalled download (from where it stopped). Default 5. */
+            downloadRetries?: number;
+            /**
+             * @description Hosts (`name` or `name:port`) downloads may come from, redirects included. Absent: any
+             *     host. When set, the node's Deno permission to connect is narrowed to them too.
+             */
+            downloadHosts?: string[];
         };
     };
     responses: never;

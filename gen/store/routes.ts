@@ -33,7 +33,7 @@ export const storeRoutes = {
     path: "/models/:id",
     auth: false,
     params: v.strictObject({ "id": ModelIdSchema }),
-    query: v.strictObject({ "alt": v.optional(v.picklist(["media"], "must be one of: media")) }),
+    query: v.strictObject({ "alt": v.optional(v.picklist(["media"], "must be one of: media")), "file": v.optional(v.picklist(["model","mmproj"], "must be one of: model, mmproj")) }),
     body: { kind: "none" },
   },
   headModel: {
@@ -41,7 +41,7 @@ export const storeRoutes = {
     path: "/models/:id",
     auth: false,
     params: v.strictObject({ "id": ModelIdSchema }),
-    query: v.strictObject({ "alt": v.optional(v.picklist(["media"], "must be one of: media")) }),
+    query: v.strictObject({ "alt": v.optional(v.picklist(["media"], "must be one of: media")), "file": v.optional(v.picklist(["model","mmproj"], "must be one of: model, mmproj")) }),
     body: { kind: "none" },
   },
   deleteModel: {
@@ -57,7 +57,7 @@ export const storeRoutes = {
     path: "/models/:id/upload",
     auth: true,
     params: v.strictObject({ "id": ModelIdSchema }),
-    query: v.strictObject({ "sha256": v.optional(Sha256Schema) }),
+    query: v.strictObject({ "sha256": v.optional(Sha256Schema), "file": v.optional(v.picklist(["model","mmproj"], "must be one of: model, mmproj")) }),
     body: { kind: "stream", contentTypes: ["multipart/form-data","application/octet-stream"] },
   },
   downloadModel: {

@@ -78,7 +78,37 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Provision the model file by download from a URL (not implemented yet) */
+        /**
+         * Provision the model file (and a vlm's projector) by download from a URL
+         * @description Validation, the model's existence and the API key are checked first and fail as plain
+         *     JSON errors. After that the answer is always `200 text/event-stream`, whatever `Accept`
+         *     says, with one `data: <json>` line and a blank line per message:
+         *     - `{ mmproj: { size, totalSize } }` then `{ size, totalSize }`: progress of the projector
+         *       (downloaded first, as the reference does) and of the model file. At most four progress
+         *       messages a second per stream, and always one at 100%. `totalSize` is omitted while the
+         *       source has not said how large the file is (no Content-Length).
+         *     - `{ done: true, model }` last: the model is ready.
+         *     - `{ error: { code, message } }` last on failure (the HTTP status the failure would have
+         *       had): 502 when the source answers an error status (its status is in the message), cannot
+         *       be reached, or sends a different size than it announced; 504 when it stalls; 400 when
+         *       the file fails the checks (sha256, GGUF header); 413 over `maxModelFileBytes`; 507 when
+         *       the disk lacks the space (checked against Content-Length before writing); 409 when the
+         *       model is deleted meanwhile; 503 when the node shuts down.
+         *     - A `: keep-alive` comment every 15 s.
+         *
+         *     One transfer per model: a POST while the model downloads from the same URLs joins that
+         *     transfer (same messages, same result); other URLs are 409. The transfer is cancelled when
+         *     its last listener disconnects: temporary files are removed and the record stays as it
+         *     was (not ready, or ready with its old file on a forced re-download). A download onto a
+         *     ready model answers at once with a 100% progress message and `done`, leaving the file
+         *     alone, unless `force` is true: then the new file replaces the old one only once it is
+         *     complete and verified. Redirects are followed (at most 20). A connection that drops or
+         *     stalls (no byte for `downloadStallSeconds`, default 30) after the source has answered
+         *     is retried from the byte where it stopped with `Range` and `If-Range` (from the start
+         *     when the source ignores Range), up to `downloadRetries` times (default 5) with back-off
+         *     from 0.5 s doubling to 8 s; the count starts again whenever bytes arrive. A first
+         *     request that cannot connect fails at once; one answered 408, 429 or 5xx is retried.
+         */
         post: operations["downloadModel"];
         delete?: never;
         options?: never;
@@ -119,6 +149,33 @@ export interface components {
             createdAt: number;
             gguf?: components["schemas"]["Gguf"];
             onnx?: components["schemas"]["Onnx"];
+            mmproj?: components["schemas"]["MmprojFile"];
+            ggufInfo?: components["schemas"]["GgufInfo"];
+            /**
+             * @description Extension. The hint that the file's chat template clearly matches; present only while
+             *     `gguf.chatTemplateHint` is unset (it is a suggestion, never applied by the node).
+             */
+            suggestedChatTemplateHint?: components["schemas"]["ChatTemplateHint"];
+        };
+        /** @description The multimodal projector of a vlm, once provisioned (stored beside the model file). */
+        MmprojFile: {
+            totalSize: number;
+            sha256: string;
+        };
+        /**
+         * @description Extension. Read from the GGUF file's header when it is provisioned: `architecture`
+         *     (general.architecture), `name` (general.name), `parameterCount` (the sum of the element
+         *     counts of every tensor), `contextLength` (<architecture>.context_length), `quantization`
+         *     (general.file_type as llama.cpp names it, e.g. Q4_K_M) and whether the file carries a
+         *     chat template (tokenizer.chat_template). Fields the file lacks are omitted.
+         */
+        GgufInfo: {
+            architecture?: string;
+            name?: string;
+            parameterCount?: number;
+            contextLength?: number;
+            quantization?: string;
+            hasChatTemplate: boolean;
         };
         ModelList: {
             data: components["schemas"]["Model"][];
@@ -137,9 +194,30 @@ export interface components {
             gguf?: components["schemas"]["Gguf"];
             onnx?: components["schemas"]["Onnx"];
         };
+        HttpUrl: string;
         DownloadModelRequest: {
-            url: string;
-            mmprojUrl?: string;
+            url: components["schemas"]["HttpUrl"];
+            /** @description The projector file; required for kind vlm, refused for other kinds. */
+            mmprojUrl?: components["schemas"]["HttpUrl"];
+            /** @description Extension. Expected hex SHA-256 of the model file. */
+            sha256?: components["schemas"]["Sha256"];
+            /** @description Extension. Expected hex SHA-256 of the projector file. */
+            mmprojSha256?: components["schemas"]["Sha256"];
+            /** @description Extension. Download again even when the model is ready. */
+            force?: boolean;
+        };
+        FileProgress: {
+            size: number;
+            totalSize?: number;
+        };
+        DownloadProgress: components["schemas"]["FileProgress"];
+        MmprojProgress: {
+            mmproj: components["schemas"]["FileProgress"];
+        };
+        DownloadDone: {
+            /** @constant */
+            done: true;
+            model: components["schemas"]["Model"];
         };
         DeleteResult: {
             id: components["schemas"]["ModelId"];
@@ -169,6 +247,11 @@ export interface components {
     parameters: {
         ModelIdPath: components["schemas"]["ModelId"];
         AltQuery: "media";
+        /**
+         * @description Extension. With `alt=media`, which file to serve: `model` (default) or `mmproj`, the
+         *     projector of a vlm.
+         */
+        FileQuery: "model" | "mmproj";
     };
     requestBodies: never;
     headers: never;
@@ -273,6 +356,11 @@ export interface operations {
         parameters: {
             query?: {
                 alt?: components["parameters"]["AltQuery"];
+                /**
+                 * @description Extension. With `alt=media`, which file to serve: `model` (default) or `mmproj`, the
+                 *     projector of a vlm.
+                 */
+                file?: components["parameters"]["FileQuery"];
             };
             header?: never;
             path: {
@@ -354,6 +442,11 @@ export interface operations {
         parameters: {
             query?: {
                 alt?: components["parameters"]["AltQuery"];
+                /**
+                 * @description Extension. With `alt=media`, which file to serve: `model` (default) or `mmproj`, the
+                 *     projector of a vlm.
+                 */
+                file?: components["parameters"]["FileQuery"];
             };
             header?: never;
             path: {
@@ -391,6 +484,11 @@ export interface operations {
             query?: {
                 /** @description Expected hex SHA-256 of the file; a mismatch is 400 and changes nothing. */
                 sha256?: components["schemas"]["Sha256"];
+                /**
+                 * @description Extension. `model` (default) or `mmproj`: the projector of a vlm (400 for other
+                 *     kinds). Uploading the projector does not change `readyToUse`.
+                 */
+                file?: "model" | "mmproj";
             };
             header?: never;
             path: {
@@ -441,7 +539,25 @@ export interface operations {
             };
         };
         responses: {
-            501: components["responses"]["Error"];
+            /**
+             * @description The progress stream. Each message validates against one of DownloadProgress,
+             *     MmprojProgress, DownloadDone or Error.
+             */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
         };
     };
 }

@@ -41,30 +41,65 @@ export const DeleteResultSchema = v.strictObject({ "id": ModelIdSchema, "object"
 /** DeleteResult as validated. */
 export type DeleteResult = v.InferOutput<typeof DeleteResultSchema>;
 
+/** The multimodal projector of a vlm, once provisioned (stored beside the model file). */
+export const MmprojFileSchema = v.strictObject({ "totalSize": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "sha256": v.pipe(v.string("must be a string"), v.regex(new RegExp("^[0-9a-f]{64}$", "u"), "must match ^[0-9a-f]{64}$")) });
+/** MmprojFile as validated. */
+export type MmprojFile = v.InferOutput<typeof MmprojFileSchema>;
+
+/** Extension. Read from the GGUF file's header when it is provisioned: `architecture` */
+export const GgufInfoSchema = v.strictObject({ "architecture": v.optional(v.pipe(v.string("must be a string"), v.maxLength(256, "must be at most 256 characters"))), "name": v.optional(v.pipe(v.string("must be a string"), v.maxLength(1024, "must be at most 1024 characters"))), "parameterCount": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))), "contextLength": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))), "quantization": v.optional(v.pipe(v.string("must be a string"), v.maxLength(64, "must be at most 64 characters"))), "hasChatTemplate": v.boolean("must be true or false") });
+/** GgufInfo as validated. */
+export type GgufInfo = v.InferOutput<typeof GgufInfoSchema>;
+
+/** The Model schema. */
+export const ModelSchema = v.strictObject({ "id": ModelIdSchema, "version": VersionSchema, "kind": KindSchema, "readyToUse": v.boolean("must be true or false"), "totalSize": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))), "sha256": v.optional(v.pipe(v.string("must be a string"), v.regex(new RegExp("^[0-9a-f]{64}$", "u"), "must match ^[0-9a-f]{64}$"))), "createdAt": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "gguf": v.optional(GgufSchema), "onnx": v.optional(OnnxSchema), "mmproj": v.optional(MmprojFileSchema), "ggufInfo": v.optional(GgufInfoSchema), "suggestedChatTemplateHint": v.optional(ChatTemplateHintSchema) });
+/** Model as validated. */
+export type Model = v.InferOutput<typeof ModelSchema>;
+
+/** The DownloadDone schema. */
+export const DownloadDoneSchema = v.strictObject({ "done": v.literal(true, "must be true"), "model": ModelSchema });
+/** DownloadDone as validated. */
+export type DownloadDone = v.InferOutput<typeof DownloadDoneSchema>;
+
+/** The HttpUrl schema. */
+export const HttpUrlSchema = v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"), v.maxLength(8192, "must be at most 8192 characters"), v.regex(new RegExp("^[hH][tT][tT][pP][sS]?://[^\\s]+$", "u"), "must be an http:// or https:// URL"));
+/** HttpUrl as validated. */
+export type HttpUrl = v.InferOutput<typeof HttpUrlSchema>;
+
+/** The Sha256 schema. */
+export const Sha256Schema = v.pipe(v.string("must be a string"), v.regex(new RegExp("^[0-9a-fA-F]{64}$", "u"), "must be 64 hex digits"));
+/** Sha256 as validated. */
+export type Sha256 = v.InferOutput<typeof Sha256Schema>;
+
 /** The DownloadModelRequest schema. */
-export const DownloadModelRequestSchema = v.strictObject({ "url": v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"), v.maxLength(8192, "must be at most 8192 characters")), "mmprojUrl": v.optional(v.pipe(v.string("must be a string"), v.minLength(1, "must not be empty"), v.maxLength(8192, "must be at most 8192 characters"))) });
+export const DownloadModelRequestSchema = v.strictObject({ "url": HttpUrlSchema, "mmprojUrl": v.optional(HttpUrlSchema), "sha256": v.optional(Sha256Schema), "mmprojSha256": v.optional(Sha256Schema), "force": v.optional(v.boolean("must be true or false")) });
 /** DownloadModelRequest as validated. */
 export type DownloadModelRequest = v.InferOutput<typeof DownloadModelRequestSchema>;
+
+/** The FileProgress schema. */
+export const FileProgressSchema = v.strictObject({ "size": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "totalSize": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))) });
+/** FileProgress as validated. */
+export type FileProgress = v.InferOutput<typeof FileProgressSchema>;
+
+/** The DownloadProgress schema. */
+export const DownloadProgressSchema = FileProgressSchema;
+/** DownloadProgress as validated. */
+export type DownloadProgress = v.InferOutput<typeof DownloadProgressSchema>;
 
 /** The Error schema. */
 export const ErrorSchema = v.strictObject({ "error": v.strictObject({ "code": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(400, "must be at least 400"), v.maxValue(599, "must be at most 599")), "message": v.string("must be a string") }) });
 /** Error as validated. */
 export type Error = v.InferOutput<typeof ErrorSchema>;
 
-/** The Model schema. */
-export const ModelSchema = v.strictObject({ "id": ModelIdSchema, "version": VersionSchema, "kind": KindSchema, "readyToUse": v.boolean("must be true or false"), "totalSize": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))), "sha256": v.optional(v.pipe(v.string("must be a string"), v.regex(new RegExp("^[0-9a-f]{64}$", "u"), "must match ^[0-9a-f]{64}$"))), "createdAt": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "gguf": v.optional(GgufSchema), "onnx": v.optional(OnnxSchema) });
-/** Model as validated. */
-export type Model = v.InferOutput<typeof ModelSchema>;
+/** The MmprojProgress schema. */
+export const MmprojProgressSchema = v.strictObject({ "mmproj": FileProgressSchema });
+/** MmprojProgress as validated. */
+export type MmprojProgress = v.InferOutput<typeof MmprojProgressSchema>;
 
 /** The ModelList schema. */
 export const ModelListSchema = v.strictObject({ "data": v.array(ModelSchema, "must be an array") });
 /** ModelList as validated. */
 export type ModelList = v.InferOutput<typeof ModelListSchema>;
-
-/** The Sha256 schema. */
-export const Sha256Schema = v.pipe(v.string("must be a string"), v.regex(new RegExp("^[0-9a-fA-F]{64}$", "u"), "must be 64 hex digits"));
-/** Sha256 as validated. */
-export type Sha256 = v.InferOutput<typeof Sha256Schema>;
 
 /** The UpdateModelRequest schema. */
 export const UpdateModelRequestSchema = v.strictObject({ "id": ModelIdSchema, "action": v.picklist(["update"], "must be one of: update"), "gguf": v.optional(GgufSchema), "onnx": v.optional(OnnxSchema) });

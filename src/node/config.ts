@@ -27,6 +27,9 @@ export interface Settings {
   storePrefixes: string[];
   readsRequireKey: boolean;
   maxModelFileBytes: number | undefined;
+  downloadStallSeconds: number;
+  downloadRetries: number;
+  downloadHosts: string[] | undefined;
 }
 
 /** The defaults of every optional setting. */
@@ -34,6 +37,8 @@ export const DEFAULTS = {
   host: "0.0.0.0",
   port: 8083,
   storePrefixes: ["/ai/store/v1"],
+  downloadStallSeconds: 30,
+  downloadRetries: 5,
 } as const;
 
 /** Reads an environment variable; injected so that callers can decide which ones are allowed. */
@@ -124,6 +129,9 @@ export async function loadSettings(
     storePrefixes: file.storePrefixes ?? [...DEFAULTS.storePrefixes],
     readsRequireKey: file.readsRequireKey ?? false,
     maxModelFileBytes: file.maxModelFileBytes,
+    downloadStallSeconds: file.downloadStallSeconds ?? DEFAULTS.downloadStallSeconds,
+    downloadRetries: file.downloadRetries ?? DEFAULTS.downloadRetries,
+    downloadHosts: file.downloadHosts,
   };
   return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };
 }

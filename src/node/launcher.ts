@@ -17,14 +17,21 @@ function netAddress(host: string, port: number): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-/** The Deno permission flags of a node with these settings. */
+/**
+ * The Deno permission flags of a node with these settings. Downloads fetch from any host the
+ * user names, so the node may connect anywhere unless `downloadHosts` narrows it (Deno cannot
+ * grant "connect anywhere" without also granting "listen anywhere").
+ */
 export function nodePermissions(settings: Settings): string[] {
   const readable = [settings.dataDir, settings.configPath];
+  const net = settings.downloadHosts
+    ? `--allow-net=${[netAddress(settings.host, settings.port), ...settings.downloadHosts]}`
+    : "--allow-net";
   return [
     "--no-prompt",
     `--allow-read=${readable.join(",")}`,
     `--allow-write=${settings.dataDir}`,
-    `--allow-net=${netAddress(settings.host, settings.port)}`,
+    net,
     `--allow-env=${NODE_ENV_VARS.join(",")}`,
     // statfs: free disk space, checked before an upload is accepted.
     "--allow-sys=statfs",

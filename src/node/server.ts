@@ -8,7 +8,9 @@ import { errorResponse, responseForError } from "../http/errors.ts";
 import { mountRoutes } from "../http/routes.ts";
 import { ModelFiles } from "../store/model_files.ts";
 import { ModelRecords } from "../store/model_records.ts";
+import { Provisioning } from "../store/provisioning.ts";
 import { ModelRegistry } from "../store/registry.ts";
+import { Transfers } from "../store/transfers.ts";
 import { storeHandlers, storeRoutes } from "../store/routes.ts";
 import type { Settings } from "./config.ts";
 import { openDatabase } from "./database.ts";
@@ -39,13 +41,16 @@ function withCors(response: Response): Response {
 /** Starts a node with these settings; resolves once it listens. */
 export async function startNode(settings: Settings): Promise<RunningNode> {
   const db = openDatabase(settings.dataDir);
-  const registry = new ModelRegistry(
-    new ModelRecords(db),
-    await ModelFiles.open(settings.dataDir),
-    {
-      maxFileBytes: settings.maxModelFileBytes,
-    },
-  );
+  const records = new ModelRecords(db);
+  const files = await ModelFiles.open(settings.dataDir);
+  const transfers = new Transfers();
+  const registry = new ModelRegistry(records, files, transfers);
+  const provisioning = new Provisioning(records, files, transfers, {
+    maxFileBytes: settings.maxModelFileBytes,
+    stallMs: settings.downloadStallSeconds * 1000,
+    retries: settings.downloadRetries,
+    downloadHosts: settings.downloadHosts,
+  });
   const report = await registry.recover();
   if (
     report.removedPartials + report.removedOrphanFolders + report.promotedPending > 0 ||
@@ -56,7 +61,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
 
   const router = Router();
   const mountOptions = { apiKey: settings.apiKey, readsRequireKey: settings.readsRequireKey };
-  mountRoutes(router, storeRoutes, storeHandlers(registry), {
+  mountRoutes(router, storeRoutes, storeHandlers(registry, provisioning), {
     ...mountOptions,
     prefixes: settings.storePrefixes,
   });
@@ -88,6 +93,8 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     hostname: addr.hostname,
     port: addr.port,
     async shutdown() {
+      // Open download streams would hold the server open; end them with a message first.
+      provisioning.cancelAll("the node is shutting down; download again after it restarts");
       await server.shutdown();
       db.close();
     },

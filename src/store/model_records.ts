@@ -1,13 +1,33 @@
 /**
- * Model records in SQLite. A record is the spec's Model plus two "pending" columns: the size and
- * hash of a file that is about to be renamed into place. They are written before the rename and
- * cleared after it, so that a crash between the two can be told apart at start (see
- * ModelRegistry.recover).
+ * Model records in SQLite. A record is the spec's Model plus "pending" columns: the size and
+ * hash of the files about to be renamed into place. They are written before the renames and
+ * cleared after them, so that a crash in between can be told apart at start (see
+ * recoverStore).
  *
  * @module
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
-import type { Gguf, Kind, Model, Onnx } from "../../gen/store/validators.ts";
+import { HttpError } from "../http/errors.ts";
+import type {
+  ChatTemplateHint,
+  Gguf,
+  GgufInfo,
+  Kind,
+  Model,
+  Onnx,
+} from "../../gen/store/validators.ts";
+
+/** Size and hash of a stored file. */
+export interface FileFacts {
+  size: number;
+  sha256: string;
+}
+
+/** What a commit records about the files it put in place. */
+export interface CommittedFiles {
+  model?: FileFacts & { ggufInfo?: GgufInfo; templateHint?: ChatTemplateHint };
+  mmproj?: FileFacts;
+}
 
 /** A stored record. */
 export interface ModelRecord {
@@ -20,8 +40,11 @@ export interface ModelRecord {
   createdAt: number;
   gguf: Gguf | undefined;
   onnx: Onnx | undefined;
-  pendingSize: number | undefined;
-  pendingSha256: string | undefined;
+  pendingModel: FileFacts | undefined;
+  mmproj: FileFacts | undefined;
+  pendingMmproj: FileFacts | undefined;
+  ggufInfo: GgufInfo | undefined;
+  templateHint: ChatTemplateHint | undefined;
 }
 
 type Row = Record<string, SQLInputValue>;
@@ -43,6 +66,16 @@ CREATE TABLE IF NOT EXISTS models (
 CREATE INDEX IF NOT EXISTS models_by_created ON models (created_at, id);
 `;
 
+/** Columns added after the first release; a database without them gets them at open. */
+const ADDED_COLUMNS = {
+  mmproj_size: "INTEGER",
+  mmproj_sha256: "TEXT",
+  pending_mmproj_size: "INTEGER",
+  pending_mmproj_sha256: "TEXT",
+  gguf_info: "TEXT",
+  template_hint: "TEXT",
+};
+
 function fromRow(row: Row): ModelRecord {
   const optional = <T>(value: SQLInputValue) => (value === null ? undefined : value as T);
   return {
@@ -55,9 +88,18 @@ function fromRow(row: Row): ModelRecord {
     createdAt: row.created_at as number,
     gguf: row.gguf === null ? undefined : JSON.parse(row.gguf as string),
     onnx: row.onnx === null ? undefined : JSON.parse(row.onnx as string),
-    pendingSize: optional<number>(row.pending_size),
-    pendingSha256: optional<string>(row.pending_sha256),
+    pendingModel: facts(row.pending_size, row.pending_sha256),
+    mmproj: facts(row.mmproj_size, row.mmproj_sha256),
+    pendingMmproj: facts(row.pending_mmproj_size, row.pending_mmproj_sha256),
+    ggufInfo: row.gguf_info === null ? undefined : JSON.parse(row.gguf_info as string),
+    templateHint: optional<ChatTemplateHint>(row.template_hint),
   };
+}
+
+function facts(size: SQLInputValue, sha256: SQLInputValue): FileFacts | undefined {
+  return size === null || sha256 === null
+    ? undefined
+    : { size: size as number, sha256: sha256 as string };
 }
 
 /** The Model a client sees for a record. */
@@ -75,8 +117,17 @@ export function toModel(record: ModelRecord): Model {
   }
   if (record.gguf) model.gguf = record.gguf;
   if (record.onnx) model.onnx = record.onnx;
+  if (record.mmproj) model.mmproj = { totalSize: record.mmproj.size, sha256: record.mmproj.sha256 };
+  if (record.ready && record.ggufInfo) model.ggufInfo = record.ggufInfo;
+  if (record.ready && record.templateHint && !record.gguf?.chatTemplateHint) {
+    model.suggestedChatTemplateHint = record.templateHint;
+  }
   return model;
 }
+
+/** The 404 for an id without a record. */
+export const notFound = (id: string): HttpError =>
+  new HttpError(404, `model '${id}' does not exist`);
 
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
@@ -90,6 +141,12 @@ export class ModelRecords {
   constructor(db: DatabaseSync) {
     this.#db = db;
     db.exec(SCHEMA);
+    const present = new Set(
+      (db.prepare("PRAGMA table_info(models)").all() as Row[]).map((column) => column.name),
+    );
+    for (const [name, type] of Object.entries(ADDED_COLUMNS)) {
+      if (!present.has(name)) db.exec(`ALTER TABLE models ADD COLUMN ${name} ${type}`);
+    }
   }
 
   /** Counts writes; anything derived from the records is stale once it has moved on. */
@@ -98,9 +155,10 @@ export class ModelRecords {
   }
 
   /** Runs a writing statement. Every write goes through here, so `generation` never misses one. */
-  #write(text: string, ...params: SQLInputValue[]): number {
+  #write(text: string, ...params: SQLInputValue[] | [Record<string, SQLInputValue>]): number {
     this.#generation++;
-    return Number(this.#sql(text).run(...params).changes);
+    // deno-lint-ignore no-explicit-any
+    return Number(this.#sql(text).run(...(params as any[])).changes);
   }
 
   /** A prepared statement, prepared once per SQL text. */
@@ -117,6 +175,13 @@ export class ModelRecords {
   get(id: string): ModelRecord | undefined {
     const row = this.#sql("SELECT * FROM models WHERE id = ?").get(id) as Row | undefined;
     return row ? fromRow(row) : undefined;
+  }
+
+  /** The record with this id; 404 when there is none. */
+  require(id: string): ModelRecord {
+    const record = this.get(id);
+    if (!record) throw notFound(id);
+    return record;
   }
 
   /** Records, oldest first, optionally only of one kind and/or readiness. */
@@ -158,39 +223,71 @@ export class ModelRecords {
     );
   }
 
-  /** Notes the file about to be renamed into place. */
-  setPending(id: string, size: number, sha256: string): void {
+  /** Notes the files about to be renamed into place. */
+  setPending(id: string, files: CommittedFiles): void {
     this.#write(
-      `UPDATE models SET pending_size = ?, pending_sha256 = ? WHERE id = ?`,
-      size,
-      sha256,
+      `UPDATE models SET pending_size = ?, pending_sha256 = ?, pending_mmproj_size = ?,
+       pending_mmproj_sha256 = ? WHERE id = ?`,
+      files.model?.size ?? null,
+      files.model?.sha256 ?? null,
+      files.mmproj?.size ?? null,
+      files.mmproj?.sha256 ?? null,
       id,
     );
   }
 
-  /** Marks the record ready with its file's size and hash, and clears any pending note. */
-  markReady(id: string, size: number, sha256: string): void {
+  /**
+   * Records the files now in place and clears the pending note, in one statement: a model file
+   * makes the record ready; a projector alone leaves readiness as it was.
+   */
+  commitFiles(id: string, files: CommittedFiles): void {
+    const { model, mmproj } = files;
     this.#write(
-      `UPDATE models SET ready = 1, total_size = ?, sha256 = ?, pending_size = NULL,
-       pending_sha256 = NULL WHERE id = ?`,
-      size,
-      sha256,
-      id,
+      `UPDATE models SET
+       ready = CASE WHEN :model THEN 1 ELSE ready END,
+       total_size = CASE WHEN :model THEN :size ELSE total_size END,
+       sha256 = CASE WHEN :model THEN :sha256 ELSE sha256 END,
+       gguf_info = CASE WHEN :model THEN :info ELSE gguf_info END,
+       template_hint = CASE WHEN :model THEN :hint ELSE template_hint END,
+       mmproj_size = CASE WHEN :mmproj THEN :mmprojSize ELSE mmproj_size END,
+       mmproj_sha256 = CASE WHEN :mmproj THEN :mmprojSha256 ELSE mmproj_sha256 END,
+       pending_size = NULL, pending_sha256 = NULL, pending_mmproj_size = NULL,
+       pending_mmproj_sha256 = NULL WHERE id = :id`,
+      {
+        id,
+        model: Number(model !== undefined),
+        size: model?.size ?? null,
+        sha256: model?.sha256 ?? null,
+        info: json(model?.ggufInfo),
+        hint: model?.templateHint ?? null,
+        mmproj: Number(mmproj !== undefined),
+        mmprojSize: mmproj?.size ?? null,
+        mmprojSha256: mmproj?.sha256 ?? null,
+      },
     );
   }
 
-  /** Marks the record not ready: no file, no size. */
+  /** Marks the record not ready: no model file, no size, no header metadata. */
   markNotReady(id: string): void {
     this.#write(
-      `UPDATE models SET ready = 0, total_size = NULL, sha256 = NULL, pending_size = NULL,
-       pending_sha256 = NULL WHERE id = ?`,
+      `UPDATE models SET ready = 0, total_size = NULL, sha256 = NULL, gguf_info = NULL,
+       template_hint = NULL, pending_size = NULL, pending_sha256 = NULL WHERE id = ?`,
       id,
     );
+  }
+
+  /** Forgets the projector file (it is missing or damaged). */
+  clearMmproj(id: string): void {
+    this.#write(`UPDATE models SET mmproj_size = NULL, mmproj_sha256 = NULL WHERE id = ?`, id);
   }
 
   /** Forgets a pending file that never made it into place. */
   clearPending(id: string): void {
-    this.#write(`UPDATE models SET pending_size = NULL, pending_sha256 = NULL WHERE id = ?`, id);
+    this.#write(
+      `UPDATE models SET pending_size = NULL, pending_sha256 = NULL, pending_mmproj_size = NULL,
+       pending_mmproj_sha256 = NULL WHERE id = ?`,
+      id,
+    );
   }
 
   /** Deletes a record; false when there was none. */

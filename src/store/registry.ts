@@ -1,5 +1,6 @@
 /**
- * The model registry: what each operation does to records and files, independent of HTTP.
+ * The model registry: records and their files as clients list, read, change and delete them,
+ * independent of HTTP. Provisioning files (upload, download) is in provisioning.ts.
  *
  * @module
  */
@@ -13,29 +14,12 @@ import type {
 } from "../../gen/store/validators.ts";
 import { HttpError } from "../http/errors.ts";
 import type { FileToServe } from "../http/file_response.ts";
-import type { UploadBody } from "../http/upload_body.ts";
-import { formatOf, GGUF_HEADER_BYTES, headerProblem } from "./model_format.ts";
-import { fileTooLarge, type ModelFiles, type WrittenFile } from "./model_files.ts";
-import { type ModelRecord, type ModelRecords, toModel } from "./model_records.ts";
-import { Transfers } from "./transfers.ts";
-
-/** Settings of the registry. */
-export interface RegistryOptions {
-  /** Largest model file accepted, in bytes; unlimited when absent. */
-  maxFileBytes?: number;
-}
-
-/** What start-up recovery found and did. */
-export interface RecoveryReport {
-  removedPartials: number;
-  removedOrphanFolders: number;
-  promotedPending: number;
-  markedNotReady: string[];
-}
-
-const notFound = (id: string) => new HttpError(404, `model '${id}' does not exist`);
-const deletedDuringUpload = (id: string) =>
-  new HttpError(409, `model '${id}' was deleted while its file was being uploaded`);
+import { type FileRole, storedFileName } from "./file_checks.ts";
+import { formatOf } from "./model_format.ts";
+import type { ModelFiles } from "./model_files.ts";
+import { type ModelRecords, notFound, toModel } from "./model_records.ts";
+import { recoverStore, type RecoveryReport } from "./recovery.ts";
+import type { Transfers } from "./transfers.ts";
 
 function checkConfigFits(kind: Kind, config: { gguf?: Gguf; onnx?: Onnx }): void {
   if (config.gguf && formatOf(kind) !== "gguf") {
@@ -57,25 +41,18 @@ function merged<T extends object>(old: T | undefined, update: T | undefined): T 
 export class ModelRegistry {
   readonly #records: ModelRecords;
   readonly #files: ModelFiles;
-  readonly #options: RegistryOptions;
-  readonly #transfers = new Transfers();
+  readonly #transfers: Transfers;
 
-  /** A registry over these records and files. */
-  constructor(records: ModelRecords, files: ModelFiles, options: RegistryOptions = {}) {
+  /** A registry over these records and files; `transfers` is shared with provisioning. */
+  constructor(records: ModelRecords, files: ModelFiles, transfers: Transfers) {
     this.#records = records;
     this.#files = files;
-    this.#options = options;
+    this.#transfers = transfers;
   }
 
   /** Moves on with every change to the records (see JsonCache). */
   get generation(): number {
     return this.#records.generation;
-  }
-
-  #require(id: string): ModelRecord {
-    return this.#records.get(id) ?? (() => {
-      throw notFound(id);
-    })();
   }
 
   /**
@@ -87,7 +64,7 @@ export class ModelRegistry {
     const existing = this.#records.get(input.id);
     if (!existing) {
       this.#records.insert({ ...input, gguf: input.gguf, onnx: input.onnx, createdAt: Date.now() });
-      return { model: toModel(this.#require(input.id)), created: true };
+      return { model: toModel(this.#records.require(input.id)), created: true };
     }
     const sameFormat = formatOf(existing.kind) === formatOf(input.kind);
     if (existing.ready && !sameFormat) {
@@ -104,19 +81,19 @@ export class ModelRegistry {
       gguf: formatOf(input.kind) === "gguf" ? merged(existing.gguf, input.gguf) : undefined,
       onnx: input.kind === "onnx" ? merged(existing.onnx, input.onnx) : undefined,
     });
-    return { model: toModel(this.#require(input.id)), created: false };
+    return { model: toModel(this.#records.require(input.id)), created: false };
   }
 
   /** Merges new gguf/onnx settings into a record, field by field. */
   update(input: UpdateModelRequest): Model {
-    const existing = this.#require(input.id);
+    const existing = this.#records.require(input.id);
     checkConfigFits(existing.kind, input);
     this.#records.updateMetadata({
       ...existing,
       gguf: merged(existing.gguf, input.gguf),
       onnx: merged(existing.onnx, input.onnx),
     });
-    return toModel(this.#require(input.id));
+    return toModel(this.#records.require(input.id));
   }
 
   /** Models, oldest first. */
@@ -126,12 +103,12 @@ export class ModelRegistry {
 
   /** One model. */
   get(id: string): Model {
-    return toModel(this.#require(id));
+    return toModel(this.#records.require(id));
   }
 
   /** Deletes a record, cancels its transfers and removes its files. */
   async remove(id: string): Promise<void> {
-    this.#require(id);
+    this.#records.require(id);
     this.#transfers.cancelAll(id, "the model was deleted");
     await this.#transfers.exclusive(id, async () => {
       if (!this.#records.delete(id)) throw notFound(id);
@@ -140,128 +117,29 @@ export class ModelRegistry {
     });
   }
 
-  /**
-   * Provisions the model file from an upload. The file is written to a temporary name, checked,
-   * and renamed into place; only then is the record marked ready. On any failure the old file
-   * and record stay as they were.
-   */
-  async upload(id: string, body: UploadBody, expectedSha256?: string): Promise<Model> {
-    const record = this.#require(id);
-    const { maxFileBytes } = this.#options;
-    if (
-      body.declaredSize !== undefined && maxFileBytes !== undefined &&
-      body.declaredSize > maxFileBytes
-    ) {
-      throw fileTooLarge(maxFileBytes);
+  /** A file to serve, or 404 when the model or that file does not exist. */
+  mediaFile(id: string, role: FileRole = "model"): FileToServe {
+    const record = this.#records.require(id);
+    const stored = role === "mmproj" ? record.mmproj : record.ready ? record : undefined;
+    if (!stored?.sha256) {
+      throw new HttpError(
+        404,
+        role === "mmproj"
+          ? `model '${id}' has no projector file (only a vlm has one)`
+          : `model '${id}' has no file yet: upload or download it first`,
+      );
     }
-    // The whole body bounds the file (multipart adds a few hundred bytes of headers).
-    if (body.bodyLength !== undefined) await this.#files.requireFreeSpace(body.bodyLength);
-    const controller = this.#transfers.begin(id);
-    const format = formatOf(record.kind);
-    let written;
-    try {
-      written = await this.#files.writeTemp(id, `${id}.${format}`, body.chunks, {
-        signal: controller.signal,
-        maxBytes: maxFileBytes,
-        headBytes: GGUF_HEADER_BYTES,
-      });
-      await body.complete.catch(async (error) => {
-        await this.#files.discard(written!);
-        throw error;
-      });
-    } catch (error) {
-      if (controller.signal.aborted) {
-        throw deletedDuringUpload(id);
-      }
-      throw error;
-    } finally {
-      this.#transfers.end(id, controller);
-    }
-    try {
-      if (expectedSha256 && written.sha256 !== expectedSha256.toLowerCase()) {
-        throw new HttpError(
-          400,
-          `sha256 mismatch: expected ${expectedSha256.toLowerCase()}, the upload has ${written.sha256}`,
-        );
-      }
-      if (body.declaredSize !== undefined && written.size !== body.declaredSize) {
-        throw new HttpError(
-          400,
-          `the body has ${written.size} bytes but Content-Length said ${body.declaredSize}`,
-        );
-      }
-      return await this.#transfers.exclusive(id, () => this.#commit(id, written));
-    } finally {
-      await this.#files.discard(written);
-    }
-  }
-
-  async #commit(id: string, written: WrittenFile): Promise<Model> {
-    const current = this.#records.get(id);
-    if (!current) {
-      throw deletedDuringUpload(id);
-    }
-    const format = formatOf(current.kind);
-    const problem = headerProblem(format, written.head, written.size);
-    if (problem) throw new HttpError(400, `${problem}; the model's old state is unchanged`);
-    this.#records.setPending(id, written.size, written.sha256);
-    await this.#files.commit(written, this.#files.pathOf(id, format));
-    this.#records.markReady(id, written.size, written.sha256);
-    return toModel(this.#require(id));
-  }
-
-  /** The model file to serve, or 404 when the model or its file does not exist. */
-  mediaFile(id: string): FileToServe {
-    const record = this.#require(id);
-    if (!record.ready || !record.sha256) {
-      throw new HttpError(404, `model '${id}' has no file yet: upload or download it first`);
-    }
-    const format = formatOf(record.kind);
+    const name = storedFileName(record, role);
     return {
-      path: this.#files.pathOf(id, format),
-      etag: record.sha256,
+      path: `${this.#files.dirOf(id)}/${name}`,
+      etag: stored.sha256,
       contentType: "application/octet-stream",
-      filename: `${id}.${format}`,
+      filename: name,
     };
   }
 
-  /**
-   * Makes records and files agree after a restart: removes temporary files and folders without
-   * a record, settles files that were renamed just before a crash, and marks records whose file
-   * is missing or has the wrong size as not ready.
-   */
-  async recover(): Promise<RecoveryReport> {
-    const { folders, removedPartials } = await this.#files.sweep();
-    const report: RecoveryReport = {
-      removedPartials,
-      removedOrphanFolders: 0,
-      promotedPending: 0,
-      markedNotReady: [],
-    };
-    for (const folder of folders) {
-      if (this.#records.get(folder)) continue;
-      await this.#files.removeModel(folder);
-      report.removedOrphanFolders++;
-    }
-    for (const record of this.#records.list()) {
-      const path = this.#files.pathOf(record.id, formatOf(record.kind));
-      let info = await this.#files.stat(path);
-      if (record.pendingSha256 !== undefined) {
-        const arrived = info?.size === record.pendingSize &&
-          (await this.#files.hashFile(path)) === record.pendingSha256;
-        if (arrived) {
-          this.#records.markReady(record.id, record.pendingSize!, record.pendingSha256);
-          report.promotedPending++;
-          continue;
-        }
-        this.#records.clearPending(record.id);
-        info = await this.#files.stat(path);
-      }
-      if (record.ready && info?.size !== record.totalSize) {
-        this.#records.markNotReady(record.id);
-        report.markedNotReady.push(record.id);
-      }
-    }
-    return report;
+  /** Makes records and files agree after a restart (see recoverStore). */
+  recover(): Promise<RecoveryReport> {
+    return recoverStore(this.#records, this.#files);
   }
 }

@@ -4,24 +4,38 @@
  * @module
  */
 import { storeRoutes } from "../../gen/store/routes.ts";
-import { errorResponse, HttpError, jsonResponse } from "../http/errors.ts";
+import { HttpError, jsonResponse } from "../http/errors.ts";
 import { fileResponse } from "../http/file_response.ts";
 import { JsonCache, jsonTextResponse } from "../http/json_cache.ts";
 import type { Handlers } from "../http/routes.ts";
 import { uploadBody } from "../http/upload_body.ts";
+import { Downloads } from "./downloads.ts";
+import type { Provisioning } from "./provisioning.ts";
 import type { ModelRegistry } from "./registry.ts";
 
 export { storeRoutes };
 
+/** Whether a read asks for a file rather than the record; `file` alone is a mistake. */
+function wantsMedia(query: { alt?: "media"; file?: string }): boolean {
+  if (query.file !== undefined && query.alt !== "media") {
+    throw new HttpError(400, "query parameter 'file' needs 'alt=media'");
+  }
+  return query.alt === "media";
+}
+
 /** The handlers of every registry operation. */
-export function storeHandlers(registry: ModelRegistry): Handlers<typeof storeRoutes> {
+export function storeHandlers(
+  registry: ModelRegistry,
+  provisioning: Provisioning,
+): Handlers<typeof storeRoutes> {
   // Listings and records are read far more often than written: keep their JSON until a write.
   const cache = new JsonCache();
+  const downloads = new Downloads(provisioning);
   const modelJson = (id: string) =>
     cache.get(`model ${id}`, registry.generation, () => registry.get(id));
-  const media = async (request: Request, id: string) => {
+  const media = async (request: Request, id: string, file?: "model" | "mmproj") => {
     try {
-      return await fileResponse(request, registry.mediaFile(id));
+      return await fileResponse(request, registry.mediaFile(id, file));
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) {
         throw new HttpError(404, `the file of model '${id}' is missing`);
@@ -44,9 +58,11 @@ export function storeHandlers(registry: ModelRegistry): Handlers<typeof storeRou
     },
     updateModel: ({ body }) => jsonResponse(registry.update(body)),
     getModel: ({ params, query, request }) =>
-      query.alt === "media" ? media(request, params.id) : jsonTextResponse(modelJson(params.id)),
+      wantsMedia(query)
+        ? media(request, params.id, query.file)
+        : jsonTextResponse(modelJson(params.id)),
     headModel: async ({ params, query, request }) => {
-      if (query.alt === "media") return await media(request, params.id);
+      if (wantsMedia(query)) return await media(request, params.id, query.file);
       const body = modelJson(params.id);
       return new Response(null, { headers: jsonTextResponse(body).headers });
     },
@@ -58,9 +74,8 @@ export function storeHandlers(registry: ModelRegistry): Handlers<typeof storeRou
       // 404 before a byte of the body is read.
       registry.get(params.id);
       const body = await uploadBody(request, "file");
-      return jsonResponse(await registry.upload(params.id, body, query.sha256));
+      return jsonResponse(await provisioning.upload(params.id, body, query));
     },
-    downloadModel: () =>
-      errorResponse(501, "download from a URL is not implemented yet; upload the file instead"),
+    downloadModel: ({ params, body }) => downloads.start(params.id, body),
   };
 }

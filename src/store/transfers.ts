@@ -45,4 +45,11 @@ export class Transfers {
     for (const controller of set ?? []) controller.abort(new Error(reason));
     return set?.size ?? 0;
   }
+
+  /** Aborts every transfer of every model with `reason`. */
+  cancelEverything(reason: Error): void {
+    for (const set of this.#running.values()) {
+      for (const controller of set) controller.abort(reason);
+    }
+  }
 }

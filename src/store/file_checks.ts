@@ -1,0 +1,92 @@
+/**
+ * Checks made before any byte moves (a download request) and before a written file is put in
+ * place (its hash and header).
+ *
+ * @module
+ */
+import type { DownloadModelRequest, Kind } from "../../gen/store/validators.ts";
+import { HttpError } from "../http/errors.ts";
+import { formatOf, headerProblem } from "./model_format.ts";
+import type { WrittenFile } from "./model_files.ts";
+
+/** Which of a model's files: the model file itself or a vlm's projector. */
+export type FileRole = "model" | "mmproj";
+
+/** Temporary files to put in place together. */
+export type WrittenFiles = Partial<Record<FileRole, WrittenFile>>;
+
+/** The name of a model's file in its folder: `<id>.<gguf|onnx>` or `<id>.mmproj.gguf`. */
+export function storedFileName(record: { id: string; kind: Kind }, role: FileRole): string {
+  return role === "mmproj" ? `${record.id}.mmproj.gguf` : `${record.id}.${formatOf(record.kind)}`;
+}
+
+/** Throws 400 when a download request does not fit the model or the node's settings. */
+export function checkDownloadRequest(
+  record: { id: string; kind: Kind },
+  request: DownloadModelRequest,
+  downloadHosts: string[] | undefined,
+): void {
+  const { id, kind } = record;
+  for (const url of [request.url, request.mmprojUrl]) {
+    if (url !== undefined) checkSourceUrl(url, downloadHosts);
+  }
+  if (kind === "vlm" && request.mmprojUrl === undefined) {
+    throw new HttpError(400, `model '${id}' is a vlm: give 'mmprojUrl', its projector file`);
+  }
+  if (kind !== "vlm" && request.mmprojUrl !== undefined) {
+    throw new HttpError(400, `'mmprojUrl' is only for kind vlm; model '${id}' is ${kind}`);
+  }
+  if (request.mmprojSha256 !== undefined && request.mmprojUrl === undefined) {
+    throw new HttpError(400, "'mmprojSha256' needs 'mmprojUrl'");
+  }
+}
+
+function checkSourceUrl(text: string, downloadHosts: string[] | undefined): void {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new HttpError(400, `'${text}' is not a valid URL`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new HttpError(400, `'${text}' is not an http or https URL`);
+  }
+  if (downloadHosts && !downloadHosts.includes(url.host) && !downloadHosts.includes(url.hostname)) {
+    throw new HttpError(
+      400,
+      `downloads may come only from ${
+        downloadHosts.join(", ")
+      } (downloadHosts); not from ${url.host}`,
+    );
+  }
+}
+
+/** Throws 400 when a written file has the wrong hash or is not a file of its format. */
+export function verifyWritten(
+  kind: Kind,
+  written: WrittenFiles,
+  expectedSha256: Partial<Record<FileRole, string>>,
+  transfer: "upload" | "download",
+): void {
+  for (const [role, file] of Object.entries(written) as [FileRole, WrittenFile][]) {
+    const expected = expectedSha256[role]?.toLowerCase();
+    if (expected && file.sha256 !== expected) {
+      const what = role === "mmproj" ? "projector file" : transfer;
+      throw new HttpError(
+        400,
+        `sha256 mismatch: expected ${expected}, the ${what} has ${file.sha256}`,
+      );
+    }
+    const problem = headerProblem(
+      role === "mmproj" ? "gguf" : formatOf(kind),
+      file.head,
+      file.size,
+    );
+    if (problem) {
+      throw new HttpError(
+        400,
+        `${role === "mmproj" ? "projector: " : ""}${problem}; the model's old state is unchanged`,
+      );
+    }
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * Provisioning model files: by upload and by download. Each writes temporary files, checks
+ * them, and puts them in place together under the model's lock; only then is the record
+ * changed. On any failure the old files and record stay as they were.
+ *
+ * @module
+ */
+import type { DownloadModelRequest, Model } from "../../gen/store/validators.ts";
+import { HttpError } from "../http/errors.ts";
+import type { UploadBody } from "../http/upload_body.ts";
+import { downloadFile } from "./download_file.ts";
+import {
+  checkDownloadRequest,
+  type FileRole,
+  storedFileName,
+  verifyWritten,
+  type WrittenFiles,
+} from "./file_checks.ts";
+import { describeModelFile } from "./gguf_metadata.ts";
+import { formatOf, GGUF_HEADER_BYTES } from "./model_format.ts";
+import { fileTooLarge, type ModelFiles } from "./model_files.ts";
+import { type CommittedFiles, type ModelRecords, toModel } from "./model_records.ts";
+import type { Transfers } from "./transfers.ts";
+
+/** Settings of provisioning. */
+export interface ProvisioningOptions {
+  /** Largest model file accepted, in bytes; unlimited when absent. */
+  maxFileBytes?: number;
+  /** A download that receives nothing for this long is retried. Default 30 s. */
+  stallMs?: number;
+  /** Retries of a broken download. Default 5. */
+  retries?: number;
+  /** Hosts (`name` or `name:port`) downloads may come from; any when absent. */
+  downloadHosts?: string[];
+}
+
+/** Progress of one file of a download. */
+export type ProgressListener = (role: FileRole, size: number, totalSize?: number) => void;
+
+const deletedDuring = (id: string, transfer: "upload" | "download") =>
+  new HttpError(409, `model '${id}' was deleted while its file was being ${transfer}ed`);
+
+/** Uploads and downloads of model files. */
+export class Provisioning {
+  readonly #records: ModelRecords;
+  readonly #files: ModelFiles;
+  readonly #transfers: Transfers;
+  readonly #options: ProvisioningOptions;
+
+  /** Provisioning into these records and files; `transfers` is shared with the registry. */
+  constructor(
+    records: ModelRecords,
+    files: ModelFiles,
+    transfers: Transfers,
+    options: ProvisioningOptions = {},
+  ) {
+    this.#records = records;
+    this.#files = files;
+    this.#transfers = transfers;
+    this.#options = options;
+  }
+
+  /**
+   * Provisions the model file (or a vlm's projector) from an upload. The file is written to a
+   * temporary name, checked, and renamed into place; only then is the record updated. On any
+   * failure the old file and record stay as they were.
+   */
+  async upload(
+    id: string,
+    body: UploadBody,
+    options: { sha256?: string; file?: FileRole } = {},
+  ): Promise<Model> {
+    const record = this.#records.require(id);
+    const role = options.file ?? "model";
+    if (role === "mmproj" && record.kind !== "vlm") {
+      throw new HttpError(400, `only a vlm has a projector file; model '${id}' is ${record.kind}`);
+    }
+    const { maxFileBytes } = this.#options;
+    if (
+      body.declaredSize !== undefined && maxFileBytes !== undefined &&
+      body.declaredSize > maxFileBytes
+    ) {
+      throw fileTooLarge(maxFileBytes);
+    }
+    // The whole body bounds the file (multipart adds a few hundred bytes of headers).
+    if (body.bodyLength !== undefined) await this.#files.requireFreeSpace(body.bodyLength);
+    const controller = this.#transfers.begin(id);
+    let written;
+    try {
+      written = await this.#files.writeTemp(id, storedFileName(record, role), body.chunks, {
+        signal: controller.signal,
+        maxBytes: maxFileBytes,
+        headBytes: GGUF_HEADER_BYTES,
+      });
+      await body.complete.catch(async (error) => {
+        await this.#files.discard(written!);
+        throw error;
+      });
+    } catch (error) {
+      if (controller.signal.aborted) throw deletedDuring(id, "upload");
+      throw error;
+    } finally {
+      this.#transfers.end(id, controller);
+    }
+    if (body.declaredSize !== undefined && written.size !== body.declaredSize) {
+      await this.#files.discard(written);
+      throw new HttpError(
+        400,
+        `the body has ${written.size} bytes but Content-Length said ${body.declaredSize}`,
+      );
+    }
+    return await this.#commit(id, { [role]: written }, { [role]: options.sha256 }, "upload");
+  }
+
+  /** Checks a download request before any byte moves; returns the model as it is now. */
+  checkDownload(id: string, request: DownloadModelRequest): Model {
+    const record = this.#records.require(id);
+    checkDownloadRequest(record, request, this.#options.downloadHosts);
+    return toModel(record);
+  }
+
+  /**
+   * Downloads the files of a model (a vlm's projector first), then checks them and puts them in
+   * place together. `signal` cancels it; deleting the model cancels it too.
+   */
+  async download(
+    id: string,
+    request: DownloadModelRequest,
+    signal: AbortSignal,
+    onProgress: ProgressListener,
+  ): Promise<Model> {
+    const record = this.#records.require(id);
+    const controller = this.#transfers.begin(id);
+    const written: WrittenFiles = {};
+    const fetchFile = async (role: FileRole, url: string) => {
+      written[role] = await downloadFile(this.#files, id, storedFileName(record, role), url, {
+        signal: AbortSignal.any([signal, controller.signal]),
+        stallMs: this.#options.stallMs ?? 30_000,
+        retries: this.#options.retries ?? 5,
+        maxBytes: this.#options.maxFileBytes,
+        headBytes: GGUF_HEADER_BYTES,
+        onProgress: (size, totalSize) => onProgress(role, size, totalSize),
+      });
+    };
+    try {
+      if (request.mmprojUrl) await fetchFile("mmproj", request.mmprojUrl);
+      await fetchFile("model", request.url);
+    } catch (error) {
+      for (const file of Object.values(written)) await this.#files.discard(file);
+      if (controller.signal.aborted) {
+        const reason = controller.signal.reason;
+        throw reason instanceof HttpError ? reason : deletedDuring(id, "download");
+      }
+      throw error;
+    } finally {
+      this.#transfers.end(id, controller);
+    }
+    const expected = { model: request.sha256, mmproj: request.mmprojSha256 };
+    return await this.#commit(id, written, expected, "download");
+  }
+
+  /**
+   * Checks temporary files (hash, header) and renames them into place, then records them, under
+   * the model's lock. The temporary files are gone afterwards, whatever happened.
+   */
+  async #commit(
+    id: string,
+    written: WrittenFiles,
+    expectedSha256: Partial<Record<FileRole, string>>,
+    transfer: "upload" | "download",
+  ): Promise<Model> {
+    try {
+      verifyWritten(this.#records.require(id).kind, written, expectedSha256, transfer);
+      return await this.#transfers.exclusive(id, () => this.#putInPlace(id, written, transfer));
+    } finally {
+      for (const file of Object.values(written)) await this.#files.discard(file);
+    }
+  }
+
+  async #putInPlace(id: string, written: WrittenFiles, transfer: "upload" | "download") {
+    const current = this.#records.get(id);
+    if (!current) throw deletedDuring(id, transfer);
+    const { model, mmproj } = written;
+    const facts: CommittedFiles = {};
+    if (mmproj) facts.mmproj = { size: mmproj.size, sha256: mmproj.sha256 };
+    if (model) {
+      facts.model = {
+        size: model.size,
+        sha256: model.sha256,
+        ...await describeModelFile(model.tempPath, formatOf(current.kind)),
+      };
+    }
+    this.#records.setPending(id, facts);
+    if (mmproj) await this.#files.commit(mmproj, this.#files.mmprojPathOf(id));
+    if (model) await this.#files.commit(model, this.#files.pathOf(id, formatOf(current.kind)));
+    this.#records.commitFiles(id, facts);
+    return toModel(this.#records.require(id));
+  }
+
+  /** Cancels every transfer, for shutdown; downloads end with a 503 message. */
+  cancelAll(message: string): void {
+    this.#transfers.cancelEverything(new HttpError(503, message));
+  }
+}

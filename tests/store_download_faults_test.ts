@@ -1,0 +1,188 @@
+/**
+ * Downloads when things go wrong: clients leave, the model is deleted, two clients ask at once,
+ * the connection drops or stalls, the file is not what was promised, the node crashes.
+ */
+import assert from "node:assert/strict";
+import { ModelSchema } from "../gen/store/validators.ts";
+import { expectError, expectJson } from "./helpers/contract.ts";
+import { allMessages, doneModel, messages, startDownload, streamError } from "./helpers/events.ts";
+import { startFileServer } from "./helpers/file_server.ts";
+import { ggufBytes, listFiles, sha256Hex, startTestNode, waitFor } from "./helpers/node.ts";
+import { createModel } from "./helpers/store.ts";
+
+const SLOW = { bytesPerSecond: 256 * 1024 };
+
+/** Reads a stream until its first progress message with bytes in it. */
+async function untilProgress(response: Response) {
+  for await (const message of messages(response)) {
+    if ("size" in message && message.size > 0) return message;
+  }
+  throw new Error("the stream ended before any progress");
+}
+
+const partials = async (dir: string) =>
+  (await listFiles(`${dir}/models`)).filter((name) => name.endsWith(".partial"));
+
+Deno.test("when the last client disconnects the transfer stops and its partial file goes", async () => {
+  await using node = await startTestNode();
+  await using source = startFileServer();
+  const url = source.serve("/m.gguf", ggufBytes(8 * 1024 * 1024), SLOW);
+  await createModel(node, "m");
+  const client = new AbortController();
+  await untilProgress(await startDownload(node, "m", { url }, client.signal));
+  assert.equal((await partials(node.dataDir)).length, 1, "a partial file while downloading");
+  client.abort();
+  await waitFor(() => source.abandoned === 1, "the node to stop reading the source");
+  await waitFor(async () => (await listFiles(`${node.dataDir}/models`)).length === 0, "cleanup");
+  const model = await expectJson(await fetch(`${node.storeUrl}/models/m`), 200, ModelSchema);
+  assert.equal(model.readyToUse, false);
+});
+
+Deno.test("DELETE during a download ends its stream with an error and removes everything", async () => {
+  await using node = await startTestNode();
+  await using source = startFileServer();
+  const url = source.serve("/m.gguf", ggufBytes(8 * 1024 * 1024), SLOW);
+  await createModel(node, "m");
+  const response = await startDownload(node, "m", { url });
+  const stream = messages(response);
+  // next() rather than for-await: breaking out of for-await would close the stream.
+  while (true) {
+    const { value } = await stream.next();
+    if (value && "size" in value && value.size > 0) break;
+  }
+  const deleted = await fetch(`${node.storeUrl}/models/m`, {
+    method: "DELETE",
+    headers: node.auth(),
+  });
+  assert.equal(deleted.status, 200);
+  await deleted.body?.cancel();
+  const rest = [];
+  for await (const message of stream) rest.push(message);
+  streamError(rest, 409, /model 'm' was deleted while its file was being downloaded/);
+  await expectError(await fetch(`${node.storeUrl}/models/m`), 404);
+  await waitFor(async () => (await listFiles(`${node.dataDir}/models`)).length === 0, "cleanup");
+});
+
+Deno.test("a second client joins the running transfer; other URLs are refused meanwhile", async () => {
+  await using node = await startTestNode();
+  await using source = startFileServer();
+  const bytes = ggufBytes(1024 * 1024);
+  const url = source.serve("/m.gguf", bytes, { bytesPerSecond: 1024 * 1024 });
+  await createModel(node, "m");
+  const first = await startDownload(node, "m", { url });
+  const firstMessages = messages(first);
+  await firstMessages.next();
+  const second = await startDownload(node, "m", { url });
+  await expectError(
+    await startDownload(node, "m", { url: `${url}?other` }),
+    409,
+    /already downloading from other URLs/,
+  );
+  // The first client leaving does not cancel the transfer the second still follows.
+  await firstMessages.return(undefined);
+  const model = doneModel(await allMessages(second));
+  assert.equal(model.sha256, await sha256Hex(bytes));
+  assert.equal(source.requests.filter((r) => r.path === "/m.gguf").length, 1, "one transfer");
+});
+
+Deno.test("a dropped connection resumes with Range from where it stopped", async () => {
+  await using node = await startTestNode();
+  await using source = startFileServer();
+  const bytes = ggufBytes(3 * 1024 * 1024);
+  const url = source.serve("/m.gguf", bytes, { dropAfter: 1024 * 1024, failures: 2 });
+  await createModel(node, "m");
+  const model = doneModel(await allMessages(await startDownload(node, "m", { url })));
+  assert.equal(model.sha256, await sha256Hex(bytes));
+  const ranges = source.requests.map((r) => r.range);
+  assert.deepEqual(ranges, [null, "bytes=1048576-", "bytes=2097152-"]);
+  assert.ok(source.requests[1].ifRange, "If-Range guards against a changed file");
+});
+
+Deno.test("a source that ignores Range is downloaded again from the start", async () => {
+  await using node = await startTestNode();
+  await using source = startFileServer();
+  const bytes = ggufBytes(2 * 1024 * 1024);
+  const url = source.serve("/m.gguf", bytes, { dropAfter: 512 * 1024, ranges: false });
+  await createModel(node, "m");
+  const model = doneModel(await allMessages(await startDownload(node, "m", { url })));
+  assert.equal(model.sha256, await sha256Hex(bytes));
+  assert.equal(source.requests.length, 3, "the first, the refused resume, the fresh start");
+  assert.equal(await partials(node.dataDir).then((p) => p.length), 0);
+});
+
+Deno.test("a stalled source is abandoned after downloadStallSeconds and resumed", async () => {
+  await using node = await startTestNode({
+    config: { apiKey: "a-test-key-of-enough-length", downloadStallSeconds: 1 },
+  });
+  await using source = startFileServer();
+  const bytes = ggufBytes(1024 * 1024);
+  const url = source.serve("/m.gguf", bytes, { stallAfter: 256 * 1024 });
+  await createModel(node, "m");
+  const model = doneModel(await allMessages(await startDownload(node, "m", { url })));
+  assert.equal(model.sha256, await sha256Hex(bytes));
+  assert.deepEqual(source.requests.map((r) => r.range), [null, "bytes=262144-"]);
+});
+
+Deno.test("a source that keeps stalling fails with 504 once the retries are used up", async () => {
+  await using node = await startTestNode({
+    config: { apiKey: "a-test-key-of-enough-length", downloadStallSeconds: 1, downloadRetries: 1 },
+  });
+  await using source = startFileServer();
+  const url = source.serve("/m.gguf", ggufBytes(1024 * 1024), { stallAfter: 0, failures: 9 });
+  await createModel(node, "m");
+  const all = await allMessages(await startDownload(node, "m", { url }));
+  streamError(all, 504, /the source sent no data for 1 s/);
+  assert.equal(source.requests.length, 2);
+  assert.deepEqual(await partials(node.dataDir), []);
+});
+
+Deno.test("a file that is not GGUF, or cut short, is refused and leaves nothing", async () => {
+  await using node = await startTestNode();
+  await using source = startFileServer();
+  await createModel(node, "m");
+  const html = new TextEncoder().encode("<!doctype html><title>Sign in</title>");
+  const notGguf = await allMessages(
+    await startDownload(node, "m", { url: source.serve("/login", html) }),
+  );
+  streamError(notGguf, 400, /not a GGUF file: it does not start with the bytes 'GGUF'/);
+  const short = source.serve("/short.gguf", ggufBytes(1000), {
+    announce: 5000,
+    ranges: false,
+    failures: 0,
+  });
+  streamError(await allMessages(await startDownload(node, "m", { url: short })), 502);
+  assert.deepEqual(await listFiles(`${node.dataDir}/models`), []);
+});
+
+Deno.test("a node killed mid-download starts with no partial file and the model not ready", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "edgenode-test-" });
+  await using source = startFileServer();
+  const url = source.serve("/m.gguf", ggufBytes(8 * 1024 * 1024), SLOW);
+  {
+    await using node = await startTestNode({ dataDir });
+    await createModel(node, "m");
+    await untilProgress(await startDownload(node, "m", { url }));
+    assert.equal((await partials(dataDir)).length, 1);
+    await node.crash();
+  }
+  assert.equal((await partials(dataDir)).length, 1, "the crash left a partial file");
+  await using node = await startTestNode({ dataDir });
+  assert.deepEqual(await partials(dataDir), []);
+  const model = await expectJson(await fetch(`${node.storeUrl}/models/m`), 200, ModelSchema);
+  assert.equal(model.readyToUse, false);
+  await Deno.remove(dataDir, { recursive: true });
+});
+
+Deno.test("stopping the node ends open download streams with a 503 message", async () => {
+  await using node = await startTestNode();
+  await using source = startFileServer();
+  const url = source.serve("/m.gguf", ggufBytes(8 * 1024 * 1024), SLOW);
+  await createModel(node, "m");
+  const stream = messages(await startDownload(node, "m", { url }));
+  await stream.next();
+  const stopped = node.stop();
+  const rest = [];
+  for await (const message of stream) rest.push(message);
+  streamError(rest, 503, /the node is shutting down/);
+  assert.equal(await stopped, 0);
+});
