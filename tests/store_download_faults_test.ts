@@ -98,6 +98,35 @@ Deno.test("a dropped connection resumes with Range from where it stopped", async
   assert.ok(source.requests[1].ifRange, "If-Range guards against a changed file");
 });
 
+Deno.test("a source that answers 503 at first is asked again; a 403 fails at once", async () => {
+  await using node = await startTestNode();
+  await using source = startFileServer();
+  const bytes = ggufBytes(10_000);
+  const busy = source.serve("/busy.gguf", bytes, { statusFirst: 503, failures: 2 });
+  await createModel(node, "m");
+  const model = doneModel(await allMessages(await startDownload(node, "m", { url: busy })));
+  assert.equal(model.sha256, await sha256Hex(bytes));
+  assert.equal(source.requests.length, 3);
+  const denied = source.serve("/denied.gguf", bytes, { status: 403 });
+  const all = await allMessages(await startDownload(node, "m", { url: denied, force: true }));
+  streamError(all, 502, /the source answered 403 Forbidden/);
+  assert.equal(source.requests.filter((r) => r.path === "/denied.gguf").length, 1);
+});
+
+Deno.test("a source without Content-Length resumes too, and progress has no totalSize", async () => {
+  await using node = await startTestNode();
+  await using source = startFileServer();
+  const bytes = ggufBytes(2 * 1024 * 1024);
+  const url = source.serve("/m.gguf", bytes, { dropAfter: 1024 * 1024, noLength: true });
+  await createModel(node, "m");
+  const all = await allMessages(await startDownload(node, "m", { url }));
+  assert.equal(doneModel(all).sha256, await sha256Hex(bytes));
+  assert.deepEqual(source.requests.map((r) => r.range), [null, "bytes=1048576-"]);
+  const progress = all.filter((m) => "size" in m);
+  assert.ok(progress.slice(0, -1).every((m) => m.totalSize === undefined), JSON.stringify(all));
+  assert.deepEqual(progress.at(-1), { size: bytes.byteLength, totalSize: bytes.byteLength });
+});
+
 Deno.test("a source that ignores Range is downloaded again from the start", async () => {
   await using node = await startTestNode();
   await using source = startFileServer();

@@ -190,8 +190,10 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
     );
     const range = resumed.status === 206 ? contentRange(resumed) : undefined;
     const sameLength = resumed.headers.get("content-length") === length;
+    const sameTotal = range?.total === undefined || totalSize === undefined ||
+      range.total === totalSize;
     if (
-      (range && range.start === from && (range.total ?? totalSize) === totalSize) ||
+      (range && range.start === from && sameTotal) ||
       (from === 0 && resumed.status === 200 && sameLength)
     ) {
       return resumed.body;

@@ -11,6 +11,8 @@
 export interface Behaviour {
   /** Answer this status with a short text body instead of the file. */
   status?: number;
+  /** The first `failures` answers (default 1) are this status instead of the file. */
+  statusFirst?: number;
   /** Answer 302 to this path instead of the file. */
   redirectTo?: string;
   /** Honour `Range: bytes=N-` (default true). */
@@ -21,7 +23,7 @@ export interface Behaviour {
   dropAfter?: number;
   /** The first `failures` answers (default 1) go silent after this many bytes. */
   stallAfter?: number;
-  /** How many answers misbehave with dropAfter or stallAfter. */
+  /** How many answers misbehave with statusFirst, dropAfter or stallAfter. */
   failures?: number;
   /** Leave out Content-Length (chunked transfer). */
   noLength?: boolean;
@@ -81,6 +83,9 @@ export function startFileServer(): FileServer {
       return new Response(null, { status: 302, headers: { location: behaviour.redirectTo } });
     }
     const misbehave = file.answered++ < (behaviour.failures ?? 1);
+    if (misbehave && behaviour.statusFirst) {
+      return new Response(`status ${behaviour.statusFirst}`, { status: behaviour.statusFirst });
+    }
     const etag = `"${bytes.byteLength}-${bytes[bytes.byteLength - 1]}"`;
     const range = /^bytes=(\d+)-$/.exec(request.headers.get("range") ?? "");
     const start = range && behaviour.ranges !== false ? Number(range[1]) : 0;
