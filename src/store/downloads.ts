@@ -8,7 +8,7 @@
 import type { DownloadModelRequest, Model } from "../../gen/store/validators.ts";
 import { HttpError } from "../http/errors.ts";
 import { type EventStream, eventStream } from "../http/sse.ts";
-import type { FileRole } from "./file_checks.ts";
+import type { FileRole } from "./model_files.ts";
 import type { Provisioning } from "./provisioning.ts";
 
 /** Progress messages per second, at most, per stream. */

@@ -7,18 +7,10 @@
 import type { DownloadModelRequest, Kind } from "../../gen/store/validators.ts";
 import { HttpError } from "../http/errors.ts";
 import { formatOf, headerProblem } from "./model_format.ts";
-import type { WrittenFile } from "./model_files.ts";
-
-/** Which of a model's files: the model file itself or a vlm's projector. */
-export type FileRole = "model" | "mmproj";
+import type { FileRole, WrittenFile } from "./model_files.ts";
 
 /** Temporary files to put in place together. */
 export type WrittenFiles = Partial<Record<FileRole, WrittenFile>>;
-
-/** The name of a model's file in its folder: `<id>.<gguf|onnx>` or `<id>.mmproj.gguf`. */
-export function storedFileName(record: { id: string; kind: Kind }, role: FileRole): string {
-  return role === "mmproj" ? `${record.id}.mmproj.gguf` : `${record.id}.${formatOf(record.kind)}`;
-}
 
 /** Throws 400 when a download request does not fit the model or the node's settings. */
 export function checkDownloadRequest(

@@ -11,10 +11,19 @@ import { statfs } from "node:fs/promises";
 import { join, resolve, sep as SEP } from "node:path";
 import { HttpError } from "../http/errors.ts";
 import { isModelId } from "./model_id.ts";
-import type { ModelFormat } from "./model_format.ts";
+import type { Kind } from "../../gen/store/validators.ts";
+import { formatOf } from "./model_format.ts";
 
 /** Suffix of temporary files; anything with it is removed at start. */
 export const PARTIAL_SUFFIX = ".partial";
+
+/** Which of a model's files: the model file itself or a vlm's projector. */
+export type FileRole = "model" | "mmproj";
+
+/** The name of a model's file in its folder: `<id>.<gguf|onnx>` or `<id>.mmproj.gguf`. */
+export function storedFileName(record: { id: string; kind: Kind }, role: FileRole): string {
+  return role === "mmproj" ? `${record.id}.mmproj.gguf` : `${record.id}.${formatOf(record.kind)}`;
+}
 
 /** A file written to a temporary name, not yet in place. */
 export interface WrittenFile {
@@ -70,14 +79,9 @@ export class ModelFiles {
     return dir;
   }
 
-  /** Where the model file of a model lives. */
-  pathOf(id: string, format: ModelFormat): string {
-    return join(this.dirOf(id), `${id}.${format}`);
-  }
-
-  /** Where the projector file of a vlm lives. */
-  mmprojPathOf(id: string): string {
-    return join(this.dirOf(id), `${id}.mmproj.gguf`);
+  /** Where one of a model's files lives. */
+  pathFor(record: { id: string; kind: Kind }, role: FileRole): string {
+    return join(this.dirOf(record.id), storedFileName(record, role));
   }
 
   /** The model's folder, created if needed; a symlink in its place is refused. */

@@ -9,16 +9,10 @@ import type { DownloadModelRequest, Model } from "../../gen/store/validators.ts"
 import { HttpError } from "../http/errors.ts";
 import type { UploadBody } from "../http/upload_body.ts";
 import { downloadFile } from "./download_file.ts";
-import {
-  checkDownloadRequest,
-  type FileRole,
-  storedFileName,
-  verifyWritten,
-  type WrittenFiles,
-} from "./file_checks.ts";
+import { checkDownloadRequest, verifyWritten, type WrittenFiles } from "./file_checks.ts";
 import { describeModelFile } from "./gguf_metadata.ts";
 import { formatOf, GGUF_HEADER_BYTES } from "./model_format.ts";
-import { fileTooLarge, type ModelFiles } from "./model_files.ts";
+import { type FileRole, fileTooLarge, type ModelFiles, storedFileName } from "./model_files.ts";
 import { type CommittedFiles, type ModelRecords, toModel } from "./model_records.ts";
 import type { Transfers } from "./transfers.ts";
 
@@ -191,8 +185,8 @@ export class Provisioning {
       };
     }
     this.#records.setPending(id, facts);
-    if (mmproj) await this.#files.commit(mmproj, this.#files.mmprojPathOf(id));
-    if (model) await this.#files.commit(model, this.#files.pathOf(id, formatOf(current.kind)));
+    if (mmproj) await this.#files.commit(mmproj, this.#files.pathFor(current, "mmproj"));
+    if (model) await this.#files.commit(model, this.#files.pathFor(current, "model"));
     this.#records.commitFiles(id, facts);
     return toModel(this.#records.require(id));
   }

@@ -43,8 +43,8 @@ export async function recoverStore(
     (await files.hashFile(path)) === pending.sha256;
 
   for (const record of records.list()) {
-    const modelPath = files.pathOf(record.id, formatOf(record.kind));
-    const mmprojPath = files.mmprojPathOf(record.id);
+    const modelPath = files.pathFor(record, "model");
+    const mmprojPath = files.pathFor(record, "mmproj");
     if (record.pendingModel || record.pendingMmproj) {
       const settled: CommittedFiles = {};
       if (await arrived(modelPath, record.pendingModel)) {

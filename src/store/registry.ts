@@ -14,9 +14,8 @@ import type {
 } from "../../gen/store/validators.ts";
 import { HttpError } from "../http/errors.ts";
 import type { FileToServe } from "../http/file_response.ts";
-import { type FileRole, storedFileName } from "./file_checks.ts";
 import { formatOf } from "./model_format.ts";
-import type { ModelFiles } from "./model_files.ts";
+import { type FileRole, type ModelFiles, storedFileName } from "./model_files.ts";
 import { type ModelRecords, notFound, toModel } from "./model_records.ts";
 import { recoverStore, type RecoveryReport } from "./recovery.ts";
 import type { Transfers } from "./transfers.ts";
@@ -129,12 +128,11 @@ export class ModelRegistry {
           : `model '${id}' has no file yet: upload or download it first`,
       );
     }
-    const name = storedFileName(record, role);
     return {
-      path: `${this.#files.dirOf(id)}/${name}`,
+      path: this.#files.pathFor(record, role),
       etag: stored.sha256,
       contentType: "application/octet-stream",
-      filename: name,
+      filename: storedFileName(record, role),
     };
   }
 
