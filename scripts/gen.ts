@@ -4,12 +4,15 @@
  * - `validators.ts`: valibot schemas for every component schema;
  * - `routes.ts`: the route table the server registers its handlers from.
  *
+ * An OpenRPC spec (JSON-RPC) gives `validators.ts` and `methods.ts`, the method table.
+ *
  * `deno task gen --check` writes nothing and fails when `gen/` is not what the specs give.
  *
  * @module
  */
 import openapiTS, { astToString } from "openapi-typescript";
 import { parse } from "yaml";
+import { emitMethods } from "./gen/methods_emitter.ts";
 import { emitRoutes } from "./gen/routes_emitter.ts";
 import {
   dependencyOrder,
@@ -46,6 +49,12 @@ async function generate(service: string): Promise<Map<string, string>> {
   const specFile = `spec/${service}.yaml`;
   const specUrl = new URL(`${service}.yaml`, SPEC_DIR);
   const spec = parse(await Deno.readTextFile(specUrl));
+  if (spec.openrpc) {
+    return new Map([
+      [`${service}/validators.ts`, emitValidators(spec.components?.schemas ?? {}, specFile)],
+      [`${service}/methods.ts`, emitMethods(spec, service, specFile)],
+    ]);
+  }
   const types = astToString(await openapiTS(specUrl));
   return new Map([
     [

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import meta from "../deno.json" with { type: "json" };
+import { initIssuer, parseTtl, signToken } from "./identity/issuer.ts";
 import { ConfigError, loadSettings, type ServeFlags } from "./node/config.ts";
 import { launch } from "./node/launcher.ts";
 import { startNode } from "./node/server.ts";
@@ -15,8 +16,15 @@ export const VERSION: string = meta.version;
 const HELP = `edgenode ${VERSION}: turns this machine into an edge node.
 
 Usage:
-  edgenode serve [--host H] [--port N] [--data-dir DIR] [--config FILE]
+  edgenode serve [--host H] [--port N] [--data-dir DIR] [--config FILE] [--trust FILE]...
       Runs a node (default 0.0.0.0:8083, data in $EDGENODE_DATA_DIR or ~/.edgenode).
+      --trust adds a token issuer from a trust file (repeatable).
+  edgenode issuer init [--dir DIR] [--issuer NAME]
+      Creates a local token issuer (default dir $EDGENODE_ISSUER_DIR or ~/.edgenode-issuer)
+      and its trust file DIR/trust.json for --trust.
+  edgenode token --account ID --scope "SCOPES" [--ttl 24h] [--node NODE_ID] [--dir DIR]
+      Prints an edge access token signed by the local issuer. Scopes: edge:account:associate,
+      edge:account:unassociate, edge:clusters, edge:mcm.
   edgenode version      Prints the version.
   edgenode help         Prints this help.
 
@@ -39,6 +47,7 @@ function serveFlags(args: string[]): ServeFlags {
       port: { type: "string" },
       "data-dir": { type: "string" },
       config: { type: "string" },
+      trust: { type: "string", multiple: true },
     },
     strict: true,
     allowPositionals: false,
@@ -50,7 +59,66 @@ function serveFlags(args: string[]): ServeFlags {
       throw new ConfigError(`--port must be a number from 0 to 65535 (got '${values.port}')`);
     }
   }
-  return { host: values.host, port, dataDir: values["data-dir"], config: values.config };
+  return {
+    host: values.host,
+    port,
+    dataDir: values["data-dir"],
+    config: values.config,
+    trust: values.trust,
+  };
+}
+
+function issuerDir(dir: string | undefined): string {
+  const home = env("HOME") ?? env("USERPROFILE");
+  const chosen = dir ?? env("EDGENODE_ISSUER_DIR") ??
+    (home ? `${home}/.edgenode-issuer` : undefined);
+  if (!chosen) throw new ConfigError("no issuer directory: pass --dir");
+  return chosen;
+}
+
+async function issuerCommand(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== "init") {
+    throw new ConfigError(`unknown issuer command '${sub ?? ""}'; try 'issuer init'`);
+  }
+  const { values } = parseArgs({
+    args: rest,
+    options: { dir: { type: "string" }, issuer: { type: "string", default: "edgenode-issuer" } },
+    strict: true,
+    allowPositionals: false,
+  });
+  const trust = await initIssuer(issuerDir(values.dir), values.issuer);
+  console.log(`Issuer '${values.issuer}' created. Let a node trust it with:
+  edgenode serve --trust ${trust}`);
+  return 0;
+}
+
+async function tokenCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      account: { type: "string" },
+      scope: { type: "string" },
+      ttl: { type: "string", default: "24h" },
+      node: { type: "string" },
+      dir: { type: "string" },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (!values.account) throw new ConfigError("--account is required");
+  if (!values.scope?.trim()) {
+    throw new ConfigError('--scope is required, e.g. "edge:account:associate"');
+  }
+  console.log(
+    await signToken(issuerDir(values.dir), {
+      account: values.account,
+      scope: values.scope.trim(),
+      ttlSeconds: parseTtl(values.ttl),
+      nodeId: values.node,
+    }),
+  );
+  return 0;
 }
 
 /** The child side of `serve`: runs the node until a signal, or until the launcher goes away. */
@@ -88,6 +156,10 @@ export async function main(args: string[]): Promise<number> {
         return await launch(serveFlags(rest), env);
       case "__node":
         return await runNode(serveFlags(rest));
+      case "issuer":
+        return await issuerCommand(rest);
+      case "token":
+        return await tokenCommand(rest);
       case "version":
       case "--version":
         console.log(VERSION);

@@ -25,6 +25,26 @@ export interface components {
              *     host. When set, the node's Deno permission to connect is narrowed to them too.
              */
             downloadHosts?: string[];
+            /** @description The node's human-readable name. Default the host name. */
+            nodeName?: string;
+            /** @description Path prefixes the insight service answers under. Default ["/mesh/insight/v1"]. */
+            insightPrefixes?: string[];
+            /**
+             * @description Issuers whose edge access tokens (JWTs) the node accepts, each with its public keys:
+             *     inline `jwks`, a `jwksFile` path, or a `jwksUrl` fetched and cached. `edgenode serve
+             *     --trust FILE` adds one from a trust file (`edgenode issuer init` writes one).
+             */
+            trustedIssuers?: components["schemas"]["TrustedIssuer"][];
+        };
+        TrustedIssuer: {
+            /** @description The `iss` claim of its tokens. */
+            issuer: string;
+            jwks?: components["schemas"]["Jwks"];
+            jwksFile?: string;
+            jwksUrl?: string;
+        };
+        Jwks: {
+            keys: Record<string, never>[];
         };
     };
     responses: never;

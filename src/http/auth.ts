@@ -29,8 +29,15 @@ export async function secretsEqual(given: string, expected: string): Promise<boo
   return timingSafeEqual(a, b);
 }
 
-/** Throws 401 when the request carries no bearer key and 403 when the key is wrong. */
-export async function requireApiKey(request: Request, apiKey: string): Promise<void> {
+/**
+ * Throws 401 when the request carries no bearer key, and `wrongKeyStatus` (403 unless a spec
+ * says otherwise) when the key is wrong.
+ */
+export async function requireApiKey(
+  request: Request,
+  apiKey: string,
+  wrongKeyStatus: 401 | 403 = 403,
+): Promise<void> {
   const token = bearerToken(request);
   if (token === undefined) {
     throw new HttpError(401, "missing credentials: send 'Authorization: Bearer <API key>'", {
@@ -38,6 +45,6 @@ export async function requireApiKey(request: Request, apiKey: string): Promise<v
     });
   }
   if (token === "" || !(await secretsEqual(token, apiKey))) {
-    throw new HttpError(403, "incorrect API key");
+    throw new HttpError(wrongKeyStatus, "incorrect API key");
   }
 }

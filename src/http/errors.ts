@@ -1,6 +1,7 @@
 /**
- * The one error shape every edgenode HTTP API answers with:
- * `{ "error": { "code": <HTTP status>, "message": "<what to fix>" } }`.
+ * Errors meant for the caller, and the shapes they are sent in. The registry's shape,
+ * `{ "error": { "code": <HTTP status>, "message": "<what to fix>" } }`, is the default; a service
+ * whose spec says otherwise (insight: `{ message, statusCode }`) passes its own ErrorFormat.
  *
  * @module
  */
@@ -26,15 +27,21 @@ export function jsonResponse(body: unknown, status = 200, headers?: HeadersInit)
   return Response.json(body, { status, headers });
 }
 
+/** Builds an error response of one service's shape. */
+export type ErrorFormat = (status: number, message: string, headers?: HeadersInit) => Response;
+
 /** An error response in the standard shape. */
-export function errorResponse(status: number, message: string, headers?: HeadersInit): Response {
-  return jsonResponse({ error: { code: status, message } }, status, headers);
-}
+export const errorResponse: ErrorFormat = (status, message, headers) =>
+  jsonResponse({ error: { code: status, message } }, status, headers);
 
 /** Turns anything thrown by a handler into a response; unexpected errors become a logged 500. */
-export function responseForError(error: unknown, request: Request): Response {
-  if (error instanceof HttpError) return errorResponse(error.status, error.message, error.headers);
+export function responseForError(
+  error: unknown,
+  request: Request,
+  format: ErrorFormat = errorResponse,
+): Response {
+  if (error instanceof HttpError) return format(error.status, error.message, error.headers);
   const id = crypto.randomUUID();
   console.error(`[${id}] ${request.method} ${new URL(request.url).pathname} failed:`, error);
-  return errorResponse(500, `internal error (logged as ${id})`);
+  return format(500, `internal error (logged as ${id})`);
 }

@@ -66,24 +66,25 @@ export function requireContentType(request: Request, accepted: readonly string[]
   return mediaType;
 }
 
-/** Reads a JSON body of at most MAX_JSON_BYTES; 413 when larger, 400 when not JSON. */
-export async function readJson(request: Request): Promise<unknown> {
-  requireContentType(request, ["application/json"]);
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_JSON_BYTES) {
-    throw new HttpError(413, `JSON body is larger than ${MAX_JSON_BYTES} bytes`);
-  }
+/** Reads a body as text, refusing (413) one larger than `limit` bytes before or while reading. */
+export async function readText(request: Request, limit: number, what = "body"): Promise<string> {
+  const tooLarge = () => new HttpError(413, `${what} is larger than ${limit} bytes`);
+  if (Number(request.headers.get("content-length") ?? "0") > limit) throw tooLarge();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of request.body ?? []) {
     size += chunk.byteLength;
-    if (size > MAX_JSON_BYTES) {
-      throw new HttpError(413, `JSON body is larger than ${MAX_JSON_BYTES} bytes`);
-    }
+    if (size > limit) throw tooLarge();
     chunks.push(chunk);
   }
-  if (size === 0) throw new HttpError(400, "request body is empty: send a JSON object");
-  const text = new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
+  return new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
+}
+
+/** Reads a JSON body of at most MAX_JSON_BYTES; 413 when larger, 400 when not JSON. */
+export async function readJson(request: Request): Promise<unknown> {
+  requireContentType(request, ["application/json"]);
+  const text = await readText(request, MAX_JSON_BYTES, "JSON body");
+  if (text.length === 0) throw new HttpError(400, "request body is empty: send a JSON object");
   try {
     return JSON.parse(text);
   } catch (error) {

@@ -8,7 +8,7 @@
 import type * as v from "valibot";
 import type { IRequest, RouterType } from "itty-router";
 import { requireApiKey } from "./auth.ts";
-import { errorResponse, HttpError } from "./errors.ts";
+import { type ErrorFormat, errorResponse, HttpError, responseForError } from "./errors.ts";
 import { queryObject, readJson, requireContentType, validate } from "./input.ts";
 
 /** How an operation's request body is read. */
@@ -52,6 +52,10 @@ export interface MountOptions {
   apiKey: string;
   /** Whether operations the spec leaves open (GETs) need the key too. */
   readsRequireKey?: boolean;
+  /** The status of a wrong key: 403 (default) or 401. */
+  wrongKeyStatus?: 401 | 403;
+  /** The shape of this service's errors; the registry's by default. */
+  errorFormat?: ErrorFormat;
 }
 
 /** Registers every operation of `routes` under every prefix, then 405 for other methods. */
@@ -67,8 +71,16 @@ export function mountRoutes<T extends Record<string, RouteSpec>>(
       input: OperationInput<RouteSpec>,
     ) => Response | Promise<Response>;
     const needsKey = route.auth || options.readsRequireKey === true;
+    const format = options.errorFormat ?? errorResponse;
     const serve = async (request: IRequest) => {
-      if (needsKey) await requireApiKey(request, options.apiKey);
+      try {
+        return await respond(request);
+      } catch (error) {
+        return responseForError(error, request, format);
+      }
+    };
+    const respond = async (request: IRequest) => {
+      if (needsKey) await requireApiKey(request, options.apiKey, options.wrongKeyStatus);
       const params = validate(route.params, request.params, "path");
       const query = validate(route.query, queryObject(new URL(request.url)), "query");
       let body: unknown = undefined;
@@ -96,7 +108,11 @@ export function mountRoutes<T extends Record<string, RouteSpec>>(
     router.all(
       path,
       (request: IRequest) =>
-        errorResponse(405, `${request.method} is not allowed here; use ${allow}`, { Allow: allow }),
+        (options.errorFormat ?? errorResponse)(
+          405,
+          `${request.method} is not allowed here; use ${allow}`,
+          { Allow: allow },
+        ),
     );
   }
 }

@@ -7,7 +7,12 @@
 import { Buffer } from "node:buffer";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
-import { type NodeConfig, NodeConfigSchema } from "../../gen/config/validators.ts";
+import {
+  type NodeConfig,
+  NodeConfigSchema,
+  type TrustedIssuer,
+  TrustedIssuerSchema,
+} from "../../gen/config/validators.ts";
 
 /** Flags of `edgenode serve`. */
 export interface ServeFlags {
@@ -15,6 +20,8 @@ export interface ServeFlags {
   port?: number;
   dataDir?: string;
   config?: string;
+  /** Trust files (`{ issuer, jwks }`) to add to the trusted issuers. */
+  trust?: string[];
 }
 
 /** Everything a running node needs to know. */
@@ -30,6 +37,11 @@ export interface Settings {
   downloadStallSeconds: number;
   downloadRetries: number;
   downloadHosts: string[] | undefined;
+  nodeName: string;
+  insightPrefixes: string[];
+  trustedIssuers: TrustedIssuer[];
+  /** The trust files given with --trust, as absolute paths (the node must read them too). */
+  trustFiles: string[];
 }
 
 /** The defaults of every optional setting. */
@@ -37,6 +49,7 @@ export const DEFAULTS = {
   host: "0.0.0.0",
   port: 8083,
   storePrefixes: ["/ai/store/v1"],
+  insightPrefixes: ["/mesh/insight/v1"],
   downloadStallSeconds: 30,
   downloadRetries: 5,
 } as const;
@@ -64,12 +77,26 @@ export function resolvePaths(
   return { dataDir: absolute, configPath: resolve(flags.config ?? join(absolute, "config.json")) };
 }
 
+/** The host name; the launcher may not read it (only the node uses the name). */
+function hostName(): string {
+  try {
+    return Deno.hostname();
+  } catch {
+    return "edgenode";
+  }
+}
+
 /** A new random API key: 32 bytes, base64url. */
 export function generateApiKey(): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 }
 
-async function readConfigFile(path: string): Promise<NodeConfig> {
+/** Reads a JSON file and validates it; ConfigError naming every problem otherwise. */
+async function readJsonFile<S extends v.GenericSchema>(
+  path: string,
+  schema: S,
+  what: string,
+): Promise<v.InferOutput<S>> {
   const text = await Deno.readTextFile(path);
   let parsed: unknown;
   try {
@@ -77,14 +104,34 @@ async function readConfigFile(path: string): Promise<NodeConfig> {
   } catch (error) {
     throw new ConfigError(`${path} is not valid JSON: ${(error as Error).message}`);
   }
-  const result = v.safeParse(NodeConfigSchema, parsed);
+  const result = v.safeParse(schema, parsed);
   if (!result.success) {
     const problems = result.issues.map((issue) =>
       `${(issue.path ?? []).map((p) => p.key).join(".") || "(file)"}: ${issue.message}`
     );
-    throw new ConfigError(`${path} is not a valid config file: ${problems.join("; ")}`);
+    throw new ConfigError(`${path} is not a valid ${what}: ${problems.join("; ")}`);
   }
   return result.output;
+}
+
+function readConfigFile(path: string): Promise<NodeConfig> {
+  return readJsonFile(path, NodeConfigSchema, "config file");
+}
+
+/** The issuers of trust files given with --trust. */
+async function readTrustFiles(paths: string[]): Promise<TrustedIssuer[]> {
+  const issuers: TrustedIssuer[] = [];
+  for (const path of paths) {
+    try {
+      issuers.push(await readJsonFile(path, TrustedIssuerSchema, "trust file"));
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) {
+        throw new ConfigError(`trust file ${path} does not exist`);
+      }
+      throw error;
+    }
+  }
+  return issuers;
 }
 
 /**
@@ -97,6 +144,7 @@ export async function loadSettings(
   env: EnvReader,
 ): Promise<{ settings: Settings; generatedKey?: string }> {
   const { dataDir, configPath } = resolvePaths(flags, env);
+  const trustFiles = (flags.trust ?? []).map((path) => resolve(path));
   await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
   let file: NodeConfig;
   let generatedKey: string | undefined;
@@ -132,6 +180,10 @@ export async function loadSettings(
     downloadStallSeconds: file.downloadStallSeconds ?? DEFAULTS.downloadStallSeconds,
     downloadRetries: file.downloadRetries ?? DEFAULTS.downloadRetries,
     downloadHosts: file.downloadHosts,
+    nodeName: file.nodeName ?? hostName(),
+    insightPrefixes: file.insightPrefixes ?? [...DEFAULTS.insightPrefixes],
+    trustedIssuers: [...(file.trustedIssuers ?? []), ...await readTrustFiles(trustFiles)],
+    trustFiles,
   };
   return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };
 }

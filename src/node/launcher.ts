@@ -23,9 +23,17 @@ function netAddress(host: string, port: number): string {
  * grant "connect anywhere" without also granting "listen anywhere").
  */
 export function nodePermissions(settings: Settings): string[] {
-  const readable = [settings.dataDir, settings.configPath];
+  const jwksFiles = settings.trustedIssuers.flatMap((t) => (t.jwksFile ? [t.jwksFile] : []));
+  const readable = [settings.dataDir, settings.configPath, ...settings.trustFiles, ...jwksFiles];
+  const jwksHosts = settings.trustedIssuers.flatMap((t) =>
+    t.jwksUrl ? [new URL(t.jwksUrl).host] : []
+  );
   const net = settings.downloadHosts
-    ? `--allow-net=${[netAddress(settings.host, settings.port), ...settings.downloadHosts]}`
+    ? `--allow-net=${[
+      netAddress(settings.host, settings.port),
+      ...settings.downloadHosts,
+      ...jwksHosts,
+    ]}`
     : "--allow-net";
   return [
     "--no-prompt",
@@ -33,8 +41,9 @@ export function nodePermissions(settings: Settings): string[] {
     `--allow-write=${settings.dataDir}`,
     net,
     `--allow-env=${NODE_ENV_VARS.join(",")}`,
-    // statfs: free disk space, checked before an upload is accepted.
-    "--allow-sys=statfs",
+    // statfs: free disk space before a transfer; hostname: the default node name;
+    // networkInterfaces: the node's local addresses in its Node object.
+    "--allow-sys=statfs,hostname,networkInterfaces",
   ];
 }
 
@@ -63,6 +72,7 @@ export async function launch(
     `--config=${settings.configPath}`,
     `--host=${settings.host}`,
     `--port=${settings.port}`,
+    ...settings.trustFiles.map((path) => `--trust=${path}`),
   ];
   const child = new Deno.Command(Deno.execPath(), { args, stdin: "piped" }).spawn();
   const forward = (signal: Deno.Signal) => () => {

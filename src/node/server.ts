@@ -4,6 +4,11 @@
  * @module
  */
 import { Router } from "itty-router";
+import meta from "../../deno.json" with { type: "json" };
+import type { Address } from "../../gen/insight/validators.ts";
+import { Identity } from "../identity/identity.ts";
+import { insightError, insightHandlers, insightRoutes } from "../insight/routes.ts";
+import { JSONRPC_PATH, mountJsonRpc } from "../jsonrpc/routes.ts";
 import { errorResponse, responseForError } from "../http/errors.ts";
 import { mountRoutes } from "../http/routes.ts";
 import { ModelFiles } from "../store/model_files.ts";
@@ -59,13 +64,34 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     console.log(`recovered model store: ${JSON.stringify(report)}`);
   }
 
+  const identity = await Identity.open(settings.dataDir, db, {
+    name: settings.nodeName,
+    version: meta.version,
+    trustedIssuers: settings.trustedIssuers,
+  });
+
   const router = Router();
   const mountOptions = { apiKey: settings.apiKey, readsRequireKey: settings.readsRequireKey };
   mountRoutes(router, storeRoutes, storeHandlers(registry, provisioning), {
     ...mountOptions,
     prefixes: settings.storePrefixes,
   });
-  const hint = `the model registry is under ${settings.storePrefixes.join(", ")}`;
+  let boundPort = settings.port;
+  mountRoutes(
+    router,
+    insightRoutes,
+    insightHandlers(identity, () => localAddresses(settings.host, boundPort)),
+    {
+      apiKey: settings.apiKey,
+      prefixes: settings.insightPrefixes,
+      wrongKeyStatus: 401,
+      errorFormat: insightError,
+    },
+  );
+  mountJsonRpc(router, identity);
+  const hint = `the model registry is under ${settings.storePrefixes.join(", ")}, insight under ${
+    settings.insightPrefixes.join(", ")
+  }, JSON-RPC at ${JSONRPC_PATH}`;
 
   const handle = async (request: Request): Promise<Response> => {
     if (request.method === "OPTIONS") return withCors(new Response(null, { status: 204 }));
@@ -89,6 +115,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     handle,
   );
   const addr = await listening;
+  boundPort = addr.port;
   return {
     hostname: addr.hostname,
     port: addr.port,
@@ -99,4 +126,21 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
       db.close();
     },
   };
+}
+
+/**
+ * The node's own URLs: its listening address, or, when it listens on every interface, one per
+ * non-internal IPv4 address (loopback when there is none).
+ */
+function localAddresses(host: string, port: number): Address[] {
+  const hosts = host === "0.0.0.0" || host === "::"
+    ? Deno.networkInterfaces()
+      .filter((i) => i.family === "IPv4" && !i.address.startsWith("127."))
+      .map((i) => i.address)
+    : [host];
+  const shown = (h: string) => (h.includes(":") ? `[${h}]` : h);
+  return (hosts.length > 0 ? hosts : ["127.0.0.1"]).map((h) => ({
+    type: "local",
+    url: { href: `http://${shown(h)}:${port}` },
+  }));
 }

@@ -1,0 +1,176 @@
+/**
+ * Who this node is and which account owns it: its key and id, its name, its account, position
+ * and stored account token. The JSON-RPC interface and the insight service are thin adapters
+ * over this.
+ *
+ * @module
+ */
+import type { DatabaseSync } from "node:sqlite";
+import { type JWK, SignJWT } from "jose";
+import type { TrustedIssuer } from "../../gen/config/validators.ts";
+import { loadNodeKey, type NodeKey } from "./node_key.ts";
+import { type GpsFix, NodeState } from "./node_state.ts";
+import { TokenError, TokenVerifier } from "./token_verifier.ts";
+
+/** The scopes of the reference implementation that this node checks. */
+export const SCOPES = {
+  associate: "edge:account:associate",
+  unassociate: "edge:account:unassociate",
+  clusters: "edge:clusters",
+  mcm: "edge:mcm",
+} as const;
+
+/** Lifetime of an id token from getEdgeIdToken, in seconds. */
+const ID_TOKEN_SECONDS = 300;
+
+/** Where the stored account token stands (the spec's state table). */
+export type TokenState = "absent" | "stored" | "expired";
+
+/** The node's identity and account. */
+export class Identity {
+  readonly #key: NodeKey;
+  readonly #state: NodeState;
+  readonly #verifier: TokenVerifier;
+  /** The node's name. */
+  readonly name: string;
+  /** The edgenode version it runs. */
+  readonly version: string;
+
+  private constructor(
+    key: NodeKey,
+    state: NodeState,
+    verifier: TokenVerifier,
+    name: string,
+    version: string,
+  ) {
+    this.#key = key;
+    this.#state = state;
+    this.#verifier = verifier;
+    this.name = name;
+    this.version = version;
+  }
+
+  /** Loads (creating at first start) the identity kept in `dataDir` and `db`. */
+  static async open(
+    dataDir: string,
+    db: DatabaseSync,
+    options: { name: string; version: string; trustedIssuers: TrustedIssuer[] },
+  ): Promise<Identity> {
+    const key = await loadNodeKey(dataDir);
+    const verifier = await TokenVerifier.create(key.nodeId, options.trustedIssuers);
+    return new Identity(key, new NodeState(db), verifier, options.name, options.version);
+  }
+
+  /** The node id (see loadNodeKey). */
+  get nodeId(): string {
+    return this.#key.nodeId;
+  }
+
+  /** The associated account, "" when none. */
+  get accountId(): string {
+    return this.#state.accountId;
+  }
+
+  /** The last GPS fix. */
+  get gps(): GpsFix | undefined {
+    return this.#state.gps;
+  }
+
+  /** The public key of id tokens, as a JWKS. */
+  jwks(): { keys: JWK[] } {
+    return { keys: [this.#key.publicJwk] };
+  }
+
+  /** A short-lived JWT signed by the node that names it and its account. */
+  async idToken(): Promise<string> {
+    return await new SignJWT({ node_id: this.nodeId, node_name: this.name })
+      .setProtectedHeader({ alg: "EdDSA", kid: this.nodeId, typ: "JWT" })
+      .setSubject(this.accountId)
+      .setIssuer(`edgenode:${this.nodeId}`)
+      .setIssuedAt()
+      .setExpirationTime(`${ID_TOKEN_SECONDS}s`)
+      .setJti(crypto.randomUUID())
+      .sign(this.#key.privateKey);
+  }
+
+  /** Associates the node with the token's account; the same account again is a no-op. */
+  async associate(token: string): Promise<string> {
+    const { accountId } = await this.#verifier.verify(token, SCOPES.associate);
+    const current = this.accountId;
+    if (current && current !== accountId) {
+      throw new TokenError(
+        "AlreadyAssociated",
+        `the node is associated with account '${current}'; unassociate it first`,
+      );
+    }
+    if (!current) this.#state.setAccount(accountId);
+    return accountId;
+  }
+
+  /** Unassociates the node, given a token of its own account; the stored token goes too. */
+  async unassociate(token: string): Promise<string> {
+    const { accountId } = await this.#requireOwnAccount(token, SCOPES.unassociate);
+    this.#state.setAccount("");
+    return accountId;
+  }
+
+  /** Records a GPS fix, given a token of the node's account; RangeError for impossible values. */
+  async updateGps(token: string, fix: Omit<GpsFix, "at">): Promise<void> {
+    const limits: [keyof typeof fix, number, number][] = [
+      ["latitude", -90, 90],
+      ["longitude", -180, 180],
+      ["bearing", 0, 360],
+      ["speed", 0, Number.MAX_VALUE],
+    ];
+    for (const [field, min, max] of limits) {
+      if (!(fix[field] >= min && fix[field] <= max)) {
+        throw new RangeError(
+          `${field} must be from ${min} to ${max === Number.MAX_VALUE ? "any" : max}`,
+        );
+      }
+    }
+    await this.#requireOwnAccount(token, SCOPES.clusters);
+    this.#state.gps = { ...fix, at: Date.now() };
+  }
+
+  /**
+   * Stores the account token (PUT /token), after verifying it: trusted, scope edge:clusters,
+   * this node's account. `expiresAt` can only bring the expiry forward. "" clears it.
+   */
+  async storeToken(token: string, expiresAt?: number): Promise<void> {
+    if (token === "") return this.#state.setToken(undefined);
+    const verified = await this.#requireOwnAccount(token, SCOPES.clusters);
+    if (expiresAt !== undefined && expiresAt * 1000 <= Date.now()) {
+      throw new TokenError("InvalidToken", "expiresAt is in the past");
+    }
+    this.#state.setToken({
+      token,
+      expiresAt: Math.min(expiresAt ?? Infinity, verified.expiresAt),
+    });
+  }
+
+  /** Where the stored account token stands now. */
+  tokenState(): TokenState {
+    const stored = this.#state.token;
+    if (!stored) return "absent";
+    return stored.expiresAt * 1000 > Date.now() ? "stored" : "expired";
+  }
+
+  async #requireOwnAccount(token: string, scope: string) {
+    const verified = await this.#verifier.verify(token, scope);
+    const current = this.accountId;
+    if (!current) {
+      throw new TokenError(
+        "WrongAccount",
+        "the node is not associated with an account; associate it first (JSON-RPC associateAccount)",
+      );
+    }
+    if (verified.accountId !== current) {
+      throw new TokenError(
+        "WrongAccount",
+        `the token is for account '${verified.accountId}'; this node belongs to '${current}'`,
+      );
+    }
+    return verified;
+  }
+}

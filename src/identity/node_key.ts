@@ -1,0 +1,49 @@
+/**
+ * The node's identity key: an Ed25519 key pair created at first start in
+ * `<dataDir>/identity/node-key.json` (mode 0600), and the node id derived from it.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import { exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
+
+/** The node's key pair and id. */
+export interface NodeKey {
+  /** 56 lowercase hex digits: the first 28 bytes of SHA-256 of the raw public key. */
+  nodeId: string;
+  privateKey: CryptoKey;
+  /** The public key as a JWK (`kid` = node id, `alg` EdDSA, `use` sig). */
+  publicJwk: JWK;
+}
+
+async function nodeIdOf(publicJwk: JWK): Promise<string> {
+  const raw = Buffer.from(publicJwk.x!, "base64url");
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", raw));
+  return Buffer.from(digest.subarray(0, 28)).toString("hex");
+}
+
+/** Loads the node key, creating it when the data directory has none. */
+export async function loadNodeKey(dataDir: string): Promise<NodeKey> {
+  const dir = `${dataDir}/identity`;
+  const path = `${dir}/node-key.json`;
+  let privateJwk: JWK;
+  try {
+    privateJwk = JSON.parse(await Deno.readTextFile(path));
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    const pair = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
+    privateJwk = await exportJWK(pair.privateKey);
+    // Written whole to a temporary file first: a crash never leaves half a key.
+    const temp = `${path}.${crypto.randomUUID()}.partial`;
+    await Deno.writeTextFile(temp, JSON.stringify(privateJwk), { createNew: true, mode: 0o600 });
+    await Deno.rename(temp, path);
+  }
+  const { d: _private, ...publicPart } = privateJwk;
+  const nodeId = await nodeIdOf(publicPart);
+  return {
+    nodeId,
+    privateKey: await importJWK(privateJwk, "EdDSA") as CryptoKey,
+    publicJwk: { ...publicPart, kid: nodeId, alg: "EdDSA", use: "sig" },
+  };
+}
