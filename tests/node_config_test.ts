@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ModelListSchema } from "../gen/store/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
+import { makeIssuer } from "./helpers/identity.ts";
 import { runEdgenode, startTestNode, waitFor, withTempDir } from "./helpers/node.ts";
 
 Deno.test("a fresh data directory gets a 0600 config with a random key, printed once", () =>
@@ -112,13 +113,23 @@ Deno.test("the node runs with narrow permissions: its data dir, its address, no 
     for (const flag of broad) assert.ok(!cmdline.includes(flag), `node has ${flag}`);
     await expectJson(await fetch(`${node.storeUrl}/models`), 200, ModelListSchema);
   }
+  const issuerDir = await Deno.makeTempDir({ prefix: "edgenode-test-" });
+  const { trustFile } = await makeIssuer(issuerDir);
   await using node = await startTestNode({
     config: {
       apiKey: "a-test-key-of-enough-length",
       downloadHosts: ["huggingface.co", "[::1]:8080"],
     },
+    args: ["--trust", trustFile],
   });
   const cmdline = await argsOf(node.pid);
+  const dataDir = await Deno.realPath(node.dataDir);
+  assert.ok(
+    cmdline.includes(`--allow-read=${dataDir},${dataDir}/config.json,${trustFile}`),
+    cmdline.join(" "),
+  );
+  assert.ok(cmdline.includes("--allow-sys=statfs,hostname,networkInterfaces"));
+  await Deno.remove(issuerDir, { recursive: true });
   assert.ok(
     cmdline.includes("--allow-net=127.0.0.1:0,huggingface.co,[::1]:8080"),
     cmdline.join(" "),
