@@ -3,6 +3,7 @@
  * tokens, association with tokens from a real CLI-made issuer, GPS, and persistence.
  */
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import { DatabaseSync } from "node:sqlite";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { MeSchema } from "../gen/jsonrpc/validators.ts";
@@ -139,8 +140,7 @@ Deno.test("tokens that are expired, early, untrusted, unsigned, HMAC, tampered o
       -32003,
       /for node 'f{56}'/,
     );
-    const b64 = (value: unknown) =>
-      btoa(JSON.stringify(value)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+    const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
     const claims = { iss: "test-issuer", sub: "a", scope, exp: now() + 60 };
     await fails(
       `${b64({ alg: "none" })}.${b64(claims)}.`,

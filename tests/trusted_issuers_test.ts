@@ -3,6 +3,7 @@
  * RS256 keys (as Keycloak and Auth0 sign), with keys given inline, in a file, or at a URL.
  */
 import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
 import { exportJWK, generateKeyPair, importPKCS8, type JWK, SignJWT } from "jose";
 import { rpc } from "./helpers/identity.ts";
 import { startFileServer } from "./helpers/file_server.ts";
@@ -14,9 +15,6 @@ async function run(command: string, args: string[]): Promise<Uint8Array> {
   assert.ok(output.success, new TextDecoder().decode(output.stderr));
   return output.stdout;
 }
-
-const b64url = (bytes: Uint8Array) =>
-  btoa(String.fromCharCode(...bytes)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
 
 function associateToken(issuer: string, alg: string, kid: string, account: string) {
   return new SignJWT({ scope: "openid edge:account:associate" })
@@ -39,7 +37,12 @@ Deno.test("tokens from an OpenSSL Ed25519 key and from ES256 and RS256 issuers v
       "-outform",
       "DER",
     ]);
-    const opensslJwk: JWK = { kty: "OKP", crv: "Ed25519", x: b64url(der.slice(-32)), kid: "ossl" };
+    const opensslJwk: JWK = {
+      kty: "OKP",
+      crv: "Ed25519",
+      x: Buffer.from(der.slice(-32)).toString("base64url"),
+      kid: "ossl",
+    };
     const opensslKey = await importPKCS8(await Deno.readTextFile(`${dir}/ed.pem`), "EdDSA");
 
     const es = await generateKeyPair("ES256");

@@ -5,15 +5,9 @@
  *
  * @module
  */
-import {
-  calculateJwkThumbprint,
-  exportJWK,
-  generateKeyPair,
-  importJWK,
-  type JWK,
-  SignJWT,
-} from "jose";
+import { calculateJwkThumbprint, importJWK, type JWK, SignJWT } from "jose";
 import { ConfigError } from "../node/config.ts";
+import { newEd25519Jwks, writeSecretFile } from "./key_files.ts";
 
 /** The issuer's key file and trust file in its folder. */
 export const ISSUER_FILES = { key: "issuer-key.json", trust: "trust.json" } as const;
@@ -26,15 +20,11 @@ interface IssuerKey {
 /** Creates an issuer in `dir`; refuses to replace an existing one. Returns the trust file path. */
 export async function initIssuer(dir: string, issuer: string): Promise<string> {
   await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-  const pair = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
-  const publicJwk = await exportJWK(pair.publicKey);
+  const { privateJwk, publicJwk } = await newEd25519Jwks();
   const kid = await calculateJwkThumbprint(publicJwk);
-  const key: IssuerKey = { issuer, privateJwk: { ...await exportJWK(pair.privateKey), kid } };
+  const key: IssuerKey = { issuer, privateJwk: { ...privateJwk, kid } };
   try {
-    await Deno.writeTextFile(`${dir}/${ISSUER_FILES.key}`, JSON.stringify(key, null, 2) + "\n", {
-      createNew: true,
-      mode: 0o600,
-    });
+    await writeSecretFile(`${dir}/${ISSUER_FILES.key}`, JSON.stringify(key, null, 2) + "\n");
   } catch (error) {
     if (error instanceof Deno.errors.AlreadyExists) {
       throw new ConfigError(`${dir} already holds an issuer key; use another --dir`);

@@ -5,7 +5,8 @@
  * @module
  */
 import { Buffer } from "node:buffer";
-import { exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
+import { importJWK, type JWK } from "jose";
+import { newEd25519Jwks, writeSecretFile } from "./key_files.ts";
 
 /** The node's key pair and id. */
 export interface NodeKey {
@@ -32,12 +33,8 @@ export async function loadNodeKey(dataDir: string): Promise<NodeKey> {
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
     await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-    const pair = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
-    privateJwk = await exportJWK(pair.privateKey);
-    // Written whole to a temporary file first: a crash never leaves half a key.
-    const temp = `${path}.${crypto.randomUUID()}.partial`;
-    await Deno.writeTextFile(temp, JSON.stringify(privateJwk), { createNew: true, mode: 0o600 });
-    await Deno.rename(temp, path);
+    ({ privateJwk } = await newEd25519Jwks());
+    await writeSecretFile(path, JSON.stringify(privateJwk));
   }
   const { d: _private, ...publicPart } = privateJwk;
   const nodeId = await nodeIdOf(publicPart);
