@@ -7,30 +7,23 @@
  *   of the same URL, with the node's peak RSS for two file sizes;
  * - GET /models with 1,000 records and GET /models/{id}, in requests/s with wrk, next to a bare
  *   Deno.serve JSON handler.
- * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024).
+ * - discovery (scripts/bench_discovery.ts): joining, verifying 50 nodes, listing them.
+ * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
+ * `--only store|discovery`.
  *
  * @module
  */
 import { parseArgs } from "node:util";
 import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
+import { discoveryRows } from "./bench_discovery.ts";
+import { run, wrk } from "./bench_tools.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { "size-mib": { type: "string", default: "1024" } },
+  options: { "size-mib": { type: "string", default: "1024" }, only: { type: "string" } },
 });
 const SIZE_MIB = Number(values["size-mib"]);
 const SMALL_MIB = Math.max(1, Math.round(SIZE_MIB / 4));
-
-async function run(command: string, args: string[]): Promise<string> {
-  const output = await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" })
-    .output();
-  if (!output.success) {
-    throw new Error(
-      `${command} ${args.join(" ")} failed: ${new TextDecoder().decode(output.stderr)}`,
-    );
-  }
-  return new TextDecoder().decode(output.stdout);
-}
 
 /** Median wall time of three runs of a command, in seconds: single transfers are noisy. */
 async function timed(command: string, args: string[]): Promise<number> {
@@ -125,13 +118,22 @@ async function p99(url: string): Promise<number> {
   return Number(value) * ({ us: 0.001, ms: 1, s: 1000 }[unit as "us" | "ms" | "s"] ?? NaN);
 }
 
-async function wrk(url: string): Promise<number> {
-  await run("taskset", ["-c", "1", "wrk", "-t1", "-c50", "-d2s", url]); // warm-up
-  const out = await run("taskset", ["-c", "1", "wrk", "-t1", "-c50", "-d5s", url]);
-  return Math.round(Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]));
+async function main() {
+  const rows: string[][] = [];
+  if (values.only !== "discovery") rows.push(...await storeRows());
+  if (values.only !== "store") rows.push(...await discoveryRows());
+  const cpu = (await run("sh", ["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"])).trim();
+  console.log(
+    `\nedgenode benchmark, ${
+      new Date().toISOString().slice(0, 10)
+    }, ${cpu}, ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}\n`,
+  );
+  console.log("| measurement | edgenode | same-run baseline / notes |\n|---|---|---|");
+  for (const row of rows) console.log(`| ${row.join(" | ")} |`);
 }
 
-async function main() {
+/** The model registry's rows. */
+async function storeRows(): Promise<string[][]> {
   const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-" });
   const rows: string[][] = [];
   try {
@@ -297,14 +299,7 @@ async function main() {
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
-  const cpu = (await run("sh", ["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"])).trim();
-  console.log(
-    `\nedgenode benchmark, ${
-      new Date().toISOString().slice(0, 10)
-    }, ${cpu}, ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}\n`,
-  );
-  console.log("| measurement | edgenode | same-run baseline / notes |\n|---|---|---|");
-  for (const row of rows) console.log(`| ${row.join(" | ")} |`);
+  return rows;
 }
 
 if (import.meta.main) await main();

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import meta from "../deno.json" with { type: "json" };
+import { NODES_HELP, nodesCommand } from "./cli/nodes.ts";
 import { initIssuer, parseTtl, signToken } from "./identity/issuer.ts";
 import { ConfigError, loadSettings, type ServeFlags } from "./node/config.ts";
 import { launch } from "./node/launcher.ts";
@@ -25,6 +26,7 @@ Usage:
   edgenode token --account ID --scope "SCOPES" [--ttl 24h] [--node NODE_ID] [--dir DIR]
       Prints an edge access token signed by the local issuer. Scopes: edge:account:associate,
       edge:account:unassociate, edge:clusters, edge:mcm.
+${NODES_HELP}
   edgenode version      Prints the version.
   edgenode help         Prints this help.
 
@@ -160,6 +162,8 @@ export async function main(args: string[]): Promise<number> {
         return await issuerCommand(rest);
       case "token":
         return await tokenCommand(rest);
+      case "nodes":
+        return await nodesCommand(rest);
       case "version":
       case "--version":
         console.log(VERSION);

@@ -128,10 +128,13 @@ Deno.test("the node runs with narrow permissions: its data dir, its address, no 
     cmdline.includes(`--allow-read=${dataDir},${dataDir}/config.json,${trustFile}`),
     cmdline.join(" "),
   );
-  assert.ok(cmdline.includes("--allow-sys=statfs,hostname,networkInterfaces"));
+  assert.ok(cmdline.includes("--allow-sys=statfs,hostname,networkInterfaces,systemMemoryInfo"));
   await Deno.remove(issuerDir, { recursive: true });
   assert.ok(
-    cmdline.includes("--allow-net=127.0.0.1:0,huggingface.co,[::1]:8080"),
+    // Its own address, the download hosts, and the mDNS socket and group.
+    cmdline.includes(
+      "--allow-net=127.0.0.1:0,huggingface.co,[::1]:8080,0.0.0.0:5353,224.0.0.251:5353",
+    ),
     cmdline.join(" "),
   );
   for (const flag of [...broad, "--allow-net"]) {

@@ -35,6 +35,26 @@ export interface components {
              *     --trust FILE` adds one from a trust file (`edgenode issuer init` writes one).
              */
             trustedIssuers?: components["schemas"]["TrustedIssuer"][];
+            discovery?: components["schemas"]["Discovery"];
+        };
+        /** @description Link-local discovery (spec/mds.yaml describes the protocol). */
+        Discovery: {
+            /** @description Announce and discover over multicast DNS. Default true. */
+            mdns?: boolean;
+            /**
+             * @description Interfaces to announce on: names (`eth0`, `lo`) or IPv4 addresses. Default every
+             *     non-internal IPv4 interface, or loopback when there is none.
+             */
+            interfaces?: string[];
+            /** @description The UDP port of multicast DNS. Default 5353; another one makes a separate group. */
+            port?: number;
+            /** @description Re-announce interval; records live 3 of them. Default 30. */
+            announceSeconds?: number;
+            /**
+             * @description Base URLs of nodes to check directly (`http://10.0.0.5:8083`), for networks that
+             *     block multicast. Verified like discovered peers, every announce interval.
+             */
+            peers?: string[];
         };
         TrustedIssuer: {
             /** @description The `iss` claim of its tokens. */

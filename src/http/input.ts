@@ -67,7 +67,11 @@ export function requireContentType(request: Request, accepted: readonly string[]
 }
 
 /** Reads a body as text, refusing (413) one larger than `limit` bytes before or while reading. */
-export async function readText(request: Request, limit: number, what = "body"): Promise<string> {
+export async function readText(
+  request: Request | Response,
+  limit: number,
+  what = "body",
+): Promise<string> {
   const tooLarge = () => new HttpError(413, `${what} is larger than ${limit} bytes`);
   if (Number(request.headers.get("content-length") ?? "0") > limit) throw tooLarge();
   const chunks: Uint8Array[] = [];

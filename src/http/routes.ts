@@ -80,7 +80,7 @@ export function mountRoutes<T extends Record<string, RouteSpec>>(
       }
     };
     const respond = async (request: IRequest) => {
-      if (needsKey) await requireApiKey(request, options.apiKey, options.wrongKeyStatus);
+      if (needsKey) requireApiKey(request, options.apiKey, options.wrongKeyStatus);
       const params = validate(route.params, request.params, "path");
       const query = validate(route.query, queryObject(new URL(request.url)), "query");
       let body: unknown = undefined;

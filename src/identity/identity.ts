@@ -8,9 +8,11 @@
 import type { DatabaseSync } from "node:sqlite";
 import { type JWK, SignJWT } from "jose";
 import type { TrustedIssuer } from "../../gen/config/validators.ts";
+import type { NodeDescription } from "../../gen/mds/validators.ts";
+import { signProof } from "../discovery/peer_proof.ts";
 import { loadNodeKey, type NodeKey } from "./node_key.ts";
 import { type GpsFix, NodeState } from "./node_state.ts";
-import { TokenError, TokenVerifier } from "./token_verifier.ts";
+import { TokenError, TokenVerifier, type VerifiedToken } from "./token_verifier.ts";
 
 /** The scopes of the reference implementation that this node checks. */
 export const SCOPES = {
@@ -93,6 +95,11 @@ export class Identity {
       .sign(this.#key.privateKey);
   }
 
+  /** A proof that this node holds its key, over a challenge and its description. */
+  proof(challenge: string, node: NodeDescription): Promise<string> {
+    return signProof(this.#key.privateKey, this.#key.publicJwk, challenge, node);
+  }
+
   /** Associates the node with the token's account; the same account again is a no-op. */
   async associate(token: string): Promise<string> {
     const { accountId } = await this.#verifier.verify(token, SCOPES.associate);
@@ -109,7 +116,7 @@ export class Identity {
 
   /** Unassociates the node, given a token of its own account; the stored token goes too. */
   async unassociate(token: string): Promise<string> {
-    const { accountId } = await this.#requireOwnAccount(token, SCOPES.unassociate);
+    const { accountId } = await this.checkAccountToken(token, SCOPES.unassociate);
     this.#state.setAccount("");
     return accountId;
   }
@@ -129,7 +136,7 @@ export class Identity {
         );
       }
     }
-    await this.#requireOwnAccount(token, SCOPES.clusters);
+    await this.checkAccountToken(token, SCOPES.clusters);
     this.#state.gps = { ...fix, at: Date.now() };
   }
 
@@ -139,7 +146,7 @@ export class Identity {
    */
   async storeToken(token: string, expiresAt?: number): Promise<void> {
     if (token === "") return this.#state.setToken(undefined);
-    const verified = await this.#requireOwnAccount(token, SCOPES.clusters);
+    const verified = await this.checkAccountToken(token, SCOPES.clusters);
     if (expiresAt !== undefined && expiresAt * 1000 <= Date.now()) {
       throw new TokenError("InvalidToken", "expiresAt is in the past");
     }
@@ -156,7 +163,11 @@ export class Identity {
     return stored.expiresAt * 1000 > Date.now() ? "stored" : "expired";
   }
 
-  async #requireOwnAccount(token: string, scope: string) {
+  /**
+   * Verifies a token of this node's account with this scope; TokenError otherwise (also when
+   * the node has no account).
+   */
+  async checkAccountToken(token: string, scope: string): Promise<VerifiedToken> {
     const verified = await this.#verifier.verify(token, scope);
     const current = this.accountId;
     if (!current) {

@@ -17,7 +17,8 @@ export interface NodeKey {
   publicJwk: JWK;
 }
 
-async function nodeIdOf(publicJwk: JWK): Promise<string> {
+/** The node id of a public key: the first 28 bytes of SHA-256 of its raw bytes, in hex. */
+export async function nodeIdOf(publicJwk: JWK): Promise<string> {
   const raw = Buffer.from(publicJwk.x!, "base64url");
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", raw));
   return Buffer.from(digest.subarray(0, 28)).toString("hex");

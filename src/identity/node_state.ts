@@ -1,6 +1,8 @@
 /**
  * What the node remembers about its account, position and stored account token, in SQLite: a
- * small key/value table, each value JSON, each write one statement.
+ * small key/value table, each value JSON, each write one statement. Values are read once and
+ * kept in memory (this process is the only writer), since listings read the account on every
+ * request.
  *
  * @module
  */
@@ -26,6 +28,7 @@ export interface StoredToken {
 /** The node's own state. */
 export class NodeState {
   readonly #db: DatabaseSync;
+  readonly #cache = new Map<string, unknown>();
 
   /** Uses `db`, creating the table when it is missing. */
   constructor(db: DatabaseSync) {
@@ -36,11 +39,16 @@ export class NodeState {
   }
 
   #get<T>(key: string): T | undefined {
-    const row = this.#db.prepare("SELECT value FROM node_state WHERE key = ?").get(key);
-    return row ? JSON.parse(row.value as string) : undefined;
+    if (!this.#cache.has(key)) {
+      const row = this.#db.prepare("SELECT value FROM node_state WHERE key = ?").get(key);
+      this.#cache.set(key, row ? JSON.parse(row.value as string) : undefined);
+    }
+    return this.#cache.get(key) as T | undefined;
   }
 
   #set(key: string, value: unknown): void {
+    // Forgotten first: if the write fails, the next read goes to the database.
+    this.#cache.delete(key);
     if (value === undefined) {
       this.#db.prepare("DELETE FROM node_state WHERE key = ?").run(key);
     } else {
@@ -64,6 +72,7 @@ export class NodeState {
       this.#db.exec("COMMIT");
     } catch (error) {
       this.#db.exec("ROLLBACK");
+      this.#cache.clear();
       throw error;
     }
   }

@@ -1,15 +1,17 @@
 /**
- * The insight service (spec/insight.yaml), first part: the stored account token, information on
- * this node, and node listings. Discovery and the hub fill in the other nodes later.
+ * The insight service (spec/insight.yaml): the stored account token, information on this node
+ * and its supernode, and node listings. Link-local discovery supplies the local network; the
+ * hub will supply account and proximity listings.
  *
  * @module
  */
 import { insightRoutes } from "../../gen/insight/routes.ts";
-import type { Address, Node } from "../../gen/insight/validators.ts";
+import type { LinkLocal } from "../discovery/link_local.ts";
 import { type ErrorFormat, HttpError, jsonResponse } from "../http/errors.ts";
 import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
+import { insightNode } from "../mds/listing.ts";
 
 export { insightRoutes };
 
@@ -18,18 +20,6 @@ export const insightError: ErrorFormat = (status, message, headers) =>
   jsonResponse({ message, statusCode: status }, status, headers);
 
 const INFO_TYPES = ["self", "supernode", "bep", "sep"] as const;
-
-/** The Node object of this node. */
-export function selfNode(identity: Identity, addresses: Address[]): Node {
-  return {
-    id: identity.nodeId,
-    accountId: identity.accountId,
-    name: identity.name,
-    os: Deno.build.os,
-    addresses,
-    services: [],
-  };
-}
 
 /** 403 unless an unexpired account token is stored (the spec's account-scoped operations). */
 function requireStoredToken(identity: Identity, what: string): void {
@@ -42,10 +32,10 @@ function requireStoredToken(identity: Identity, what: string): void {
   }
 }
 
-/** The handlers of every insight operation; `addresses` gives this node's URLs. */
+/** The handlers of every insight operation. */
 export function insightHandlers(
   identity: Identity,
-  addresses: () => Address[],
+  linkLocal: LinkLocal,
 ): Handlers<typeof insightRoutes> {
   return {
     putToken: async ({ body }) => {
@@ -70,19 +60,19 @@ export function insightHandlers(
         requireStoredToken(identity, relayed.join(" and "));
         throw new HttpError(501, `${relayed.join(" and ")} need the hub, which is not built yet`);
       }
-      const self = selfNode(identity, addresses());
       const data: Record<string, unknown> = {};
       for (const type of types) {
-        // Until link-local discovery elects one, a node is its own supernode.
-        data[type] = type === "self"
-          ? self
-          : { id: self.id, name: self.name, addresses: self.addresses };
+        if (type === "self") data.self = insightNode(linkLocal.self());
+        if (type === "supernode") {
+          const { id, name, addresses } = linkLocal.supernode();
+          data.supernode = { id, name, addresses };
+        }
       }
       return jsonResponse({ data });
     },
     listNodes: ({ query }) => {
       if (query.type === "linkLocal") {
-        return jsonResponse({ data: [selfNode(identity, addresses())] });
+        return jsonResponse({ data: linkLocal.members().map(insightNode) });
       }
       requireStoredToken(identity, `type=${query.type}`);
       throw new HttpError(

@@ -7,6 +7,7 @@
 import { Buffer } from "node:buffer";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
+import type { DiscoverySettings } from "../discovery/link_local.ts";
 import {
   type NodeConfig,
   NodeConfigSchema,
@@ -42,6 +43,7 @@ export interface Settings {
   trustedIssuers: TrustedIssuer[];
   /** The trust files given with --trust, as absolute paths (the node must read them too). */
   trustFiles: string[];
+  discovery: DiscoverySettings;
 }
 
 /** The defaults of every optional setting. */
@@ -52,6 +54,8 @@ export const DEFAULTS = {
   insightPrefixes: ["/mesh/insight/v1"],
   downloadStallSeconds: 30,
   downloadRetries: 5,
+  mdnsPort: 5353,
+  announceSeconds: 30,
 } as const;
 
 /** Reads an environment variable; injected so that callers can decide which ones are allowed. */
@@ -184,6 +188,13 @@ export async function loadSettings(
     insightPrefixes: file.insightPrefixes ?? [...DEFAULTS.insightPrefixes],
     trustedIssuers: [...(file.trustedIssuers ?? []), ...await readTrustFiles(trustFiles)],
     trustFiles,
+    discovery: {
+      mdns: file.discovery?.mdns ?? true,
+      interfaces: file.discovery?.interfaces,
+      port: file.discovery?.port ?? DEFAULTS.mdnsPort,
+      announceSeconds: file.discovery?.announceSeconds ?? DEFAULTS.announceSeconds,
+      peers: file.discovery?.peers ?? [],
+    },
   };
   return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };
 }

@@ -8,6 +8,7 @@
  * @module
  */
 import { dirname } from "node:path";
+import { MDNS_GROUP } from "../discovery/mdns_socket.ts";
 import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
 
 /** The environment variables the node may read. */
@@ -19,8 +20,10 @@ function netAddress(host: string, port: number): string {
 
 /**
  * The Deno permission flags of a node with these settings. Downloads fetch from any host the
- * user names, so the node may connect anywhere unless `downloadHosts` narrows it (Deno cannot
- * grant "connect anywhere" without also granting "listen anywhere").
+ * user names and discovery checks any peer on the LAN, so the node may connect anywhere unless
+ * `downloadHosts` narrows it (Deno cannot grant "connect anywhere" without also granting "listen
+ * anywhere"). Narrowed, it keeps its mDNS socket and static peers; peers found by multicast on
+ * other hosts can then not be checked (Deno permissions have no address ranges).
  */
 export function nodePermissions(settings: Settings): string[] {
   const jwksFiles = settings.trustedIssuers.flatMap((t) => (t.jwksFile ? [t.jwksFile] : []));
@@ -28,11 +31,17 @@ export function nodePermissions(settings: Settings): string[] {
   const jwksHosts = settings.trustedIssuers.flatMap((t) =>
     t.jwksUrl ? [new URL(t.jwksUrl).host] : []
   );
+  const { discovery } = settings;
+  const mdns = discovery.mdns
+    ? [netAddress("0.0.0.0", discovery.port), netAddress(MDNS_GROUP, discovery.port)]
+    : [];
   const net = settings.downloadHosts
     ? `--allow-net=${[
       netAddress(settings.host, settings.port),
       ...settings.downloadHosts,
       ...jwksHosts,
+      ...mdns,
+      ...discovery.peers.map((url) => new URL(url).host),
     ]}`
     : "--allow-net";
   return [
@@ -41,9 +50,10 @@ export function nodePermissions(settings: Settings): string[] {
     `--allow-write=${settings.dataDir}`,
     net,
     `--allow-env=${NODE_ENV_VARS.join(",")}`,
-    // statfs: free disk space before a transfer; hostname: the default node name;
-    // networkInterfaces: the node's local addresses in its Node object.
-    "--allow-sys=statfs,hostname,networkInterfaces",
+    // statfs: free disk space before a transfer, and total storage; hostname: the default node
+    // name; networkInterfaces: the node's addresses and mDNS interfaces; systemMemoryInfo: the
+    // totalPhysicalMemory characteristic.
+    "--allow-sys=statfs,hostname,networkInterfaces,systemMemoryInfo",
   ];
 }
 

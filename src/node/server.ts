@@ -5,10 +5,16 @@
  */
 import { Router } from "itty-router";
 import meta from "../../deno.json" with { type: "json" };
-import type { Address } from "../../gen/insight/validators.ts";
+import { LinkLocal } from "../discovery/link_local.ts";
+import {
+  localAddresses,
+  machineCharacteristics,
+  selfDescriber,
+} from "../discovery/self_description.ts";
 import { Identity } from "../identity/identity.ts";
 import { insightError, insightHandlers, insightRoutes } from "../insight/routes.ts";
 import { JSONRPC_PATH, mountJsonRpc } from "../jsonrpc/routes.ts";
+import { mdsHandlers, mdsRoutes } from "../mds/routes.ts";
 import { errorResponse, responseForError } from "../http/errors.ts";
 import { mountRoutes } from "../http/routes.ts";
 import { ModelFiles } from "../store/model_files.ts";
@@ -70,28 +76,36 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     trustedIssuers: settings.trustedIssuers,
   });
 
+  let boundPort = settings.port;
+  const linkLocal = new LinkLocal(
+    selfDescriber(
+      identity,
+      await machineCharacteristics(settings.dataDir, meta.version),
+      () => localAddresses(settings.host, boundPort),
+    ),
+    settings.discovery,
+  );
+
   const router = Router();
   const mountOptions = { apiKey: settings.apiKey, readsRequireKey: settings.readsRequireKey };
   mountRoutes(router, storeRoutes, storeHandlers(registry, provisioning), {
     ...mountOptions,
     prefixes: settings.storePrefixes,
   });
-  let boundPort = settings.port;
-  mountRoutes(
-    router,
-    insightRoutes,
-    insightHandlers(identity, () => localAddresses(settings.host, boundPort)),
-    {
-      apiKey: settings.apiKey,
-      prefixes: settings.insightPrefixes,
-      wrongKeyStatus: 401,
-      errorFormat: insightError,
-    },
-  );
+  mountRoutes(router, insightRoutes, insightHandlers(identity, linkLocal), {
+    apiKey: settings.apiKey,
+    prefixes: settings.insightPrefixes,
+    wrongKeyStatus: 401,
+    errorFormat: insightError,
+  });
+  mountRoutes(router, mdsRoutes, mdsHandlers(identity, linkLocal), {
+    ...mountOptions,
+    prefixes: [""],
+  });
   mountJsonRpc(router, identity);
   const hint = `the model registry is under ${settings.storePrefixes.join(", ")}, insight under ${
     settings.insightPrefixes.join(", ")
-  }, JSON-RPC at ${JSONRPC_PATH}`;
+  }, JSON-RPC at ${JSONRPC_PATH}, the node listing at /mds/v1/nodes`;
 
   const handle = async (request: Request): Promise<Response> => {
     if (request.method === "OPTIONS") return withCors(new Response(null, { status: 204 }));
@@ -116,6 +130,13 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   );
   const addr = await listening;
   boundPort = addr.port;
+  try {
+    await linkLocal.start(settings.host);
+  } catch (error) {
+    await server.shutdown();
+    db.close();
+    throw error;
+  }
   return {
     hostname: addr.hostname,
     port: addr.port,
@@ -123,24 +144,9 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
       // Open download streams would hold the server open; end them with a message first.
       provisioning.cancelAll("the node is shutting down; download again after it restarts");
       await server.shutdown();
+      // After the server: peers checking the goodbye must find the node gone.
+      await linkLocal.stop();
       db.close();
     },
   };
-}
-
-/**
- * The node's own URLs: its listening address, or, when it listens on every interface, one per
- * non-internal IPv4 address (loopback when there is none).
- */
-function localAddresses(host: string, port: number): Address[] {
-  const hosts = host === "0.0.0.0" || host === "::"
-    ? Deno.networkInterfaces()
-      .filter((i) => i.family === "IPv4" && !i.address.startsWith("127."))
-      .map((i) => i.address)
-    : [host];
-  const shown = (h: string) => (h.includes(":") ? `[${h}]` : h);
-  return (hosts.length > 0 ? hosts : ["127.0.0.1"]).map((h) => ({
-    type: "local",
-    url: { href: `http://${shown(h)}:${port}` },
-  }));
 }

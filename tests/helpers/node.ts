@@ -26,6 +26,10 @@ export interface TestNodeOptions {
   args?: string[];
   /** Written to `<dataDir>/config.json` before the start. */
   config?: Record<string, unknown>;
+  /** A command that runs the node, such as `["ip", "netns", "exec", "ns1"]`. */
+  wrapper?: string[];
+  /** The address to listen on; 127.0.0.1 by default. */
+  host?: string;
 }
 
 /** A running node. */
@@ -76,14 +80,16 @@ export async function startTestNode(options: TestNodeOptions = {}): Promise<Test
       mode: 0o600,
     });
   }
-  const child = new Deno.Command(Deno.execPath(), {
+  const [program, ...wrapperArgs] = [...(options.wrapper ?? []), Deno.execPath()];
+  const child = new Deno.Command(program, {
     args: [
+      ...wrapperArgs,
       "run",
       ...LAUNCHER_PERMISSIONS,
       MAIN,
       "serve",
       "--host",
-      "127.0.0.1",
+      options.host ?? "127.0.0.1",
       "--port",
       "0",
       "--data-dir",

@@ -1,0 +1,49 @@
+/**
+ * `edgenode nodes decrypt`: decrypts a saved answer of GET /mds/v1/nodes with the token it was
+ * requested with, and prints the listing.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { decryptNodeListing } from "../client/local_nodes.ts";
+import { ConfigError } from "../node/config.ts";
+
+/** Usage lines for the program's help. */
+export const NODES_HELP =
+  `  edgenode nodes decrypt (--token T | --token-file F) [--clusters linkLocal] [FILE]
+      Decrypts an answer of GET /mds/v1/nodes (from FILE or standard input) with the edge
+      access token it was requested with, and prints the node listing as JSON.`;
+
+/** Runs `edgenode nodes ARGS`; returns the exit code. */
+export async function nodesCommand(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== "decrypt") {
+    throw new ConfigError(`unknown nodes command '${sub ?? ""}'; try 'nodes decrypt'`);
+  }
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: {
+      token: { type: "string" },
+      "token-file": { type: "string" },
+      clusters: { type: "string", default: "linkLocal" },
+    },
+    strict: true,
+    allowPositionals: true,
+  });
+  if (positionals.length > 1) throw new ConfigError("give at most one file");
+  const token = values.token ??
+    (values["token-file"] ? (await Deno.readTextFile(values["token-file"])).trim() : undefined);
+  if (!token) throw new ConfigError("--token or --token-file is required");
+  const input = positionals[0] && positionals[0] !== "-"
+    ? await Deno.readTextFile(positionals[0])
+    : await new Response(Deno.stdin.readable).text();
+  let listing: unknown;
+  try {
+    listing = await decryptNodeListing(input, token, values.clusters);
+  } catch (error) {
+    console.error(`edgenode: ${(error as Error).message}`);
+    return 1;
+  }
+  console.log(JSON.stringify(listing, null, 2));
+  return 0;
+}

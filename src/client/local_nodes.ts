@@ -1,0 +1,45 @@
+/**
+ * Client helpers for the local node listing (GET /mds/v1/nodes): fetch it with an edge access
+ * token and decrypt it (spec/mds.yaml gives the format).
+ *
+ * @module
+ */
+import * as v from "valibot";
+import { type LocalLinkListing, LocalLinkListingSchema } from "../../gen/mds/validators.ts";
+import { decryptListing } from "../mds/listing_crypto.ts";
+
+/**
+ * Decrypts a listing: the whole answer body (`{ data }`, parsed or as text) or the bare `data`
+ * string. Throws when the token is not the one it was requested with.
+ */
+export async function decryptNodeListing(
+  body: unknown,
+  token: string,
+  clusters = "linkLocal",
+): Promise<unknown> {
+  let data = body;
+  if (typeof data === "string" && data.trimStart().startsWith("{")) data = JSON.parse(data);
+  if (typeof data === "object" && data !== null && "data" in data) data = data.data;
+  if (typeof data !== "string") throw new TypeError("not a node listing: expected { data: <JWE> }");
+  try {
+    return await decryptListing(data.trim(), token, clusters);
+  } catch (error) {
+    throw new Error(
+      `cannot decrypt the listing with this token (it must be the token it was requested with): ${
+        (error as Error).message
+      }`,
+    );
+  }
+}
+
+/** Fetches and decrypts the linkLocal listing of the node at `baseUrl`. */
+export async function fetchLocalNodes(baseUrl: string, token: string): Promise<LocalLinkListing> {
+  const response = await fetch(new URL("/mds/v1/nodes?clusters=linkLocal", baseUrl), {
+    headers: { Authorization: `Bearer ${token}` },
+  });
+  const body = await response.json();
+  if (!response.ok) {
+    throw new Error(`${response.status}: ${body?.error?.message ?? JSON.stringify(body)}`);
+  }
+  return v.parse(LocalLinkListingSchema, await decryptNodeListing(body, token));
+}

@@ -1,0 +1,259 @@
+/**
+ * Link-local discovery: announces this node over multicast DNS, answers queries, verifies the
+ * peers it hears of (and the static peers it is given), and keeps the membership, the supernode
+ * and the network id current. The protocol and timers are in spec/mds.yaml.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+import type dnsPacket from "dns-packet";
+import type { NodeDescription } from "../../gen/mds/validators.ts";
+import {
+  type Announcement,
+  announcementPacket,
+  announcementsIn,
+  answersFor,
+  type OwnRecords,
+  responsePacket,
+  SERVICE_TYPE,
+  txtStrings,
+} from "./mdns_records.ts";
+import { interfaceAddresses, MdnsSocket, type Sender } from "./mdns_socket.ts";
+import { CheckQueue } from "./check_queue.ts";
+import { byElection, electSupernode, Members } from "./members.ts";
+import { checkPeer } from "./peer_proof.ts";
+
+/** How discovery runs (the `discovery` section of the configuration, with defaults). */
+export interface DiscoverySettings {
+  mdns: boolean;
+  /** Interface names or addresses; absent: where the node listens. */
+  interfaces?: string[];
+  port: number;
+  announceSeconds: number;
+  /** Base URLs of static peers. */
+  peers: string[];
+}
+
+/** What this node says of itself, apart from what discovery decides (start, network id). */
+export type SelfDescription = Omit<NodeDescription, "startedAt" | "localLinkNetworkId">;
+
+/** Records live this many announce intervals. */
+const TTL_INTERVALS = 3;
+/** Peer checks: 8 at once, 256 waiting, a failed peer and address not again within 5 s. */
+const CHECK_LIMITS = { concurrency: 8, maxWaiting: 256, retryMs: 5000 };
+/** Records heard are kept at most this long, whatever TTL they carry. */
+const MAX_TTL_SECONDS = 4500;
+
+/** The discovery service of one node. */
+export class LinkLocal {
+  readonly #describe: () => SelfDescription;
+  readonly #settings: DiscoverySettings;
+  readonly #members = new Members();
+  readonly #startedAt = Date.now();
+  readonly #checks = new CheckQueue(CHECK_LIMITS);
+  #networkId = `lln-${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("hex")}`;
+  #socket: MdnsSocket | undefined;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #announcedTxt = "";
+  #nextAnnounceAt = 0;
+  #startupAnnouncements = 3;
+  #nextStaticCheckAt = 0;
+
+  constructor(describe: () => SelfDescription, settings: DiscoverySettings) {
+    this.#describe = describe;
+    this.#settings = settings;
+  }
+
+  get #announceMs(): number {
+    return this.#settings.announceSeconds * 1000;
+  }
+
+  get #ttlSeconds(): number {
+    return Math.max(1, Math.round(this.#settings.announceSeconds * TTL_INTERVALS));
+  }
+
+  /** Starts announcing and listening; `listenHost` is the address the HTTP server is bound to. */
+  async start(listenHost: string): Promise<void> {
+    if (this.#settings.mdns) {
+      const wildcard = listenHost === "0.0.0.0" || listenHost === "::";
+      const interfaces = interfaceAddresses(
+        this.#settings.interfaces ?? (wildcard ? undefined : [listenHost]),
+      );
+      try {
+        this.#socket = await MdnsSocket.open(
+          this.#settings.port,
+          interfaces,
+          (packet, from) => this.#onPacket(packet, from),
+        );
+      } catch (error) {
+        // The node is still useful without multicast (static peers, every other service).
+        console.warn(
+          `discovery: multicast DNS is unavailable (${(error as Error).message}); ` +
+            "set discovery.mdns to false to run without it, or discovery.peers to list peers",
+        );
+      }
+      await this.#socket?.multicast({
+        type: "query",
+        id: 0,
+        questions: [{ type: "PTR", name: SERVICE_TYPE }],
+      });
+    }
+    this.#tick();
+    this.#timer = setInterval(() => this.#tick(), Math.min(1000, this.#announceMs / 2));
+  }
+
+  /** Sends the goodbye and stops; call after the HTTP server has stopped. */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    if (!this.#socket) return;
+    await this.#socket.multicast(announcementPacket(this.#ownRecords(), 0));
+    await this.#socket.close();
+  }
+
+  /** This node's description now. */
+  self(): NodeDescription {
+    return {
+      ...this.#describe(),
+      startedAt: this.#startedAt,
+      localLinkNetworkId: this.#networkId,
+    };
+  }
+
+  /** The local link network id this node shares with its supernode. */
+  get networkId(): string {
+    return this.#networkId;
+  }
+
+  /** Every member, this node included, supernode first. */
+  members(): NodeDescription[] {
+    return [this.self(), ...this.#members.list().map((peer) => peer.node)].sort(byElection);
+  }
+
+  /** The elected supernode. */
+  supernode(): NodeDescription {
+    return electSupernode(this.members());
+  }
+
+  #tick(): void {
+    const now = Date.now();
+    this.#members.expire(now);
+    this.#checks.prune(now);
+    this.#adoptNetworkId();
+    const txt = txtStrings(this.#ownRecords().txt).join("\n");
+    if (this.#socket && (now >= this.#nextAnnounceAt || txt !== this.#announcedTxt)) {
+      this.#announcedTxt = txt;
+      this.#startupAnnouncements = Math.max(0, this.#startupAnnouncements - 1);
+      this.#nextAnnounceAt = now + (this.#startupAnnouncements > 0 ? 1000 : this.#announceMs);
+      void this.#socket.multicast(announcementPacket(this.#ownRecords(), this.#ttlSeconds));
+    }
+    if (now >= this.#nextStaticCheckAt) {
+      this.#nextStaticCheckAt = now + this.#announceMs;
+      for (const url of this.#settings.peers) {
+        this.#check(url, undefined, undefined, TTL_INTERVALS * this.#announceMs);
+      }
+    }
+  }
+
+  /**
+   * A member follows its supernode's network id; the supernode keeps its own. A new id is
+   * announced at once, so that the members agree again quickly.
+   */
+  #adoptNetworkId(): void {
+    const supernode = this.supernode();
+    if (supernode.id === this.self().id || supernode.localLinkNetworkId === this.#networkId) return;
+    this.#networkId = supernode.localLinkNetworkId;
+    this.#tick();
+  }
+
+  #ownRecords(): OwnRecords {
+    const self = this.self();
+    const urls = self.addresses.map((address) => new URL(address.url.href));
+    const port = Number(urls[0]?.port || 80);
+    return {
+      id: self.id,
+      name: self.name,
+      port,
+      addresses: urls.map((url) => url.hostname).filter((host) => /^[0-9.]+$/.test(host)),
+      txt: {
+        id: self.id,
+        name: self.name,
+        os: self.os,
+        ver: self.version,
+        acct: self.accountId,
+        port: String(port),
+        lln: self.localLinkNetworkId,
+      },
+    };
+  }
+
+  #onPacket(packet: dnsPacket.Packet, from: Sender): void {
+    if (packet.type === "query") return this.#answer(packet, from);
+    for (const announcement of announcementsIn(packet)) {
+      if (announcement.id !== this.self().id) this.#onAnnouncement(announcement, from.address);
+    }
+  }
+
+  #answer(query: dnsPacket.Packet, from: Sender): void {
+    const socket = this.#socket;
+    if (!socket || !query.questions?.length) return;
+    // Legacy unicast (RFC 6762 §6.7): a resolver not on the mDNS port wants a plain DNS answer.
+    const legacy = from.port !== this.#settings.port;
+    const ttl = legacy ? Math.min(10, this.#ttlSeconds) : this.#ttlSeconds;
+    const { answers, additionals } = answersFor(query.questions, this.#ownRecords(), ttl);
+    if (answers.length === 0) return;
+    if (legacy) {
+      void socket.unicast(
+        { ...responsePacket(answers, additionals), id: query.id, questions: query.questions },
+        from,
+      );
+      return;
+    }
+    // Shared (PTR) answers wait 20-120 ms so that many responders do not collide (§6).
+    const delay = answers.some((a) => a.type === "PTR") ? 20 + Math.random() * 100 : 0;
+    setTimeout(() => {
+      void socket.multicast(responsePacket(answers, additionals));
+    }, delay);
+  }
+
+  #onAnnouncement(announcement: Announcement, address: string): void {
+    const url = `http://${address}:${announcement.port}`;
+    const known = this.#members.get(announcement.id);
+    if (announcement.ttl === 0) {
+      // A goodbye is checked, not believed: a forged one must not remove a live node.
+      if (known) this.#check(known.url, announcement.id, undefined, 0);
+      return;
+    }
+    const ttlMs = Math.min(announcement.ttl, MAX_TTL_SECONDS) * 1000;
+    if (known && known.url === url && known.txtKey === announcement.txtKey) {
+      this.#members.refresh(announcement.id, Date.now() + ttlMs);
+      return;
+    }
+    this.#check(url, announcement.id, announcement.txtKey, ttlMs);
+  }
+
+  /**
+   * Verifies the node at `url` and records it for `ttlMs`. A failed check of a goodbye
+   * (`ttlMs` 0) removes the node at once; other failures leave the table as it was.
+   */
+  #check(url: string, claimedId: string | undefined, txtKey: string | undefined, ttlMs: number) {
+    const goodbye = ttlMs === 0;
+    this.#checks.add(`${claimedId ?? "?"}@${url}`, async () => {
+      try {
+        const node = await checkPeer(url, claimedId);
+        if (node.id === this.self().id) return;
+        const known = this.#members.get(node.id);
+        const expiresAt = goodbye ? (known?.expiresAt ?? 0) : Date.now() + ttlMs;
+        this.#members.put({ node, url, expiresAt, txtKey: txtKey ?? known?.txtKey });
+      } catch (error) {
+        // The queue's retry time limits this to one line per peer and address every 5 s.
+        console.log(
+          `discovery: not listing ${claimedId ?? "peer"} at ${url}: ${(error as Error).message}`,
+        );
+        if (goodbye && claimedId) this.#members.remove(claimedId);
+        throw error;
+      } finally {
+        this.#adoptNetworkId();
+      }
+    }, goodbye);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * GET /mds/v1/nodes (spec/mds.yaml): the encrypted local node listing, and the ping that peers
+ * use to check each other.
+ *
+ * @module
+ */
+import { mdsRoutes } from "../../gen/mds/routes.ts";
+import { bearerToken } from "../http/auth.ts";
+import { HttpError, jsonResponse } from "../http/errors.ts";
+import type { Handlers } from "../http/routes.ts";
+import { type Identity, SCOPES } from "../identity/identity.ts";
+import { TokenError } from "../identity/token_verifier.ts";
+import type { LinkLocal } from "../discovery/link_local.ts";
+import { encryptListing } from "./listing_crypto.ts";
+import { localLinkListing } from "./listing.ts";
+
+export { mdsRoutes };
+
+const CLUSTERS = ["linkLocal", "account", "proximity"];
+
+/** The handlers of the mds service. */
+export function mdsHandlers(identity: Identity, linkLocal: LinkLocal): Handlers<typeof mdsRoutes> {
+  return {
+    listNodes: async ({ query, request }) => {
+      if (query.ping) {
+        const id = identity.nodeId;
+        if (!query.challenge) return jsonResponse({ data: { id } });
+        return jsonResponse({
+          data: { id, proof: await identity.proof(query.challenge, linkLocal.self()) },
+        });
+      }
+      if (query.challenge) throw new HttpError(400, "challenge goes with ping=true");
+      const clusters = query.clusters;
+      if (!clusters) throw new HttpError(400, "pass clusters=linkLocal (or ping=true)");
+      if (!CLUSTERS.includes(clusters)) {
+        throw new HttpError(400, `unknown clusters '${clusters}': use ${CLUSTERS.join(", ")}`);
+      }
+      const token = bearerToken(request);
+      if (!token) {
+        throw new HttpError(
+          401,
+          "missing credentials: send 'Authorization: Bearer <edge access token>'",
+          { "WWW-Authenticate": 'Bearer realm="edgenode"' },
+        );
+      }
+      try {
+        await identity.checkAccountToken(token, SCOPES.clusters);
+      } catch (error) {
+        if (error instanceof TokenError) throw new HttpError(403, error.message);
+        throw error;
+      }
+      if (clusters !== "linkLocal") {
+        throw new HttpError(503, `clusters=${clusters} needs a hub, and none is configured`);
+      }
+      const listing = localLinkListing(linkLocal);
+      return jsonResponse({ data: await encryptListing(listing, token, clusters) });
+    },
+  };
+}

@@ -1,0 +1,239 @@
+/**
+ * Link-local discovery between real nodes on loopback: listing, election, departures, and
+ * announcements that must not be believed.
+ */
+import assert from "node:assert/strict";
+import type { TestNode } from "./helpers/node.ts";
+import { runEdgenode, waitFor, withTempDir } from "./helpers/node.ts";
+import {
+  announcement,
+  describeImpostor,
+  impostorKey,
+  insight,
+  linkLocalIds,
+  nodeIdOf,
+  openMdnsClient,
+  proofFor,
+  randomMdnsPort,
+  signedSelf,
+  sorted,
+  startMeshNode,
+  supernodeId,
+} from "./helpers/mesh.ts";
+
+async function startThree(port: number): Promise<TestNode[]> {
+  const nodes: TestNode[] = [];
+  for (const name of ["alpha", "beta", "gamma"]) nodes.push(await startMeshNode(port, { name }));
+  return nodes;
+}
+
+async function everyoneSees(nodes: TestNode[], ids: string[], ms = 5000) {
+  const want = JSON.stringify(sorted(ids));
+  for (const node of nodes) {
+    await waitFor(
+      async () => JSON.stringify(await linkLocalIds(node)) === want,
+      `${node.url} to list ${ids.length} nodes`,
+      ms,
+    );
+  }
+}
+
+Deno.test("three nodes list each other and agree on the supernode", async () => {
+  const nodes = await startThree(randomMdnsPort());
+  try {
+    const ids = await Promise.all(nodes.map(nodeIdOf));
+    const started = Date.now();
+    await everyoneSees(nodes, ids);
+    assert.ok(Date.now() - started < 5000);
+
+    const supernodes = await Promise.all(nodes.map(supernodeId));
+    assert.equal(new Set(supernodes).size, 1, `supernodes differ: ${supernodes}`);
+    // The rule: the earliest start wins; alpha started first.
+    assert.equal(supernodes[0], ids[0]);
+    const selves = await Promise.all(nodes.map(signedSelf));
+    assert.equal(new Set(selves.map((s) => s.localLinkNetworkId)).size, 1);
+
+    // Entries are the peers' own signed descriptions: names, addresses, os.
+    const { data } = await insight(nodes[0], "/nodes?type=linkLocal");
+    const beta = data.find((n: { id: string }) => n.id === ids[1]);
+    assert.equal(beta.name, "beta");
+    assert.equal(beta.os, Deno.build.os);
+    assert.deepEqual(beta.addresses, [{ type: "local", url: { href: nodes[1].url } }]);
+    assert.deepEqual(beta.services, []);
+    const info = await insight(nodes[2], "/info?types=supernode,self");
+    assert.equal(info.data.supernode.name, "alpha");
+    assert.deepEqual(info.data.supernode.addresses, [{
+      type: "local",
+      url: { href: nodes[0].url },
+    }]);
+    assert.equal(info.data.self.name, "gamma");
+  } finally {
+    await Promise.all(nodes.map((node) => node.stop()));
+  }
+});
+
+Deno.test("a node stopped cleanly leaves at once; the next supernode keeps the network id", async () => {
+  const nodes = await startThree(randomMdnsPort());
+  try {
+    const ids = await Promise.all(nodes.map(nodeIdOf));
+    await everyoneSees(nodes, ids);
+    const networkId = (await signedSelf(nodes[1])).localLinkNetworkId;
+    assert.equal(await supernodeId(nodes[1]), ids[0]);
+
+    await nodes[0].stop();
+    // The goodbye is checked and the node is gone; well before its records would expire.
+    await everyoneSees(nodes.slice(1), ids.slice(1), 1500);
+    assert.equal(await supernodeId(nodes[1]), ids[1]);
+    assert.equal(await supernodeId(nodes[2]), ids[1]);
+    assert.equal((await signedSelf(nodes[2])).localLinkNetworkId, networkId);
+  } finally {
+    await Promise.all(nodes.map((node) => node.stop()));
+  }
+});
+
+Deno.test("a killed node stays listed until its records expire, then goes", async () => {
+  const nodes = await startThree(randomMdnsPort());
+  try {
+    const ids = await Promise.all(nodes.map(nodeIdOf));
+    await everyoneSees(nodes, ids);
+    await nodes[2].crash();
+    const crashedAt = Date.now();
+    // No goodbye: the others still list it (records live 3 s with a 1 s announce interval).
+    assert.deepEqual(await linkLocalIds(nodes[0]), sorted(ids));
+    await everyoneSees(nodes.slice(0, 2), ids.slice(0, 2), 6000);
+    const gone = Date.now() - crashedAt;
+    assert.ok(gone >= 1000, `dropped after ${gone} ms, before its records could expire`);
+  } finally {
+    await Promise.all(nodes.map((node) => node.stop()));
+  }
+});
+
+Deno.test("announcements that cannot be proven are not listed; a genuine one is", async () => {
+  const port = randomMdnsPort();
+  const a = await startMeshNode(port, { name: "a" });
+  const b = await startMeshNode(port, { name: "b" });
+  const client = await openMdnsClient(port);
+  const servers: Deno.HttpServer[] = [];
+  const asked = new Map<number, number>();
+  const serve = (handler: (url: URL) => Promise<Response> | Response) => {
+    const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+      asked.set(server.addr.port, (asked.get(server.addr.port) ?? 0) + 1);
+      return handler(new URL(request.url));
+    });
+    servers.push(server);
+    return server.addr.port;
+  };
+  try {
+    const [idA, idB] = [await nodeIdOf(a), await nodeIdOf(b)];
+    await everyoneSees([a, b], [idA, idB]);
+    const impostor = await impostorKey();
+    const other = await impostorKey();
+
+    // 1. A made-up node pointing at a server that is not a node.
+    const plainPort = serve(() => new Response("hello"));
+    await client.send(announcement({ id: impostor.id, name: "plain", port: plainPort }));
+    // 2. Claiming b's id, proving with another key.
+    const wrongKeyPort = serve(async (url) =>
+      Response.json({
+        data: {
+          id: idB,
+          proof: await proofFor(
+            other,
+            url.searchParams.get("challenge")!,
+            describeImpostor(idB, "b", wrongKeyPort),
+          ),
+        },
+      })
+    );
+    await client.send(announcement({ id: idB, name: "b", port: wrongKeyPort, txt: { x: "1" } }));
+    // 3. Replaying a real proof of b's (signed for another challenge).
+    const replayed =
+      await (await fetch(`${b.url}/mds/v1/nodes?ping=true&challenge=${"r".repeat(24)}`))
+        .json();
+    const replayPort = serve(() => Response.json(replayed));
+    await client.send(announcement({ id: idB, name: "b", port: replayPort, txt: { x: "2" } }));
+    // 4. A goodbye for b that b did not send.
+    await client.send(announcement({ id: idB, name: "b", port: replayPort }, 0));
+    // 5. Control: a node that really holds its key is listed.
+    const genuinePort = serve(async (url) =>
+      Response.json({
+        data: {
+          id: impostor.id,
+          proof: await proofFor(
+            impostor,
+            url.searchParams.get("challenge")!,
+            describeImpostor(impostor.id, "genuine", genuinePort),
+          ),
+        },
+      })
+    );
+    await client.send(announcement({ id: impostor.id, name: "genuine", port: genuinePort }));
+
+    await waitFor(async () => (await linkLocalIds(a)).includes(impostor.id), "the genuine node");
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.deepEqual(await linkLocalIds(a), sorted([idA, idB, impostor.id]));
+    const { data } = await insight(a, "/nodes?type=linkLocal");
+    const listedB = data.find((n: { id: string }) => n.id === idB);
+    assert.deepEqual(listedB.addresses, [{ type: "local", url: { href: b.url } }]);
+    assert.equal(data.find((n: { id: string }) => n.id === impostor.id).name, "genuine");
+    // Each forgery was checked (and refused), not merely missed.
+    for (const checked of [plainPort, wrongKeyPort, replayPort]) assert.ok(asked.get(checked));
+    assert.match(a.output(), /not listing .* the proof's key does not belong to node/);
+    assert.match(a.output(), /not listing .* the proof is for another challenge/);
+  } finally {
+    await client.close();
+    await Promise.all(servers.map((server) => server.shutdown()));
+    await Promise.all([a.stop(), b.stop()]);
+  }
+});
+
+Deno.test("with multicast off, static peers are checked and listed", async () => {
+  const port = randomMdnsPort();
+  const b = await startMeshNode(port, { name: "b", discovery: { mdns: false } });
+  const a = await startMeshNode(port, { name: "a", discovery: { mdns: false, peers: [b.url] } });
+  try {
+    const [idA, idB] = [await nodeIdOf(a), await nodeIdOf(b)];
+    await waitFor(async () => (await linkLocalIds(a)).length === 2, "a to list b");
+    assert.deepEqual(await linkLocalIds(a), sorted([idA, idB]));
+    // b has neither multicast nor peers: it knows only itself.
+    assert.deepEqual(await linkLocalIds(b), [idB]);
+    await b.stop();
+    await waitFor(async () => (await linkLocalIds(a)).length === 1, "a to drop b", 6000);
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+  }
+});
+
+Deno.test("bad discovery settings stop the node with exit 2 and say what to fix", () =>
+  withTempDir(async (dataDir) => {
+    const serve = async (discovery: object) => {
+      await Deno.writeTextFile(
+        `${dataDir}/config.json`,
+        JSON.stringify({ apiKey: "mesh-test-key-0123456789", discovery }),
+      );
+      return await runEdgenode([
+        "serve",
+        "--data-dir",
+        dataDir,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+      ]);
+    };
+    const noSuchInterface = await serve({ port: randomMdnsPort(), interfaces: ["nope0"] });
+    assert.equal(noSuchInterface.code, 2);
+    assert.match(
+      noSuchInterface.stderr,
+      /discovery.interfaces: no IPv4 interface 'nope0'; there are lo \(127.0.0.1\)/,
+    );
+    const badPeer = await serve({ peers: ["ftp://10.0.0.5"] });
+    assert.equal(badPeer.code, 2);
+    assert.match(
+      badPeer.stderr,
+      /discovery.peers.0: must be a base URL like http:\/\/10.0.0.5:8083/,
+    );
+    const tooFast = await serve({ announceSeconds: 0.01 });
+    assert.equal(tooFast.code, 2);
+    assert.match(tooFast.stderr, /discovery.announceSeconds: must be at least 0.2/);
+  }));
