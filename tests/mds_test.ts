@@ -117,22 +117,12 @@ Deno.test("the encrypted listing decrypts with the caller's token and not withou
 
       // The CLI decrypts a saved answer with the right token, and refuses the wrong one.
       await Deno.writeTextFile(`${dir}/answer.json`, JSON.stringify({ data }));
-      const decrypted = await runEdgenode([
-        "nodes",
-        "decrypt",
-        "--token",
-        token,
-        `${dir}/answer.json`,
-      ]);
+      const decrypt = (key: string) =>
+        runEdgenode(["nodes", "decrypt", "--token", key, `${dir}/answer.json`]);
+      const decrypted = await decrypt(token);
       assert.equal(decrypted.code, 0, decrypted.stderr);
       assert.equal(JSON.parse(decrypted.stdout).localLinkNetwork.nodes.length, 2);
-      const refused = await runEdgenode([
-        "nodes",
-        "decrypt",
-        "--token",
-        other,
-        `${dir}/answer.json`,
-      ]);
+      const refused = await decrypt(other);
       assert.equal(refused.code, 1);
       assert.match(refused.stderr, /cannot decrypt the listing with this token/);
       const usage = await runEdgenode(["nodes", "decrypt", `${dir}/answer.json`]);
