@@ -137,7 +137,11 @@ Deno.test("the encrypted listing decrypts with the caller's token and not withou
 Deno.test("the listing refuses callers without a good token; ping needs none", async () => {
   await withTempDir(async (dir) => {
     const issuer = await makeIssuer(`${dir}/issuer`);
-    const node = await startMeshNode(randomMdnsPort(), { args: ["--trust", issuer.trustFile] });
+    // readsRequireKey guards the registry's reads, never the ping that peers need.
+    const node = await startMeshNode(randomMdnsPort(), {
+      args: ["--trust", issuer.trustFile],
+      config: { readsRequireKey: true },
+    });
     try {
       const ping = await fetch(`${node.url}/mds/v1/nodes?ping=true`);
       assert.deepEqual(await ping.json(), { data: { id: await nodeIdOf(node) } });

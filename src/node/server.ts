@@ -98,8 +98,10 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     wrongKeyStatus: 401,
     errorFormat: insightError,
   });
+  // Not behind readsRequireKey: peers without the key must reach the ping, and the listing has
+  // its own credential (the caller's token).
   mountRoutes(router, mdsRoutes, mdsHandlers(identity, linkLocal), {
-    ...mountOptions,
+    apiKey: settings.apiKey,
     prefixes: [""],
   });
   mountJsonRpc(router, identity);
