@@ -8,15 +8,18 @@
  * - GET /models with 1,000 records and GET /models/{id}, in requests/s with wrk, next to a bare
  *   Deno.serve JSON handler.
  * - discovery (scripts/bench_discovery.ts): joining, verifying 50 nodes, listing them.
+ * - the hub (scripts/bench_hub.ts): tunnelled requests and transfers (a quarter of the size),
+ *   and simulated node connections.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
- * `--only store|discovery`.
+ * `--only store|discovery|hub`.
  *
  * @module
  */
 import { parseArgs } from "node:util";
 import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
 import { discoveryRows } from "./bench_discovery.ts";
-import { run, wrk } from "./bench_tools.ts";
+import { hubRows } from "./bench_hub.ts";
+import { makeModelFile, p99, peakRssMib, run, timed, wrk } from "./bench_tools.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -24,36 +27,6 @@ const { values } = parseArgs({
 });
 const SIZE_MIB = Number(values["size-mib"]);
 const SMALL_MIB = Math.max(1, Math.round(SIZE_MIB / 4));
-
-/** Median wall time of three runs of a command, in seconds: single transfers are noisy. */
-async function timed(command: string, args: string[]): Promise<number> {
-  const times: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const start = performance.now();
-    await run(command, args);
-    times.push((performance.now() - start) / 1000);
-  }
-  return times.sort((a, b) => a - b)[1];
-}
-
-async function makeModelFile(path: string, mib: number): Promise<void> {
-  using file = await Deno.open(path, { write: true, create: true, truncate: true });
-  const block = new Uint8Array(1 << 20);
-  for (let i = 0; i < block.length; i += 65536) {
-    crypto.getRandomValues(block.subarray(i, i + 65536));
-  }
-  block.set([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0]);
-  for (let i = 0; i < mib; i++) {
-    await file.write(block);
-    block[8] = i & 0xff; // GGUF header only in the first block; later blocks differ a little.
-  }
-}
-
-async function peakRssMib(pid: number): Promise<number> {
-  const status = await run("cat", [`/proc/${pid}/status`]);
-  const kib = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]);
-  return Math.round(kib / 1024);
-}
 
 async function createModel(node: TestNode, id: string): Promise<void> {
   const response = await fetch(`${node.storeUrl}/models`, {
@@ -111,17 +84,12 @@ async function downloadRun(dir: string, url: string, mib: number) {
   return { mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid) };
 }
 
-/** p99 latency in ms of GET `url` for 3 s (wrk -c10). */
-async function p99(url: string): Promise<number> {
-  const out = await run("wrk", ["-t1", "-c10", "-d3s", "--latency", url]);
-  const [, value, unit] = /99%\s+([\d.]+)(us|ms|s)/.exec(out) ?? [];
-  return Number(value) * ({ us: 0.001, ms: 1, s: 1000 }[unit as "us" | "ms" | "s"] ?? NaN);
-}
-
 async function main() {
   const rows: string[][] = [];
-  if (values.only !== "discovery") rows.push(...await storeRows());
-  if (values.only !== "store") rows.push(...await discoveryRows());
+  const only = values.only;
+  if (!only || only === "store") rows.push(...await storeRows());
+  if (!only || only === "discovery") rows.push(...await discoveryRows());
+  if (!only || only === "hub") rows.push(...await hubRows(SMALL_MIB));
   const cpu = (await run("sh", ["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"])).trim();
   console.log(
     `\nedgenode benchmark, ${

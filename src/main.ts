@@ -6,6 +6,9 @@
 import { parseArgs } from "node:util";
 import meta from "../deno.json" with { type: "json" };
 import { NODES_HELP, nodesCommand } from "./cli/nodes.ts";
+import { launchHub } from "./hub/hub_launcher.ts";
+import { startHub } from "./hub/hub_server.ts";
+import { type HubFlags, loadHubSettings } from "./hub/hub_settings.ts";
 import { initIssuer, parseTtl, signToken } from "./identity/issuer.ts";
 import { ConfigError, loadSettings, type ServeFlags } from "./node/config.ts";
 import { launch } from "./node/launcher.ts";
@@ -20,6 +23,11 @@ Usage:
   edgenode serve [--host H] [--port N] [--data-dir DIR] [--config FILE] [--trust FILE]...
       Runs a node (default 0.0.0.0:8083, data in $EDGENODE_DATA_DIR or ~/.edgenode).
       --trust adds a token issuer from a trust file (repeatable).
+  edgenode hub [--host H] [--port N] [--data-dir DIR] [--config FILE] [--public-url URL]
+               [--trust FILE]...
+      Runs a hub: account and proximity discovery and tunnels between networks (default
+      0.0.0.0:8090, data in $EDGENODE_HUB_DIR or ~/.edgenode-hub). Nodes use it when their
+      config has hub.url and they hold an account token.
   edgenode issuer init [--dir DIR] [--issuer NAME]
       Creates a local token issuer (default dir $EDGENODE_ISSUER_DIR or ~/.edgenode-issuer)
       and its trust file DIR/trust.json for --trust.
@@ -41,7 +49,8 @@ function env(name: string): string | undefined {
   }
 }
 
-function serveFlags(args: string[]): ServeFlags {
+/** The flags `serve` and `hub` share. */
+function listenerFlags(args: string[], extra: Record<string, { type: "string" }> = {}) {
   const { values } = parseArgs({
     args,
     options: {
@@ -50,6 +59,7 @@ function serveFlags(args: string[]): ServeFlags {
       "data-dir": { type: "string" },
       config: { type: "string" },
       trust: { type: "string", multiple: true },
+      ...extra,
     },
     strict: true,
     allowPositionals: false,
@@ -57,17 +67,56 @@ function serveFlags(args: string[]): ServeFlags {
   let port: number | undefined;
   if (values.port !== undefined) {
     port = Number(values.port);
-    if (!/^\d{1,5}$/.test(values.port) || port > 65535) {
+    if (!/^\d{1,5}$/.test(String(values.port)) || port > 65535) {
       throw new ConfigError(`--port must be a number from 0 to 65535 (got '${values.port}')`);
     }
   }
   return {
-    host: values.host,
-    port,
-    dataDir: values["data-dir"],
-    config: values.config,
-    trust: values.trust,
+    values,
+    flags: {
+      host: values.host as string | undefined,
+      port,
+      dataDir: values["data-dir"] as string | undefined,
+      config: values.config as string | undefined,
+      trust: values.trust as string[] | undefined,
+    },
   };
+}
+
+function serveFlags(args: string[]): ServeFlags {
+  return listenerFlags(args).flags;
+}
+
+function hubFlags(args: string[]): HubFlags {
+  const { values, flags } = listenerFlags(args, { "public-url": { type: "string" } });
+  return {
+    ...flags,
+    publicUrl: (values as Record<string, unknown>)["public-url"] as string | undefined,
+  };
+}
+
+/** Waits for a signal, or for the launcher to go away (stdin closes), then runs `shutdown`. */
+async function runUntilStopped(shutdown: () => Promise<void>): Promise<number> {
+  const { promise: stop, resolve } = Promise.withResolvers<string>();
+  Deno.addSignalListener("SIGINT", () => resolve("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => resolve("SIGTERM"));
+  (async () => {
+    for await (const _ of Deno.stdin.readable) { /* the launcher sends nothing */ }
+    resolve("launcher exited");
+  })();
+  const reason = await stop;
+  console.log(`stopping (${reason})`);
+  // Requests in flight get a grace period; a long transfer must not keep the process up forever.
+  const grace = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 10_000));
+  if (await Promise.race([shutdown(), grace]) === "timeout") {
+    console.log("stopped with requests still running after 10 s");
+  }
+  return 0;
+}
+
+/** `host:port` as a URL host. */
+function shownHost(hostname: string): string {
+  return hostname.includes(":") ? `[${hostname}]` : hostname;
 }
 
 function issuerDir(dir: string | undefined): string {
@@ -130,23 +179,23 @@ async function runNode(flags: ServeFlags): Promise<number> {
     console.warn("warning: the API key is shorter than 16 characters; anyone nearby may guess it");
   }
   const node = await startNode(settings);
-  const shown = node.hostname.includes(":") ? `[${node.hostname}]` : node.hostname;
-  console.log(`edgenode ${VERSION} listening on http://${shown}:${node.port} (pid ${Deno.pid})`);
-  const { promise: stop, resolve } = Promise.withResolvers<string>();
-  Deno.addSignalListener("SIGINT", () => resolve("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => resolve("SIGTERM"));
-  (async () => {
-    for await (const _ of Deno.stdin.readable) { /* the launcher sends nothing */ }
-    resolve("launcher exited");
-  })();
-  const reason = await stop;
-  console.log(`stopping (${reason})`);
-  // Requests in flight get a grace period; a long transfer must not keep the node up forever.
-  const grace = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 10_000));
-  if (await Promise.race([node.shutdown(), grace]) === "timeout") {
-    console.log("stopped with requests still running after 10 s");
-  }
-  return 0;
+  console.log(
+    `edgenode ${VERSION} listening on http://${
+      shownHost(node.hostname)
+    }:${node.port} (pid ${Deno.pid})`,
+  );
+  return await runUntilStopped(node.shutdown);
+}
+
+/** The child side of `hub`. */
+async function runHub(flags: HubFlags): Promise<number> {
+  const hub = await startHub(await loadHubSettings(flags, env));
+  console.log(
+    `edgenode hub ${VERSION} listening on http://${
+      shownHost(hub.hostname)
+    }:${hub.port} (pid ${Deno.pid})`,
+  );
+  return await runUntilStopped(hub.shutdown);
 }
 
 /** Runs the program with these arguments and returns the exit code. */
@@ -158,6 +207,10 @@ export async function main(args: string[]): Promise<number> {
         return await launch(serveFlags(rest), env);
       case "__node":
         return await runNode(serveFlags(rest));
+      case "hub":
+        return await launchHub(hubFlags(rest), env);
+      case "__hub":
+        return await runHub(hubFlags(rest));
       case "issuer":
         return await issuerCommand(rest);
       case "token":

@@ -127,7 +127,7 @@ Deno.test("account-scoped answers need a stored, unexpired token; PUT /token wal
         503,
         /no.* hub|needs a hub/,
       );
-      await expectInsightError(await insight(node, "/info?types=bep"), 501, /hub/);
+      await expectInsightError(await insight(node, "/info?types=bep"), 503, /hub.url/);
       // expired, once the time passes
       await waitFor(
         async () => (await insight(node, "/nodes?type=account")).status === 403,

@@ -119,6 +119,7 @@ Deno.test("the node runs with narrow permissions: its data dir, its address, no 
     config: {
       apiKey: "a-test-key-of-enough-length",
       downloadHosts: ["huggingface.co", "[::1]:8080"],
+      hub: { url: "https://hub.example:8090" },
     },
     args: ["--trust", trustFile],
   });
@@ -131,9 +132,9 @@ Deno.test("the node runs with narrow permissions: its data dir, its address, no 
   assert.ok(cmdline.includes("--allow-sys=statfs,hostname,networkInterfaces,systemMemoryInfo"));
   await Deno.remove(issuerDir, { recursive: true });
   assert.ok(
-    // Its own address, the download hosts, and the mDNS socket and group.
+    // Its own address, the download hosts, the mDNS socket and group, and its hub.
     cmdline.includes(
-      "--allow-net=127.0.0.1:0,huggingface.co,[::1]:8080,0.0.0.0:5353,224.0.0.251:5353",
+      "--allow-net=127.0.0.1:0,huggingface.co,[::1]:8080,0.0.0.0:5353,224.0.0.251:5353,hub.example:8090",
     ),
     cmdline.join(" "),
   );

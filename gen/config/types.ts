@@ -36,6 +36,34 @@ export interface components {
              */
             trustedIssuers?: components["schemas"]["TrustedIssuer"][];
             discovery?: components["schemas"]["Discovery"];
+            hub?: components["schemas"]["HubLink"];
+        };
+        /**
+         * @description The hub this node connects to for account and proximity listings and tunnels
+         *     (spec/hub.yaml). The node connects while it holds a valid stored account token.
+         */
+        HubLink: {
+            url: string;
+        };
+        /** @description `<hub data dir>/hub.json` (optional; or the file given with `--config`). Flags win over it. */
+        HubConfig: {
+            /** @description Address to listen on. Default 0.0.0.0. */
+            host?: string;
+            /** @description Port to listen on. Default 8090; 0 picks a free port. */
+            port?: number;
+            /**
+             * @description The URL clients reach the hub at (the bep and sep url). Default: the origin nodes
+             *     used to connect.
+             */
+            publicUrl?: string;
+            /** @description Issuers whose tokens the hub accepts, as for a node. */
+            trustedIssuers?: components["schemas"]["TrustedIssuer"][];
+            /** @description Radius of the proximity listing around the caller's last fix. Default 10. */
+            proximityKm?: number;
+            /** @description The hub pings every node this often and drops one silent for two intervals. Default 30. */
+            pingSeconds?: number;
+            /** @description Node connections held at most; more are refused with 503. Default 10000. */
+            maxConnections?: number;
         };
         /** @description Link-local discovery (spec/mds.yaml describes the protocol). */
         Discovery: {

@@ -99,6 +99,10 @@ export interface components {
                 nodes: components["schemas"]["MdsNode"][];
             };
         };
+        /** @description The plaintext of `data` for clusters=account and clusters=proximity. */
+        ClusterListing: {
+            nodes: components["schemas"]["MdsNode"][];
+        };
         /**
          * @description The TXT record of a node's service instance (`key=value` strings; unknown keys are
          *     ignored, as RFC 6763 asks). `id` is required; the others are for tools such as

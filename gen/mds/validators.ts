@@ -26,6 +26,11 @@ export const MdsNodeSchema = v.strictObject({ "APIVersion": v.string("must be a 
 /** MdsNode as validated. */
 export type MdsNode = v.InferOutput<typeof MdsNodeSchema>;
 
+/** The plaintext of `data` for clusters=account and clusters=proximity. */
+export const ClusterListingSchema = v.strictObject({ "nodes": v.array(MdsNodeSchema, "must be an array") });
+/** ClusterListing as validated. */
+export type ClusterListing = v.InferOutput<typeof ClusterListingSchema>;
+
 /** The plaintext of `data` for clusters=linkLocal. */
 export const LocalLinkListingSchema = v.strictObject({ "localLinkNetwork": v.strictObject({ "localLinkNetworkId": v.string("must be a string"), "nodes": v.array(MdsNodeSchema, "must be an array") }) });
 /** LocalLinkListing as validated. */

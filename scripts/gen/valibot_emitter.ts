@@ -3,7 +3,7 @@
  *
  * Supported: `$ref` to components, string (enum, const, minLength, maxLength, pattern,
  * `allOf` of patterns, `not: {pattern}`, with an optional `errorMessage` per rule), integer and
- * number (minimum, maximum, const), boolean (const), array (items, maxItems), object
+ * number (minimum, maximum, const), boolean (const), array (items, minItems, maxItems), object
  * (properties, required, additionalProperties false or a schema). Anything else throws, so a
  * spec never silently loses a rule.
  *
@@ -165,9 +165,17 @@ export function valibotFor(schema: JsonSchema): string {
         : `v.boolean("must be true or false")`;
     case "array": {
       const items = valibotFor((schema.items ?? {}) as JsonSchema);
-      const actions = typeof schema.maxItems === "number"
-        ? [`v.maxLength(${schema.maxItems}, ${lit(`must have at most ${schema.maxItems} items`)})`]
-        : [];
+      const actions: string[] = [];
+      if (typeof schema.minItems === "number") {
+        actions.push(
+          `v.minLength(${schema.minItems}, ${lit(`must have at least ${schema.minItems} items`)})`,
+        );
+      }
+      if (typeof schema.maxItems === "number") {
+        actions.push(
+          `v.maxLength(${schema.maxItems}, ${lit(`must have at most ${schema.maxItems} items`)})`,
+        );
+      }
       return pipe(`v.array(${items}, "must be an array")`, actions);
     }
     case "object":

@@ -34,6 +34,10 @@ export type ErrorFormat = (status: number, message: string, headers?: HeadersIni
 export const errorResponse: ErrorFormat = (status, message, headers) =>
   jsonResponse({ error: { code: status, message } }, status, headers);
 
+/** The insight spec's error shape, which the hub uses too: `{ message, statusCode }`. */
+export const statusCodeError: ErrorFormat = (status, message, headers) =>
+  jsonResponse({ message, statusCode: status }, status, headers);
+
 /** Turns anything thrown by a handler into a response; unexpected errors become a logged 500. */
 export function responseForError(
   error: unknown,

@@ -28,8 +28,12 @@ const ID_TOKEN_SECONDS = 300;
 /** Where the stored account token stands (the spec's state table). */
 export type TokenState = "absent" | "stored" | "expired";
 
+/** What changed in the identity: the account, the stored token or the GPS fix. */
+export type IdentityChange = "account" | "token" | "gps";
+
 /** The node's identity and account. */
 export class Identity {
+  readonly #listeners: ((change: IdentityChange) => void)[] = [];
   readonly #key: NodeKey;
   readonly #state: NodeState;
   readonly #verifier: TokenVerifier;
@@ -78,6 +82,25 @@ export class Identity {
     return this.#state.gps;
   }
 
+  /** Calls `listener` after every change of the account, stored token or GPS fix. */
+  onChange(listener: (change: IdentityChange) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  #changed(change: IdentityChange): void {
+    for (const listener of this.#listeners) listener(change);
+  }
+
+  /** The stored account token while it is valid (state "stored"). */
+  get storedToken(): string | undefined {
+    return this.tokenState() === "stored" ? this.#state.token!.token : undefined;
+  }
+
+  /** When the stored token expires, Unix seconds. */
+  get storedTokenExpiry(): number | undefined {
+    return this.#state.token?.expiresAt;
+  }
+
   /** The public key of id tokens, as a JWKS. */
   jwks(): { keys: JWK[] } {
     return { keys: [this.#key.publicJwk] };
@@ -110,7 +133,10 @@ export class Identity {
         `the node is associated with account '${current}'; unassociate it first`,
       );
     }
-    if (!current) this.#state.setAccount(accountId);
+    if (!current) {
+      this.#state.setAccount(accountId);
+      this.#changed("account");
+    }
     return accountId;
   }
 
@@ -118,6 +144,7 @@ export class Identity {
   async unassociate(token: string): Promise<string> {
     const { accountId } = await this.checkAccountToken(token, SCOPES.unassociate);
     this.#state.setAccount("");
+    this.#changed("account");
     return accountId;
   }
 
@@ -138,6 +165,7 @@ export class Identity {
     }
     await this.checkAccountToken(token, SCOPES.clusters);
     this.#state.gps = { ...fix, at: Date.now() };
+    this.#changed("gps");
   }
 
   /**
@@ -145,7 +173,10 @@ export class Identity {
    * this node's account. `expiresAt` can only bring the expiry forward. "" clears it.
    */
   async storeToken(token: string, expiresAt?: number): Promise<void> {
-    if (token === "") return this.#state.setToken(undefined);
+    if (token === "") {
+      this.#state.setToken(undefined);
+      return this.#changed("token");
+    }
     const verified = await this.checkAccountToken(token, SCOPES.clusters);
     if (expiresAt !== undefined && expiresAt * 1000 <= Date.now()) {
       throw new TokenError("InvalidToken", "expiresAt is in the past");
@@ -154,6 +185,7 @@ export class Identity {
       token,
       expiresAt: Math.min(expiresAt ?? Infinity, verified.expiresAt),
     });
+    this.#changed("token");
   }
 
   /** Where the stored account token stands now. */

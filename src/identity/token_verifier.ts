@@ -50,17 +50,23 @@ export interface VerifiedToken {
 
 type KeySet = Parameters<typeof jwtVerify>[1];
 
-/** Verifies tokens against the trusted issuers, for one node. */
+/**
+ * Verifies tokens against the trusted issuers, for one node (a node's own verifier) or for the
+ * node named at each call (the hub's).
+ */
 export class TokenVerifier {
-  readonly #nodeId: string;
+  readonly #nodeId: string | undefined;
   readonly #keys = new Map<string, KeySet>();
 
-  private constructor(nodeId: string) {
+  private constructor(nodeId: string | undefined) {
     this.#nodeId = nodeId;
   }
 
   /** A verifier for these issuers; JWKS files are read now, JWKS URLs when first needed. */
-  static async create(nodeId: string, issuers: TrustedIssuer[]): Promise<TokenVerifier> {
+  static async create(
+    nodeId: string | undefined,
+    issuers: TrustedIssuer[],
+  ): Promise<TokenVerifier> {
     const verifier = new TokenVerifier(nodeId);
     for (const trusted of issuers) {
       let keys: KeySet;
@@ -79,8 +85,15 @@ export class TokenVerifier {
     return [...this.#keys.keys()];
   }
 
-  /** Verifies `token` and that it has `scope`; throws TokenError with the reason otherwise. */
-  async verify(token: string, scope: string): Promise<VerifiedToken> {
+  /**
+   * Verifies `token`, that it has `scope` and that a `node_id` claim names `forNode`; throws
+   * TokenError with the reason otherwise.
+   */
+  async verify(
+    token: string,
+    scope: string,
+    forNode: string | undefined = this.#nodeId,
+  ): Promise<VerifiedToken> {
     let alg: string | undefined;
     let iss: string | undefined;
     try {
@@ -97,7 +110,7 @@ export class TokenVerifier {
     }
     const keys = iss === undefined ? undefined : this.#keys.get(iss);
     if (!keys) {
-      throw new TokenError("InvalidToken", `issuer '${iss}' is not trusted by this node`);
+      throw new TokenError("InvalidToken", `issuer '${iss}' is not trusted here`);
     }
     let claims: JWTPayload;
     try {
@@ -114,7 +127,7 @@ export class TokenVerifier {
     if (!scopes.includes(scope)) {
       throw new TokenError("MissingScope", `the token lacks scope '${scope}'`);
     }
-    if (claims.node_id !== undefined && claims.node_id !== this.#nodeId) {
+    if (claims.node_id !== undefined && claims.node_id !== forNode) {
       throw new TokenError("WrongNode", `the token is for node '${claims.node_id}', not this one`);
     }
     return { accountId: claims.sub!, expiresAt: claims.exp!, scopes, claims };

@@ -1,13 +1,14 @@
 /**
  * The insight service (spec/insight.yaml): the stored account token, information on this node
- * and its supernode, and node listings. Link-local discovery supplies the local network; the
- * hub will supply account and proximity listings.
+ * and its supernode, its hub endpoints, and node listings. Link-local discovery supplies the
+ * local network; the hub supplies account and proximity listings and the bep and sep.
  *
  * @module
  */
 import { insightRoutes } from "../../gen/insight/routes.ts";
 import type { LinkLocal } from "../discovery/link_local.ts";
-import { type ErrorFormat, HttpError, jsonResponse } from "../http/errors.ts";
+import type { HubLink } from "../hub_client/hub_link.ts";
+import { type ErrorFormat, HttpError, jsonResponse, statusCodeError } from "../http/errors.ts";
 import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
@@ -16,8 +17,7 @@ import { insightNode } from "../mds/listing.ts";
 export { insightRoutes };
 
 /** The spec's error shape for this service: `{ message, statusCode }`. */
-export const insightError: ErrorFormat = (status, message, headers) =>
-  jsonResponse({ message, statusCode: status }, status, headers);
+export const insightError: ErrorFormat = statusCodeError;
 
 const INFO_TYPES = ["self", "supernode", "bep", "sep"] as const;
 
@@ -32,10 +32,22 @@ function requireStoredToken(identity: Identity, what: string): void {
   }
 }
 
+/** The node's hub link, or 503 when no hub is configured. */
+export function requireHub(hub: HubLink | undefined, what: string): HubLink {
+  if (!hub) {
+    throw new HttpError(
+      503,
+      `${what} needs a hub, and none is configured: set hub.url in the node's config`,
+    );
+  }
+  return hub;
+}
+
 /** The handlers of every insight operation. */
 export function insightHandlers(
   identity: Identity,
   linkLocal: LinkLocal,
+  hub: HubLink | undefined,
 ): Handlers<typeof insightRoutes> {
   return {
     putToken: async ({ body }) => {
@@ -47,7 +59,7 @@ export function insightHandlers(
       }
       return jsonResponse({ status: "ok" });
     },
-    getInfo: ({ query }) => {
+    getInfo: async ({ query }) => {
       const types = query.types.split(",").map((type) => type.trim());
       for (const [i, type] of types.entries()) {
         if (!(INFO_TYPES as readonly string[]).includes(type)) {
@@ -55,13 +67,15 @@ export function insightHandlers(
         }
         if (types.indexOf(type) !== i) throw new HttpError(400, `type '${type}' is repeated`);
       }
-      const relayed = types.filter((type) => type === "bep" || type === "sep");
-      if (relayed.length > 0) {
-        requireStoredToken(identity, relayed.join(" and "));
-        throw new HttpError(501, `${relayed.join(" and ")} need the hub, which is not built yet`);
+      const relayed = types.filter((type) => type === "bep" || type === "sep").join(" and ");
+      if (relayed) {
+        requireStoredToken(identity, relayed);
+        requireHub(hub, relayed);
       }
       const data: Record<string, unknown> = {};
       for (const type of types) {
+        if (type === "bep") data.bep = hub!.bep();
+        if (type === "sep") data.sep = await hub!.sep();
         if (type === "self") data.self = insightNode(linkLocal.self());
         if (type === "supernode") {
           const { id, name, addresses } = linkLocal.supernode();
@@ -70,15 +84,13 @@ export function insightHandlers(
       }
       return jsonResponse({ data });
     },
-    listNodes: ({ query }) => {
+    listNodes: async ({ query }) => {
       if (query.type === "linkLocal") {
         return jsonResponse({ data: linkLocal.members().map(insightNode) });
       }
       requireStoredToken(identity, `type=${query.type}`);
-      throw new HttpError(
-        503,
-        `type=${query.type} needs a hub, and none is configured; linkLocal works without one`,
-      );
+      const nodes = await requireHub(hub, `type=${query.type}`).list(query.type);
+      return jsonResponse({ data: nodes.map(insightNode) });
     },
   };
 }

@@ -11,15 +11,21 @@ import type { Handlers } from "../http/routes.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 import type { LinkLocal } from "../discovery/link_local.ts";
+import type { HubLink } from "../hub_client/hub_link.ts";
+import { requireHub } from "../insight/routes.ts";
 import { encryptListing } from "./listing_crypto.ts";
-import { localLinkListing } from "./listing.ts";
+import { localLinkListing, mdsNode } from "./listing.ts";
 
 export { mdsRoutes };
 
 const CLUSTERS = ["linkLocal", "account", "proximity"];
 
 /** The handlers of the mds service. */
-export function mdsHandlers(identity: Identity, linkLocal: LinkLocal): Handlers<typeof mdsRoutes> {
+export function mdsHandlers(
+  identity: Identity,
+  linkLocal: LinkLocal,
+  hub: HubLink | undefined,
+): Handlers<typeof mdsRoutes> {
   return {
     listNodes: async ({ query, request }) => {
       if (query.ping) {
@@ -49,10 +55,10 @@ export function mdsHandlers(identity: Identity, linkLocal: LinkLocal): Handlers<
         if (error instanceof TokenError) throw new HttpError(403, error.message);
         throw error;
       }
-      if (clusters !== "linkLocal") {
-        throw new HttpError(503, `clusters=${clusters} needs a hub, and none is configured`);
-      }
-      const listing = localLinkListing(linkLocal);
+      const listing = clusters === "linkLocal" ? localLinkListing(linkLocal) : {
+        nodes: (await requireHub(hub, `clusters=${clusters}`).list(clusters as "account"))
+          .map((node) => mdsNode(node, [])),
+      };
       return jsonResponse({ data: await encryptListing(listing, token, clusters) });
     },
   };

@@ -44,6 +44,8 @@ export interface Settings {
   /** The trust files given with --trust, as absolute paths (the node must read them too). */
   trustFiles: string[];
   discovery: DiscoverySettings;
+  /** The hub to connect to, if any. */
+  hub: { url: string } | undefined;
 }
 
 /** The defaults of every optional setting. */
@@ -96,7 +98,7 @@ export function generateApiKey(): string {
 }
 
 /** Reads a JSON file and validates it; ConfigError naming every problem otherwise. */
-async function readJsonFile<S extends v.GenericSchema>(
+export async function readJsonFile<S extends v.GenericSchema>(
   path: string,
   schema: S,
   what: string,
@@ -123,7 +125,7 @@ function readConfigFile(path: string): Promise<NodeConfig> {
 }
 
 /** The issuers of trust files given with --trust. */
-async function readTrustFiles(paths: string[]): Promise<TrustedIssuer[]> {
+export async function readTrustFiles(paths: string[]): Promise<TrustedIssuer[]> {
   const issuers: TrustedIssuer[] = [];
   for (const path of paths) {
     try {
@@ -195,6 +197,7 @@ export async function loadSettings(
       announceSeconds: file.discovery?.announceSeconds ?? DEFAULTS.announceSeconds,
       peers: file.discovery?.peers ?? [],
     },
+    hub: file.hub ? { url: file.hub.url.replace(/\/$/, "") } : undefined,
   };
   return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };
 }

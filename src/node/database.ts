@@ -7,9 +7,19 @@
 import { DatabaseSync } from "node:sqlite";
 import { join } from "node:path";
 
-/** Opens the database in WAL mode with full syncs: records must survive a crash or power loss. */
-export function openDatabase(dataDir: string): DatabaseSync {
-  const db = new DatabaseSync(join(dataDir, "edgenode.db"));
-  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA busy_timeout = 5000;");
+/**
+ * Opens the database (`edgenode.db`, or the hub's `hub.db`) in WAL mode. The node syncs fully:
+ * its records must survive a power loss. The hub's fixes and accounts may lose the last second
+ * on a power loss (NORMAL), which spares a sync on every node connection.
+ */
+export function openDatabase(
+  dataDir: string,
+  file = "edgenode.db",
+  synchronous: "FULL" | "NORMAL" = "FULL",
+): DatabaseSync {
+  const db = new DatabaseSync(join(dataDir, file));
+  db.exec(
+    `PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous}; PRAGMA busy_timeout = 5000;`,
+  );
   return db;
 }

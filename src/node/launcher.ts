@@ -14,7 +14,8 @@ import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
 /** The environment variables the node may read. */
 export const NODE_ENV_VARS = ["EDGENODE_API_KEY", "EDGENODE_DATA_DIR", "HOME", "USERPROFILE"];
 
-function netAddress(host: string, port: number): string {
+/** `host:port` as Deno's --allow-net takes it. */
+export function netAddress(host: string, port: number): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
@@ -42,6 +43,7 @@ export function nodePermissions(settings: Settings): string[] {
       ...jwksHosts,
       ...mdns,
       ...discovery.peers.map((url) => new URL(url).host),
+      ...(settings.hub ? [new URL(settings.hub.url).host] : []),
     ]}`
     : "--allow-net";
   return [
@@ -65,26 +67,36 @@ export async function launch(
   const { settings, generatedKey } = await loadSettings(flags, env);
   // Permission paths must be the real ones: a symlinked data directory would otherwise not match.
   settings.dataDir = await Deno.realPath(settings.dataDir);
-  settings.configPath = `${await Deno.realPath(dirname(settings.configPath))}/${
-    settings.configPath.split("/").pop()
-  }`;
+  settings.configPath = await realConfigPath(settings.configPath);
   if (generatedKey) {
     console.log(
       `Generated a new API key (saved in ${settings.configPath}, shown only now):\n  ${generatedKey}`,
     );
   }
-  const args = [
-    "run",
-    ...nodePermissions(settings),
-    Deno.mainModule,
+  return await runChild(nodePermissions(settings), [
     "__node",
     `--data-dir=${settings.dataDir}`,
     `--config=${settings.configPath}`,
     `--host=${settings.host}`,
     `--port=${settings.port}`,
     ...settings.trustFiles.map((path) => `--trust=${path}`),
-  ];
-  const child = new Deno.Command(Deno.execPath(), { args, stdin: "piped" }).spawn();
+  ]);
+}
+
+/** A config file's path with its folder's symlinks resolved (the file may not exist yet). */
+export async function realConfigPath(path: string): Promise<string> {
+  return `${await Deno.realPath(dirname(path))}/${path.split("/").pop()}`;
+}
+
+/**
+ * Runs this program again as a child with `permissions` and `args`, passing SIGINT and SIGTERM
+ * on; returns the child's exit code.
+ */
+export async function runChild(permissions: string[], args: string[]): Promise<number> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...permissions, Deno.mainModule, ...args],
+    stdin: "piped",
+  }).spawn();
   const forward = (signal: Deno.Signal) => () => {
     try {
       child.kill(signal);

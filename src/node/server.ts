@@ -11,6 +11,7 @@ import {
   machineCharacteristics,
   selfDescriber,
 } from "../discovery/self_description.ts";
+import { HubLink } from "../hub_client/hub_link.ts";
 import { Identity } from "../identity/identity.ts";
 import { insightError, insightHandlers, insightRoutes } from "../insight/routes.ts";
 import { JSONRPC_PATH, mountJsonRpc } from "../jsonrpc/routes.ts";
@@ -23,6 +24,7 @@ import { Provisioning } from "../store/provisioning.ts";
 import { ModelRegistry } from "../store/registry.ts";
 import { Transfers } from "../store/transfers.ts";
 import { storeHandlers, storeRoutes } from "../store/routes.ts";
+import { VIA_HEADER } from "../tunnel/routing.ts";
 import type { Settings } from "./config.ts";
 import { openDatabase } from "./database.ts";
 
@@ -42,6 +44,14 @@ const CORS_HEADERS = {
   "Access-Control-Expose-Headers": "Content-Range, Content-Length, ETag, Accept-Ranges",
   "Access-Control-Max-Age": "600",
 };
+
+/** Paths only local callers may use: tunnelled requests get 403 (spec/hub.yaml). */
+const LOCAL_ONLY_PREFIXES = [JSONRPC_PATH, "/mcm/"];
+
+function localOnly(request: Request): boolean {
+  const path = new URL(request.url).pathname;
+  return LOCAL_ONLY_PREFIXES.some((prefix) => path === prefix || path.startsWith(prefix));
+}
 
 /** Adds the CORS headers; every response the node builds has mutable headers. */
 function withCors(response: Response): Response {
@@ -86,13 +96,22 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     settings.discovery,
   );
 
+  const hub = settings.hub
+    ? new HubLink(settings.hub.url, {
+      identity,
+      describe: () => linkLocal.self(),
+      serve: (request) => handle(request),
+      port: () => boundPort,
+    })
+    : undefined;
+
   const router = Router();
   const mountOptions = { apiKey: settings.apiKey, readsRequireKey: settings.readsRequireKey };
   mountRoutes(router, storeRoutes, storeHandlers(registry, provisioning), {
     ...mountOptions,
     prefixes: settings.storePrefixes,
   });
-  mountRoutes(router, insightRoutes, insightHandlers(identity, linkLocal), {
+  mountRoutes(router, insightRoutes, insightHandlers(identity, linkLocal, hub), {
     apiKey: settings.apiKey,
     prefixes: settings.insightPrefixes,
     wrongKeyStatus: 401,
@@ -100,7 +119,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   });
   // Not behind readsRequireKey: peers without the key must reach the ping, and the listing has
   // its own credential (the caller's token).
-  mountRoutes(router, mdsRoutes, mdsHandlers(identity, linkLocal), {
+  mountRoutes(router, mdsRoutes, mdsHandlers(identity, linkLocal, hub), {
     apiKey: settings.apiKey,
     prefixes: [""],
   });
@@ -111,6 +130,11 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
 
   const handle = async (request: Request): Promise<Response> => {
     if (request.method === "OPTIONS") return withCors(new Response(null, { status: 204 }));
+    if (request.headers.has(VIA_HEADER) && localOnly(request)) {
+      return withCors(
+        errorResponse(403, "this endpoint is for local callers only, not through the hub"),
+      );
+    }
     try {
       const response = await router.fetch(request);
       return withCors(
@@ -134,6 +158,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   boundPort = addr.port;
   try {
     await linkLocal.start(settings.host);
+    hub?.start();
   } catch (error) {
     await server.shutdown();
     db.close();
@@ -145,6 +170,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     async shutdown() {
       // Open download streams would hold the server open; end them with a message first.
       provisioning.cancelAll("the node is shutting down; download again after it restarts");
+      hub?.stop();
       await server.shutdown();
       // After the server: peers checking the goodbye must find the node gone.
       await linkLocal.stop();

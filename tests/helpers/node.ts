@@ -7,8 +7,10 @@
 import createClient from "openapi-fetch";
 import type { paths as StorePaths } from "../../gen/store/types.ts";
 
-const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
-const LAUNCHER_PERMISSIONS = [
+/** The program's entry point. */
+export const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
+/** The permissions of `deno task edgenode`. */
+export const LAUNCHER_PERMISSIONS = [
   "--no-prompt",
   "--allow-env",
   "--allow-read",
@@ -32,28 +34,16 @@ export interface TestNodeOptions {
   host?: string;
 }
 
-/** A running node. */
-export interface TestNode extends AsyncDisposable {
-  /** `http://127.0.0.1:<port>` */
-  url: string;
+/** A running node; `url` is `http://127.0.0.1:<port>`. */
+export interface TestNode extends ListeningProcess, AsyncDisposable {
   /** The registry base URL under the default prefix. */
   storeUrl: string;
   apiKey: string;
   dataDir: string;
-  /** The pid of the node process itself (the launcher's child). */
-  pid: number;
-  /** The pid of the `edgenode serve` launcher. */
-  launcherPid: number;
-  /** Everything the launcher and node printed so far. */
-  output(): string;
   /** Typed client of the registry API, sending the API key. */
   store: ReturnType<typeof createClient<StorePaths>>;
   /** Headers with the API key. */
   auth(extra?: Record<string, string>): Record<string, string>;
-  /** SIGTERM, then waits for the exit; returns the launcher's exit code. */
-  stop(): Promise<number>;
-  /** SIGKILL to the node process (a crash), then waits for the launcher to exit. */
-  crash(): Promise<void>;
 }
 
 /** Runs `edgenode ARGS` to completion (for commands that exit). */
@@ -81,22 +71,66 @@ export async function startTestNode(options: TestNodeOptions = {}): Promise<Test
     });
   }
   const [program, ...wrapperArgs] = [...(options.wrapper ?? []), Deno.execPath()];
+  const process = await startListening(program, [
+    ...wrapperArgs,
+    "run",
+    ...LAUNCHER_PERMISSIONS,
+    MAIN,
+    "serve",
+    "--host",
+    options.host ?? "127.0.0.1",
+    "--port",
+    "0",
+    "--data-dir",
+    dataDir,
+    ...(options.args ?? []),
+  ], options.env);
+  const { url } = process;
+  const config = JSON.parse(await Deno.readTextFile(`${dataDir}/config.json`));
+  const apiKey: string = options.env?.EDGENODE_API_KEY ?? config.apiKey;
+  const storeUrl = `${url}/ai/store/v1`;
+  const auth = (extra: Record<string, string> = {}) => ({
+    Authorization: `Bearer ${apiKey}`,
+    ...extra,
+  });
+  return {
+    ...process,
+    storeUrl,
+    apiKey,
+    dataDir,
+    store: createClient<StorePaths>({ baseUrl: storeUrl, headers: auth() }),
+    auth,
+    async [Symbol.asyncDispose]() {
+      await process.stop();
+      if (!options.dataDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+/** A launcher process (`edgenode serve` or `edgenode hub`) that printed where it listens. */
+export interface ListeningProcess {
+  url: string;
+  /** The pid of the served process itself (the launcher's child). */
+  pid: number;
+  /** The pid of the launcher. */
+  launcherPid: number;
+  /** Everything printed so far. */
+  output(): string;
+  /** SIGTERM, then waits for the exit; returns the launcher's exit code. */
+  stop(): Promise<number>;
+  /** SIGKILL to the served process (a crash), then waits for the launcher to exit. */
+  crash(): Promise<void>;
+}
+
+/** Spawns `program args` and waits until it prints "listening on <url> (pid N)". */
+export async function startListening(
+  program: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<ListeningProcess> {
   const child = new Deno.Command(program, {
-    args: [
-      ...wrapperArgs,
-      "run",
-      ...LAUNCHER_PERMISSIONS,
-      MAIN,
-      "serve",
-      "--host",
-      options.host ?? "127.0.0.1",
-      "--port",
-      "0",
-      "--data-dir",
-      dataDir,
-      ...(options.args ?? []),
-    ],
-    env: { NO_COLOR: "1", ...options.env },
+    args,
+    env: { NO_COLOR: "1", ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -113,21 +147,16 @@ export async function startTestNode(options: TestNodeOptions = {}): Promise<Test
   const drained = Promise.all([collect(child.stdout), collect(child.stderr)]);
   const exited = child.status.then(async (status) => {
     await drained;
-    listening.reject(new Error(`node exited with ${status.code} before listening:\n${text}`));
+    listening.reject(
+      new Error(`${args.join(" ")} exited with ${status.code} before listening:\n${text}`),
+    );
     return status.code;
   });
   const timer = setTimeout(
-    () => listening.reject(new Error(`node did not listen in 30 s:\n${text}`)),
+    () => listening.reject(new Error(`no 'listening' in 30 s:\n${text}`)),
     30_000,
   );
   const { url, pid } = await listening.promise.finally(() => clearTimeout(timer));
-  const config = JSON.parse(await Deno.readTextFile(`${dataDir}/config.json`));
-  const apiKey: string = options.env?.EDGENODE_API_KEY ?? config.apiKey;
-  const storeUrl = `${url}/ai/store/v1`;
-  const auth = (extra: Record<string, string> = {}) => ({
-    Authorization: `Bearer ${apiKey}`,
-    ...extra,
-  });
   let stopped: Promise<number> | undefined;
   const stop = () => {
     if (!stopped) {
@@ -140,23 +169,14 @@ export async function startTestNode(options: TestNodeOptions = {}): Promise<Test
   };
   return {
     url,
-    storeUrl,
-    apiKey,
-    dataDir,
     pid,
     launcherPid: child.pid,
     output: () => text,
-    store: createClient<StorePaths>({ baseUrl: storeUrl, headers: auth() }),
-    auth,
     stop,
     async crash() {
       Deno.kill(pid, "SIGKILL");
       stopped = exited;
       await exited;
-    },
-    async [Symbol.asyncDispose]() {
-      await stop();
-      if (!options.dataDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     },
   };
 }

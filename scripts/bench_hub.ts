@@ -1,0 +1,205 @@
+/**
+ * Hub figures for `deno task bench` (alone: `deno task bench --only hub`):
+ * - GET through the tunnel (client → hub → WebSocket → node) in requests/s and p99 latency,
+ *   next to the same GET sent straight to the node;
+ * - a large file downloaded and uploaded through the tunnel with curl, in MB/s, next to the same
+ *   transfer straight to the node, with the hub's peak RSS (it must not grow with the size);
+ * - how many simulated node connections one hub holds, and its memory per connection.
+ *
+ * @module
+ */
+import { joinHub, startTestHub, type TestHub } from "../tests/helpers/hub.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "../tests/helpers/identity.ts";
+import { makeModelFile, p99, peakRssMib, rssMib, run, timed, wrk } from "./bench_tools.ts";
+
+/** Simulated node connections: bounded, on 127.0.0.1 only. */
+const SIMULATED_CONNECTIONS = 10_000;
+
+/** Connects simulated nodes to a fresh hub; its memory before and after. */
+async function connectionRow(hub: TestHub, token: string): Promise<string[]> {
+  const before = await rssMib(hub.pid);
+  const clients = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-net=127.0.0.1",
+      "--allow-read",
+      new URL("./bench_hub_clients.ts", import.meta.url).pathname,
+      hub.url,
+      token,
+      String(SIMULATED_CONNECTIONS),
+    ],
+    stdin: "piped",
+    stdout: "piped",
+  }).spawn();
+  const reader = clients.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const timeout = setTimeout(() => clients.kill(), 120_000);
+  const { value: line } = await reader.read();
+  clearTimeout(timeout);
+  const connectedMs = Number(/in (\d+) ms/.exec(line ?? "")?.[1]);
+  const health = await (await fetch(`${hub.url}/hub/v1/health`)).json();
+  const after = await rssMib(hub.pid);
+  await clients.stdin.close();
+  await clients.status;
+  await until(async () => (await (await fetch(`${hub.url}/hub/v1/health`)).json()).nodes === 0);
+  return [
+    `simulated nodes connected to one hub (proof + JWT each, 200 at a time)`,
+    `${health.nodes} in ${(connectedMs / 1000).toFixed(1)} s`,
+    `hub RSS ${before.toFixed(0)} → ${after.toFixed(0)} MiB: ${
+      ((after - before) * 1024 / health.nodes).toFixed(1)
+    } KiB per connection`,
+  ];
+}
+
+async function until(condition: () => Promise<boolean>, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The peak RSS of a fresh hub after uploading and downloading `mib` MiB through it. */
+async function transferPeak(issuer: TestIssuer, dir: string, mib: number): Promise<number> {
+  const hub = await startTestHub(issuer, `${dir}/hub`);
+  const a1 = await joinHub(hub.url, issuer, "bench", { name: "a1" });
+  const a2 = await joinHub(hub.url, issuer, "bench", { name: "a2" });
+  try {
+    const sep = (await (await fetch(`${a2.node.url}/mesh/insight/v1/info?types=sep`, {
+      headers: a2.node.auth(),
+    })).json()).data.sep;
+    const headers = Object.entries({ ...sep.headers, Authorization: `Bearer ${a1.token}` })
+      .flatMap(([name, value]) => ["-H", `${name}: ${value}`]);
+    await makeModelFile(`${dir}/file`, mib);
+    await (await fetch(`${a2.node.storeUrl}/models`, {
+      method: "POST",
+      headers: a2.node.auth({ "Content-Type": "application/json" }),
+      body: JSON.stringify({ id: "m", version: "1", kind: "llm" }),
+    })).body?.cancel();
+    const url = `${sep.url}/ai/store/v1/models/m`;
+    const curl = ["-sS", "--fail", "-o", "/dev/null", ...headers];
+    await run("curl", [
+      ...curl,
+      "-H",
+      "Content-Type: application/octet-stream",
+      "-T",
+      `${dir}/file`,
+      "-X",
+      "POST",
+      `${url}/upload`,
+    ]);
+    await run("curl", [...curl, `${url}?alt=media`]);
+    return await peakRssMib(hub.pid);
+  } finally {
+    await a1.node.stop();
+    await a2.node.stop();
+    await hub.stop();
+    await Deno.remove(`${dir}/file`).catch(() => {});
+  }
+}
+
+/** The hub rows of the benchmark table; `sizeMib` is the transfer size. */
+export async function hubRows(sizeMib: number): Promise<string[][]> {
+  const rows: string[][] = [];
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-" });
+  const issuer = await makeIssuer(`${dir}/issuer`);
+  const hub = await startTestHub(issuer, `${dir}/hub`);
+  const a1 = await joinHub(hub.url, issuer, "bench", { name: "a1" });
+  const a2 = await joinHub(hub.url, issuer, "bench", { name: "a2" });
+  try {
+    const sep = (await (await fetch(`${a2.node.url}/mesh/insight/v1/info?types=sep`, {
+      headers: a2.node.auth(),
+    })).json()).data.sep;
+    const tunnel = { ...sep.headers, Authorization: `Bearer ${a1.token}` };
+    const path = "/mds/v1/nodes?ping=true";
+    const direct = await wrk(`${a2.node.url}${path}`);
+    const through = await wrk(`${sep.url}${path}`, tunnel);
+    rows.push([
+      "GET through the hub's tunnel (wrk -c50, 1 core)",
+      `${through} req/s, p99 ${(await p99(`${sep.url}${path}`, tunnel)).toFixed(2)} ms`,
+      `straight to the node: ${direct} req/s, p99 ${
+        (await p99(`${a2.node.url}${path}`)).toFixed(2)
+      } ms`,
+    ]);
+
+    const file = `${dir}/big.gguf`;
+    await makeModelFile(file, sizeMib);
+    const mb = sizeMib * 1.048576;
+    const key = `Authorization: Bearer ${a2.node.apiKey}`;
+    const create = (id: string) =>
+      fetch(`${a2.node.storeUrl}/models`, {
+        method: "POST",
+        headers: a2.node.auth({ "Content-Type": "application/json" }),
+        body: JSON.stringify({ id, version: "1", kind: "llm" }),
+      }).then((r) => r.body?.cancel());
+    await create("direct");
+    await create("tunnelled");
+    const upload = (url: string, headers: string[]) => [
+      "-sS",
+      "--fail",
+      "-o",
+      "/dev/null",
+      ...headers.flatMap((h) => ["-H", h]),
+      "-H",
+      "Content-Type: application/octet-stream",
+      "-T",
+      file,
+      "-X",
+      "POST",
+      url,
+    ];
+    const tunnelHeaders = Object.entries(tunnel).map(([name, value]) => `${name}: ${value}`);
+    const upDirect = await timed(
+      "curl",
+      upload(`${a2.node.storeUrl}/models/direct/upload`, [key]),
+    );
+    const upTunnel = await timed(
+      "curl",
+      upload(`${sep.url}/ai/store/v1/models/tunnelled/upload`, tunnelHeaders),
+    );
+    const get = (url: string, headers: string[]) => [
+      "-sS",
+      "--fail",
+      "-o",
+      "/dev/null",
+      ...headers.flatMap((h) => ["-H", h]),
+      url,
+    ];
+    const downDirect = await timed("curl", get(`${a2.node.storeUrl}/models/direct?alt=media`, []));
+    const downTunnel = await timed(
+      "curl",
+      get(`${sep.url}/ai/store/v1/models/tunnelled?alt=media`, tunnelHeaders),
+    );
+    rows.push([
+      `upload ${sizeMib} MiB through the tunnel (curl -T, median of 3)`,
+      `${(mb / upTunnel).toFixed(0)} MB/s`,
+      `straight to the node: ${(mb / upDirect).toFixed(0)} MB/s`,
+    ]);
+    rows.push([
+      `download ${sizeMib} MiB through the tunnel (curl, median of 3)`,
+      `${(mb / downTunnel).toFixed(0)} MB/s`,
+      `straight to the node: ${(mb / downDirect).toFixed(0)} MB/s`,
+    ]);
+  } finally {
+    await a1.node.stop();
+    await a2.node.stop();
+    await hub.stop();
+  }
+  const peaks = [];
+  for (const mib of [Math.max(1, Math.round(sizeMib / 4)), sizeMib]) {
+    peaks.push(`${mib} MiB: ${await transferPeak(issuer, `${dir}/peak${mib}`, mib)} MiB`);
+  }
+  rows.push([
+    "hub peak RSS, a fresh hub per size, one upload and one download through the tunnel",
+    peaks.join(", "),
+    "must not grow with the size: 512 KiB in flight per stream and direction",
+  ]);
+  // A fresh hub, so that the figures above do not count.
+  const fresh = await startTestHub(issuer, `${dir}/hub2`);
+  try {
+    rows.push(await connectionRow(fresh, await cliToken(issuer, "bench", "edge:clusters")));
+  } finally {
+    await fresh.stop();
+    await Deno.remove(dir, { recursive: true });
+  }
+  return rows;
+}

@@ -1,0 +1,187 @@
+/**
+ * `edgenode hub`: the relay between networks (spec/hub.yaml). It holds one WebSocket per node,
+ * answers their account and proximity listings, and forwards tunnelled requests.
+ *
+ * @module
+ */
+import { Router } from "itty-router";
+import { hubRoutes } from "../../gen/hub/routes.ts";
+import { bearerToken } from "../http/auth.ts";
+import { HttpError, jsonResponse, responseForError, statusCodeError } from "../http/errors.ts";
+import { mountRoutes } from "../http/routes.ts";
+import { SCOPES } from "../identity/identity.ts";
+import { TokenError, TokenVerifier } from "../identity/token_verifier.ts";
+import { openDatabase } from "../node/database.ts";
+import {
+  CALLER_ACCOUNT_HEADER,
+  FORWARDED_FOR_HEADER,
+  forwardedHeaders,
+  PORT_HEADER,
+  routedNodeId,
+  ROUTING_HEADER,
+  VIA_HEADER,
+} from "../tunnel/routing.ts";
+import type { HubSettings } from "./hub_settings.ts";
+import { HubStore } from "./hub_store.ts";
+import { accountListing, proximityListing } from "./listings.ts";
+import { NodeSession, type SessionHost } from "./node_session.ts";
+
+/** A hub that is serving. */
+export interface RunningHub {
+  hostname: string;
+  port: number;
+  shutdown(): Promise<void>;
+}
+
+const CORS_HEADERS = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Allow-Methods": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
+  "Access-Control-Allow-Headers":
+    `Authorization, Content-Type, Range, If-None-Match, If-Range, ${PORT_HEADER}, ${ROUTING_HEADER}`,
+  "Access-Control-Max-Age": "600",
+};
+
+/** Starts a hub; resolves once it listens. */
+export async function startHub(settings: HubSettings): Promise<RunningHub> {
+  const db = openDatabase(settings.dataDir, "hub.db", "NORMAL");
+  const store = new HubStore(db);
+  const verifier = await TokenVerifier.create(undefined, settings.trustedIssuers);
+  const sessions = new Map<string, NodeSession>();
+  const connecting = new Set<NodeSession>();
+  const remoteOf = new WeakMap<Request, string>();
+  const publicUrl = (origin: string) => settings.publicUrl ?? origin;
+
+  const host: SessionHost = {
+    verifier,
+    store,
+    pingSeconds: settings.pingSeconds,
+    publicUrl,
+    register(session) {
+      connecting.delete(session);
+      const previous = sessions.get(session.nodeId!);
+      sessions.set(session.nodeId!, session);
+      previous?.close(4409, "replaced by a newer connection of the same node");
+    },
+    unregister(session) {
+      connecting.delete(session);
+      if (session.nodeId && sessions.get(session.nodeId) === session) {
+        sessions.delete(session.nodeId);
+      }
+    },
+    list(session, cluster) {
+      const entries = [...sessions.values()].map((s) => s.entry!);
+      const sepUrl = publicUrl(session.origin);
+      return cluster === "account"
+        ? accountListing(session.entry!, entries, sepUrl)
+        : proximityListing(session.entry!, entries, settings.proximityKm, sepUrl);
+    },
+  };
+
+  const router = Router();
+  mountRoutes(router, hubRoutes, {
+    connect: ({ request }) => {
+      if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+        throw new HttpError(400, "this is the node connection: open it as a WebSocket");
+      }
+      if (sessions.size + connecting.size >= settings.maxConnections) {
+        throw new HttpError(503, "the hub holds as many nodes as it may; try another hub later", {
+          "Retry-After": "30",
+        });
+      }
+      const { socket, response } = Deno.upgradeWebSocket(request, { idleTimeout: 0 });
+      const origin = new URL(request.url).origin;
+      connecting.add(new NodeSession(socket, remoteOf.get(request) ?? "", origin, host));
+      return response;
+    },
+    health: () => jsonResponse({ status: "ok", nodes: sessions.size }),
+  }, { prefixes: [""], apiKey: "", errorFormat: statusCodeError });
+
+  const tunnel = async (request: Request, remote: string): Promise<Response> => {
+    const nodeId = routedNodeId(request.headers.get(ROUTING_HEADER)!);
+    if (!nodeId) {
+      throw new HttpError(
+        400,
+        `${ROUTING_HEADER} is not a routing header: copy it from the sep info`,
+      );
+    }
+    const portText = request.headers.get(PORT_HEADER) ?? "";
+    if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
+      throw new HttpError(400, `${PORT_HEADER} must be the port from the sep info`);
+    }
+    const token = bearerToken(request);
+    if (!token) {
+      throw new HttpError(
+        401,
+        "tunnels need 'Authorization: Bearer <edge access token>' of the target node's account",
+        { "WWW-Authenticate": 'Bearer realm="edgenode-hub"' },
+      );
+    }
+    let accountId: string;
+    try {
+      ({ accountId } = await verifier.verify(token, SCOPES.clusters, nodeId));
+    } catch (error) {
+      if (error instanceof TokenError) throw new HttpError(403, error.message);
+      throw error;
+    }
+    const session = sessions.get(nodeId);
+    const targetAccount = session?.entry?.node.accountId ?? store.accountOf(nodeId);
+    if (targetAccount !== undefined && targetAccount !== accountId) {
+      throw new HttpError(403, `the token's account '${accountId}' does not own that node`);
+    }
+    if (!session) throw new HttpError(404, `node ${nodeId} is not connected to this hub`);
+    const headers = forwardedHeaders(request.headers);
+    headers.push([VIA_HEADER, "hub"], [FORWARDED_FOR_HEADER, remote], [
+      CALLER_ACCOUNT_HEADER,
+      accountId,
+    ]);
+    return await session.forward(request, Number(portText), headers);
+  };
+
+  const handle = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
+    const response = await respond(request, (info.remoteAddr as Deno.NetAddr).hostname);
+    if (response.status !== 101) {
+      for (const [name, value] of Object.entries(CORS_HEADERS)) response.headers.set(name, value);
+    }
+    return response;
+  };
+
+  const respond = async (request: Request, remote: string): Promise<Response> => {
+    if (request.method === "OPTIONS") return new Response(null, { status: 204 });
+    try {
+      if (request.headers.has(ROUTING_HEADER)) return await tunnel(request, remote);
+      remoteOf.set(request, remote);
+      return await router.fetch(request) ??
+        statusCodeError(
+          404,
+          `no route for ${request.method} ${
+            new URL(request.url).pathname
+          }; tunnelled requests need the ${ROUTING_HEADER} and ${PORT_HEADER} headers from the target's sep info`,
+        );
+    } catch (error) {
+      return responseForError(error, request, statusCodeError);
+    }
+  };
+
+  const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
+  const server = Deno.serve(
+    { hostname: settings.host, port: settings.port, onListen: resolve },
+    handle,
+  );
+  const addr = await listening;
+  const pinger = setInterval(() => {
+    const now = Date.now();
+    for (const session of [...sessions.values(), ...connecting]) session.keepAlive(now);
+  }, settings.pingSeconds * 1000);
+  return {
+    hostname: addr.hostname,
+    port: addr.port,
+    async shutdown() {
+      clearInterval(pinger);
+      for (const session of [...sessions.values(), ...connecting]) {
+        session.close(1001, "the hub is shutting down");
+      }
+      await server.shutdown();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,272 @@
+/**
+ * One node's connection to the hub (spec/hub.yaml, "The node connection"): the handshake, the
+ * node's updates and listing requests, keepalive, and the tunnelled requests sent to it.
+ *
+ * @module
+ */
+import * as v from "valibot";
+import type { HelloMessage, ResponseMessage, UpdateMessage } from "../../gen/hub/validators.ts";
+import { type NodeDescription, NodeDescriptionSchema } from "../../gen/mds/validators.ts";
+import { newChallenge, ProofError, verifyProof } from "../discovery/peer_proof.ts";
+import { HttpError } from "../http/errors.ts";
+import { SCOPES } from "../identity/identity.ts";
+import { TokenError, type TokenVerifier } from "../identity/token_verifier.ts";
+import { FROM_NODE, type MessageOf, parseMessage } from "../tunnel/messages.ts";
+import { StreamMux } from "../tunnel/stream_mux.ts";
+import type { HubStore } from "./hub_store.ts";
+import type { ConnectedNode } from "./listings.ts";
+
+/** Streams one node may have open at once. */
+export const MAX_STREAMS = 256;
+/** A node must say hello this soon after connecting. */
+const HELLO_TIMEOUT_MS = 10_000;
+/** setTimeout's largest delay. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** What a session needs from the hub around it. */
+export interface SessionHost {
+  verifier: TokenVerifier;
+  store: HubStore;
+  pingSeconds: number;
+  /** The hub's public URL for a node that connected to `origin`. */
+  publicUrl(origin: string): string;
+  /** Called once the node is authenticated; a previous session of the node is closed. */
+  register(session: NodeSession): void;
+  /** Called when the socket closes. */
+  unregister(session: NodeSession): void;
+  /** The account or proximity listing for this node. */
+  list(session: NodeSession, cluster: "account" | "proximity"): NodeDescription[];
+}
+
+type FromNode = MessageOf<typeof FROM_NODE>;
+
+interface PendingResponse {
+  resolve(answer: { message: ResponseMessage; body: BodyInit | null }): void;
+  reject(error: Error): void;
+}
+
+/** A node connected (or connecting) over a WebSocket. */
+export class NodeSession {
+  readonly #socket: WebSocket;
+  readonly #host: SessionHost;
+  readonly #challenge = newChallenge();
+  readonly #origin: string;
+  readonly #mux: StreamMux;
+  readonly #pending = new Map<number, PendingResponse>();
+  #nextStream = 1;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Set once the node has proved itself. */
+  entry: ConnectedNode | undefined;
+  /** When the hub last heard from the node, ms since the epoch. */
+  lastHeard = Date.now();
+
+  /** Takes over a freshly upgraded socket; `origin` is the hub origin the node connected to. */
+  constructor(socket: WebSocket, publicAddress: string, origin: string, host: SessionHost) {
+    this.#socket = socket;
+    this.#host = host;
+    this.#origin = origin;
+    this.#mux = new StreamMux((frame) => this.#send(frame));
+    this.entry = undefined;
+    socket.binaryType = "arraybuffer";
+    socket.onopen = () => {
+      this.#send(JSON.stringify({ t: "challenge", challenge: this.#challenge }));
+      this.#timer = setTimeout(() => this.close(4400, "no hello within 10 s"), HELLO_TIMEOUT_MS);
+    };
+    socket.onmessage = (event) => this.#receive(event.data, publicAddress);
+    socket.onclose = () => this.#closed();
+    socket.onerror = () => {};
+  }
+
+  /** The hub origin the node connected to. */
+  get origin(): string {
+    return this.#origin;
+  }
+
+  /** The node's id once authenticated. */
+  get nodeId(): string | undefined {
+    return this.entry?.node.id;
+  }
+
+  /** Streams in flight. */
+  get openStreams(): number {
+    return this.#pending.size + this.#mux.openBodies;
+  }
+
+  /** Closes the socket with a WebSocket close code and reason. */
+  close(code: number, reason: string): void {
+    try {
+      this.#socket.close(code, reason.slice(0, 120));
+    } catch {
+      // Already closing.
+    }
+  }
+
+  /** Sends a keepalive ping, or drops the node when it has been silent for two intervals. */
+  keepAlive(now: number): void {
+    if (now - this.lastHeard > 2 * this.#host.pingSeconds * 1000) {
+      this.close(4408, "no answer to pings");
+    } else if (this.entry) this.#send(JSON.stringify({ t: "ping" }));
+  }
+
+  #send(frame: string | Uint8Array): void {
+    if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(frame);
+  }
+
+  #refuse(status: number, message: string): void {
+    this.#send(JSON.stringify({ t: "refused", status, message }));
+    this.close(status === 401 ? 4401 : 4400, message);
+  }
+
+  #receive(data: unknown, publicAddress: string): void {
+    this.lastHeard = Date.now();
+    if (data instanceof ArrayBuffer) {
+      if (this.entry) this.#mux.onData(new Uint8Array(data));
+      return;
+    }
+    let message: FromNode;
+    try {
+      message = parseMessage(String(data), FROM_NODE);
+    } catch (error) {
+      return this.#refuse(400, (error as Error).message);
+    }
+    if (!this.entry) {
+      if (message.t !== "hello") return this.#refuse(400, "say hello first");
+      this.#hello(message, publicAddress).catch((error) => {
+        console.error("hub: hello failed:", error);
+        this.close(1011, "internal error");
+      });
+      return;
+    }
+    switch (message.t) {
+      case "hello":
+        return this.#refuse(400, "hello was already said");
+      case "update":
+        return this.#update(message);
+      case "list":
+        this.#send(JSON.stringify({
+          t: "listed",
+          id: message.id,
+          nodes: this.#host.list(this, message.cluster),
+        }));
+        return;
+      case "res":
+        return this.#response(message);
+      case "ping":
+        return this.#send(JSON.stringify({ t: "pong" }));
+      case "pong":
+        return;
+      case "abort": {
+        const pending = this.#pending.get(message.s);
+        this.#pending.delete(message.s);
+        pending?.reject(new HttpError(502, `the node aborted the request: ${message.message}`));
+        return this.#mux.onControl(message);
+      }
+      default:
+        this.#mux.onControl(message);
+    }
+  }
+
+  async #hello(message: HelloMessage, publicAddress: string): Promise<void> {
+    let node: NodeDescription;
+    try {
+      node = await verifyProof(message.proof, this.#challenge);
+    } catch (error) {
+      if (error instanceof ProofError) return this.#refuse(400, error.message);
+      throw error;
+    }
+    try {
+      const token = await this.#host.verifier.verify(message.token, SCOPES.clusters, node.id);
+      if (token.accountId !== node.accountId) {
+        return this.#refuse(
+          401,
+          `the token is for account '${token.accountId}', the node belongs to '${node.accountId}'`,
+        );
+      }
+      clearTimeout(this.#timer);
+      const delay = Math.min(token.expiresAt * 1000 - Date.now(), MAX_TIMER_MS);
+      this.#timer = setTimeout(() => this.close(4401, "the token has expired"), delay);
+    } catch (error) {
+      if (error instanceof TokenError) return this.#refuse(401, error.message);
+      throw error;
+    }
+    if (this.#socket.readyState !== WebSocket.OPEN) return;
+    const fix = this.#host.store.nodeSeen(node.id, node.accountId, publicAddress, message.gps);
+    this.entry = { node, fix, publicAddress };
+    this.#host.register(this);
+    this.#send(JSON.stringify({
+      t: "welcome",
+      url: this.#host.publicUrl(this.#origin),
+      publicAddress,
+      pingSeconds: this.#host.pingSeconds,
+    }));
+  }
+
+  #update(message: UpdateMessage): void {
+    const entry = this.entry!;
+    const parsed = v.safeParse(NodeDescriptionSchema, message.node);
+    if (!parsed.success) return this.#refuse(400, `malformed node: ${parsed.issues[0].message}`);
+    const node = parsed.output;
+    if (node.id !== entry.node.id || node.accountId !== entry.node.accountId) {
+      return this.#refuse(400, "an update cannot change the node's id or account; reconnect");
+    }
+    entry.node = node;
+    if (message.gps) {
+      entry.fix = message.gps;
+      this.#host.store.fixChanged(node.id, message.gps);
+    }
+  }
+
+  #response(message: ResponseMessage): void {
+    const pending = this.#pending.get(message.s);
+    if (!pending) return;
+    this.#pending.delete(message.s);
+    const body = this.#mux.bodyOf(message.s, message);
+    pending.resolve({ message, body });
+  }
+
+  /**
+   * Sends a request through the tunnel to port `port` of the node and returns its response,
+   * whose body streams in as the node sends it.
+   */
+  async forward(request: Request, port: number, headers: [string, string][]): Promise<Response> {
+    if (this.openStreams >= MAX_STREAMS) {
+      throw new HttpError(503, `the node has ${MAX_STREAMS} requests open; retry later`, {
+        "Retry-After": "1",
+      });
+    }
+    const stream = this.#nextStream++;
+    const answer = Promise.withResolvers<{ message: ResponseMessage; body: BodyInit | null }>();
+    this.#pending.set(stream, answer);
+    const url = new URL(request.url);
+    const head = {
+      t: "req",
+      s: stream,
+      method: request.method,
+      path: url.pathname + url.search,
+      port,
+      headers,
+      body: request.body !== null,
+    };
+    this.#mux.send(stream, head, request.body).catch((error) => {
+      // The client's body broke (it went away). If the node has not answered yet, nobody waits.
+      this.#pending.get(stream)?.reject(
+        new HttpError(400, `the request body failed: ${(error as Error).message}`),
+      );
+      this.#pending.delete(stream);
+    });
+    const { message, body } = await answer.promise;
+    return new Response(body, {
+      status: message.status,
+      headers: message.headers as [string, string][],
+    });
+  }
+
+  #closed(): void {
+    clearTimeout(this.#timer);
+    const gone = new HttpError(502, "the node's connection to the hub closed during the request");
+    for (const pending of this.#pending.values()) pending.reject(gone);
+    this.#pending.clear();
+    this.#mux.abortAll("the node's connection to the hub closed");
+    this.#host.unregister(this);
+  }
+}

@@ -1,0 +1,302 @@
+/**
+ * The node's connection to its hub (spec/hub.yaml): opened while the node holds a valid account
+ * token, proved with the node key, kept alive, re-opened with back-off, and used for account and
+ * proximity listings and for tunnelled requests.
+ *
+ * @module
+ */
+import type { GpsPoint, WelcomeMessage } from "../../gen/hub/validators.ts";
+import type { NodeDescription } from "../../gen/mds/validators.ts";
+import { HttpError } from "../http/errors.ts";
+import type { Identity } from "../identity/identity.ts";
+import { FROM_HUB, type MessageOf, parseMessage } from "../tunnel/messages.ts";
+import { PORT_HEADER, ROUTING_HEADER, routingHeader } from "../tunnel/routing.ts";
+import { StreamMux } from "../tunnel/stream_mux.ts";
+import { serveTunnelled } from "./tunnel_requests.ts";
+
+const FIRST_RETRY_MS = 500;
+const MAX_RETRY_MS = 30_000;
+/** How long a listing, or the sep's self-check, may take. */
+const LIST_TIMEOUT_MS = 5000;
+
+/** The spec's bep section. */
+export interface BepInfo {
+  url: string;
+  status: string;
+}
+
+/** The spec's sep section. */
+export interface SepInfo {
+  nodeId: string;
+  url: string;
+  headers: { [PORT_HEADER]: string; [ROUTING_HEADER]: string };
+  status: string;
+}
+
+/** What the link needs from the node around it. */
+export interface LinkHost {
+  identity: Identity;
+  /** The node's description as it is now. */
+  describe(): NodeDescription;
+  /** The node's HTTP handler, for tunnelled requests. */
+  serve(request: Request): Promise<Response>;
+  /** The node's HTTP port. */
+  port(): number;
+}
+
+type FromHub = MessageOf<typeof FROM_HUB>;
+
+/** The connection to one hub. */
+export class HubLink {
+  /** The hub's base URL from the configuration. */
+  readonly url: string;
+  readonly #host: LinkHost;
+  #socket: WebSocket | undefined;
+  #mux: StreamMux | undefined;
+  #welcome: WelcomeMessage | undefined;
+  #reason = "not connected yet";
+  #retryMs = FIRST_RETRY_MS;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #ticker: ReturnType<typeof setInterval> | undefined;
+  #lastHeard = 0;
+  #sentState = "";
+  #nextList = 1;
+  readonly #lists = new Map<number, PromiseWithResolvers<NodeDescription[]>>();
+  #stopped = false;
+
+  constructor(url: string, host: LinkHost) {
+    this.url = url;
+    this.#host = host;
+  }
+
+  /** Starts connecting (when a token is stored) and follows token and description changes. */
+  start(): void {
+    this.#host.identity.onChange((change) => {
+      if (change === "gps") this.#sendUpdate();
+      else this.#reconnect(`the account ${change} changed`);
+    });
+    this.#ticker = setInterval(() => this.#tick(), 1000);
+    this.#connect();
+  }
+
+  /** Closes the connection for good. */
+  stop(): void {
+    this.#stopped = true;
+    clearInterval(this.#ticker);
+    clearTimeout(this.#retryTimer);
+    this.#socket?.close(1000, "the node is stopping");
+  }
+
+  /** The hub's welcome while connected. */
+  get welcome(): WelcomeMessage | undefined {
+    return this.#welcome;
+  }
+
+  /** "success" while connected, otherwise "failed: <why>" (the reference's status values). */
+  get status(): string {
+    return this.#welcome ? "success" : `failed: ${this.#reason}`;
+  }
+
+  /** The backend endpoint: the hub this node is reachable through, and whether it is. */
+  bep(): BepInfo {
+    return { url: this.#welcome?.url ?? this.url, status: this.status };
+  }
+
+  /**
+   * The service endpoint: what a remote client sends to reach this node through the hub. While
+   * connected, the status comes from pinging this node through the hub, as the reference does.
+   */
+  async sep(): Promise<SepInfo> {
+    const node = this.#host.describe();
+    const url = this.#welcome?.url ?? this.url;
+    const headers = {
+      [PORT_HEADER]: String(this.#host.port()),
+      [ROUTING_HEADER]: routingHeader(node.id, node.localLinkNetworkId),
+    };
+    let status = this.status;
+    const token = this.#host.identity.storedToken;
+    if (this.#welcome && token) {
+      try {
+        const response = await fetch(`${url}/mds/v1/nodes?ping=true`, {
+          headers: { ...headers, Authorization: `Bearer ${token}` },
+          signal: AbortSignal.timeout(LIST_TIMEOUT_MS),
+        });
+        const body = await response.json().catch(() => undefined);
+        if (!response.ok) {
+          status = `failed: the hub answered ${response.status} ${body?.message ?? ""}`;
+        } else status = body?.data?.id === node.id ? "success" : "failed: wrong nodeId";
+      } catch (error) {
+        status = `failed: ${(error as Error).message}`;
+      }
+    }
+    return { nodeId: node.id, url, headers, status: status.trim() };
+  }
+
+  /** The account or proximity listing, from the hub; 503 when it cannot be had. */
+  async list(cluster: "account" | "proximity"): Promise<NodeDescription[]> {
+    if (!this.#welcome) {
+      throw new HttpError(503, `the hub at ${this.url} is not connected: ${this.#reason}`);
+    }
+    const id = this.#nextList++;
+    const answer = Promise.withResolvers<NodeDescription[]>();
+    this.#lists.set(id, answer);
+    this.#send({ t: "list", id, cluster });
+    const timer = setTimeout(
+      () => answer.reject(new HttpError(503, `the hub at ${this.url} did not answer in 5 s`)),
+      LIST_TIMEOUT_MS,
+    );
+    try {
+      return await answer.promise;
+    } finally {
+      clearTimeout(timer);
+      this.#lists.delete(id);
+    }
+  }
+
+  #send(message: object): void {
+    if (this.#socket?.readyState === WebSocket.OPEN) this.#socket.send(JSON.stringify(message));
+  }
+
+  #gps(): GpsPoint | undefined {
+    const fix = this.#host.identity.gps;
+    return fix ? { latitude: fix.latitude, longitude: fix.longitude, at: fix.at } : undefined;
+  }
+
+  #connect(): void {
+    clearTimeout(this.#retryTimer);
+    if (this.#stopped || this.#socket) return;
+    const token = this.#host.identity.storedToken;
+    if (!token) {
+      this.#reason = "no valid account token is stored (PUT /token)";
+      return;
+    }
+    const wsUrl = new URL("/hub/v1/connect", this.url.replace(/^http/, "ws"));
+    let socket: WebSocket;
+    try {
+      socket = new WebSocket(wsUrl);
+    } catch (error) {
+      this.#reason = (error as Error).message;
+      return this.#retryLater();
+    }
+    socket.binaryType = "arraybuffer";
+    this.#socket = socket;
+    const mux = new StreamMux((frame) => {
+      if (socket.readyState === WebSocket.OPEN) socket.send(frame);
+    });
+    this.#mux = mux;
+    this.#reason = "connecting";
+    socket.onmessage = (event) => {
+      this.#lastHeard = Date.now();
+      if (event.data instanceof ArrayBuffer) return mux.onData(new Uint8Array(event.data));
+      let message: FromHub;
+      try {
+        message = parseMessage(String(event.data), FROM_HUB);
+      } catch (error) {
+        return socket.close(4400, (error as Error).message.slice(0, 120));
+      }
+      this.#handle(message, token, mux).catch((error) => {
+        console.error("hub link:", error);
+        socket.close(1011, "internal error");
+      });
+    };
+    socket.onerror = (event) => {
+      this.#reason = `cannot reach ${this.url}: ${(event as ErrorEvent).message ?? "error"}`;
+    };
+    socket.onclose = (event) => {
+      if (this.#socket !== socket) return;
+      if (event.reason) this.#reason = `the hub closed the connection: ${event.reason}`;
+      else if (this.#welcome) this.#reason = "the connection to the hub closed";
+      this.#socket = undefined;
+      this.#welcome = undefined;
+      mux.abortAll("the connection to the hub closed");
+      for (const list of this.#lists.values()) {
+        list.reject(new HttpError(503, `the hub at ${this.url} went away`));
+      }
+      this.#retryLater();
+    };
+  }
+
+  async #handle(message: FromHub, token: string, mux: StreamMux): Promise<void> {
+    switch (message.t) {
+      case "challenge": {
+        const node = this.#host.describe();
+        const proof = await this.#host.identity.proof(message.challenge, node);
+        this.#sentState = JSON.stringify([node, this.#gps()]);
+        return this.#send({ t: "hello", token, proof, gps: this.#gps() });
+      }
+      case "welcome":
+        this.#welcome = message;
+        this.#retryMs = FIRST_RETRY_MS;
+        // A fix or description that changed since the hello.
+        return this.#sendUpdate();
+      case "refused":
+        this.#reason = `the hub refused the node: ${message.message}`;
+        return;
+      case "listed": {
+        const list = this.#lists.get(message.id);
+        if (message.error) list?.reject(new HttpError(503, message.error));
+        else list?.resolve((message.nodes ?? []) as NodeDescription[]);
+        return;
+      }
+      case "req":
+        return serveTunnelled(message, {
+          mux,
+          serve: this.#host.serve,
+          port: this.#host.port(),
+          identity: this.#host.identity,
+        });
+      case "ping":
+        return this.#send({ t: "pong" });
+      case "pong":
+        return;
+      default:
+        mux.onControl(message);
+    }
+  }
+
+  #retryLater(): void {
+    if (this.#stopped) return;
+    const jitter = 0.8 + Math.random() * 0.4;
+    this.#retryTimer = setTimeout(() => this.#connect(), this.#retryMs * jitter);
+    this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
+  }
+
+  /** Drops the connection (if any) and connects again at once with the current token. */
+  #reconnect(why: string): void {
+    this.#retryMs = FIRST_RETRY_MS;
+    const socket = this.#socket;
+    if (socket) {
+      this.#socket = undefined;
+      this.#welcome = undefined;
+      this.#mux?.abortAll(why);
+      socket.close(1000, why);
+    }
+    this.#connect();
+  }
+
+  #sendUpdate(): void {
+    if (!this.#welcome) return;
+    const node = this.#host.describe();
+    const gps = this.#gps();
+    const state = JSON.stringify([node, gps]);
+    if (state === this.#sentState) return;
+    this.#sentState = state;
+    this.#send({ t: "update", node, gps });
+  }
+
+  /** Every second: token expiry, a silent hub, and description changes. */
+  #tick(): void {
+    const socket = this.#socket;
+    if (!socket) return;
+    if (!this.#host.identity.storedToken) {
+      this.#reconnect("the account token expired");
+      return;
+    }
+    const silentFor = Date.now() - this.#lastHeard;
+    if (this.#welcome && silentFor > 3 * this.#welcome.pingSeconds * 1000) {
+      this.#reconnect("the hub stopped answering");
+      return;
+    }
+    this.#sendUpdate();
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The node's end of the tunnel: a request the hub forwards is served in-process by the node's
+ * own HTTP handler, and the response streams back (spec/hub.yaml, "Tunnels").
+ *
+ * @module
+ */
+import type { RequestMessage } from "../../gen/hub/validators.ts";
+import { bearerToken, grantApiKeyAccess } from "../http/auth.ts";
+import { statusCodeError } from "../http/errors.ts";
+import { type Identity, SCOPES } from "../identity/identity.ts";
+import { TokenError } from "../identity/token_verifier.ts";
+import { VIA_HEADER } from "../tunnel/routing.ts";
+import type { StreamMux } from "../tunnel/stream_mux.ts";
+
+/** What serving a tunnelled request needs. */
+export interface TunnelContext {
+  mux: StreamMux;
+  /** The node's HTTP handler. */
+  serve(request: Request): Promise<Response>;
+  /** The node's HTTP port (the sep info's x-edge-port). */
+  port: number;
+  identity: Identity;
+}
+
+/** Builds the Request the node's handler sees; its account token may stand in for the API key. */
+async function tunnelledRequest(
+  message: RequestMessage,
+  body: BodyInit | null,
+  context: TunnelContext,
+): Promise<Request> {
+  const headers = new Headers(message.headers as [string, string][]);
+  headers.set(VIA_HEADER, "hub");
+  const request = new Request(`http://localhost:${context.port}${message.path}`, {
+    method: message.method,
+    headers,
+    body,
+    // @ts-ignore: Deno needs duplex for a streamed body; lib.dom lacks it.
+    duplex: "half",
+  });
+  const token = bearerToken(request);
+  if (token) {
+    try {
+      await context.identity.checkAccountToken(token, SCOPES.clusters);
+      grantApiKeyAccess(request);
+    } catch (error) {
+      // Not an account token of this node: the request is checked as any other.
+      if (!(error instanceof TokenError)) throw error;
+    }
+  }
+  return request;
+}
+
+/** Serves one tunnelled request; the body stream must be claimed before anything awaits. */
+export function serveTunnelled(message: RequestMessage, context: TunnelContext): void {
+  const { mux } = context;
+  const stream = message.s;
+  const body = mux.bodyOf(stream, message);
+  (async () => {
+    let response: Response;
+    if (message.port !== context.port) {
+      response = statusCodeError(
+        404,
+        `this node serves port ${context.port} through the hub, not ${message.port}`,
+      );
+    } else {
+      response = await context.serve(await tunnelledRequest(message, body, context));
+    }
+    await mux.send(stream, {
+      t: "res",
+      s: stream,
+      status: response.status,
+      headers: [...response.headers],
+      body: response.body !== null,
+    }, response.body);
+    // The handler did not read the whole request body: stop the hub from sending the rest.
+    if (mux.receiving(stream)) mux.cancel(stream, "the response is complete");
+  })().catch((error) => {
+    mux.cancel(stream, `the node failed: ${(error as Error).message}`);
+  });
+}

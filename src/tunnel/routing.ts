@@ -1,0 +1,63 @@
+/**
+ * The tunnel's addressing and header rules (spec/hub.yaml, "Tunnels"), shared by the hub and
+ * the node.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+
+/** The header names of the sep info, with the neutral word "edge". */
+export const PORT_HEADER = "x-edge-port";
+export const ROUTING_HEADER = "x-edge-routing";
+/** Set by the hub on every tunnelled request. */
+export const VIA_HEADER = "x-edge-via";
+export const FORWARDED_FOR_HEADER = "x-edge-forwarded-for";
+export const CALLER_ACCOUNT_HEADER = "x-edge-caller-account";
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1), and the ones the hub sets itself. */
+const NOT_FORWARDED = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "host",
+  PORT_HEADER,
+  ROUTING_HEADER,
+  VIA_HEADER,
+  FORWARDED_FOR_HEADER,
+  CALLER_ACCOUNT_HEADER,
+]);
+
+/** The routing header of a node: base64 of `{"nodeId", "localLinkNetworkId"}`. */
+export function routingHeader(nodeId: string, localLinkNetworkId: string): string {
+  return Buffer.from(JSON.stringify({ nodeId, localLinkNetworkId })).toString("base64");
+}
+
+/** The node id a routing header names, or undefined when it is not one. */
+export function routedNodeId(header: string): string | undefined {
+  if (header.length > 1024 || !/^[A-Za-z0-9+/]+={0,2}$/.test(header)) return undefined;
+  try {
+    const parsed = JSON.parse(Buffer.from(header, "base64").toString("utf8"));
+    const id = parsed?.nodeId;
+    return typeof id === "string" && /^[0-9a-f]{56}$/.test(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The headers to pass through, as pairs, without hop-by-hop ones (and those named by Connection). */
+export function forwardedHeaders(headers: Headers): [string, string][] {
+  const named = new Set(
+    (headers.get("connection") ?? "").split(",").map((h) => h.trim().toLowerCase()),
+  );
+  const pairs: [string, string][] = [];
+  for (const [name, value] of headers) {
+    if (!NOT_FORWARDED.has(name) && !named.has(name)) pairs.push([name, value]);
+  }
+  return pairs;
+}

@@ -1,0 +1,264 @@
+/**
+ * HTTP bodies multiplexed over one WebSocket, with per-stream flow control (spec/hub.yaml,
+ * "Tunnels"). The sender of a body may have at most WINDOW_BYTES unacknowledged; the receiver
+ * grants credit as its reader consumes bytes. A slow reader therefore stalls its own sender
+ * instead of filling memory, and one slow stream does not stall the others.
+ *
+ * @module
+ */
+import { Buffer } from "node:buffer";
+
+/** Bytes a sender may send on a stream before the receiver grants more. */
+export const WINDOW_BYTES = 512 * 1024;
+/** The largest body piece in one binary frame. */
+export const MAX_CHUNK_BYTES = 64 * 1024;
+/** The largest body sent inside its head message. */
+export const INLINE_MAX_BYTES = 64 * 1024;
+/** Credit is granted in batches of this many consumed bytes. */
+const CREDIT_BATCH = WINDOW_BYTES / 4;
+
+/** The control messages the mux itself sends and handles. */
+export type MuxMessage =
+  | { t: "credit"; s: number; n: number }
+  | { t: "end"; s: number }
+  | { t: "abort"; s: number; message: string };
+
+/** A stream cancelled by the other side or because the connection went away. */
+export class StreamAborted extends Error {
+  override name = "StreamAborted";
+}
+
+interface Inbound {
+  queue: Uint8Array[];
+  ended: boolean;
+  error?: Error;
+  wake?: () => void;
+  consumed: number;
+}
+
+interface Outbound {
+  credit: number;
+  error?: Error;
+  wake?: () => void;
+}
+
+/** Resolves after the current task (and its microtasks). */
+function nextTask(): Promise<undefined> {
+  return new Promise((resolve) => setTimeout(() => resolve(undefined), 0));
+}
+
+/** A binary frame: 4-byte big-endian stream id, then the bytes. */
+export function dataFrame(stream: number, bytes: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(4 + bytes.length);
+  new DataView(frame.buffer).setUint32(0, stream);
+  frame.set(bytes, 4);
+  return frame;
+}
+
+/** Bodies in both directions of every open stream of one connection. */
+export class StreamMux {
+  readonly #send: (frame: string | Uint8Array) => void;
+  readonly #inbound = new Map<number, Inbound>();
+  readonly #outbound = new Map<number, Outbound>();
+
+  /** `send` writes one frame to the socket. */
+  constructor(send: (frame: string | Uint8Array) => void) {
+    this.#send = send;
+  }
+
+  /** How many bodies are being received or sent. */
+  get openBodies(): number {
+    return this.#inbound.size + this.#outbound.size;
+  }
+
+  #control(message: MuxMessage): void {
+    this.#send(JSON.stringify(message));
+  }
+
+  /**
+   * The body the peer sends on `stream`, read as it arrives. Cancelling it aborts the stream
+   * (and `onCancel` runs, for the stream's other direction).
+   */
+  receive(
+    stream: number,
+    onCancel: (reason: string) => void = () => {},
+  ): ReadableStream<Uint8Array> {
+    const state: Inbound = { queue: [], ended: false, consumed: 0 };
+    this.#inbound.set(stream, state);
+    return new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        while (state.queue.length === 0 && !state.ended && !state.error) {
+          await new Promise<void>((resolve) => state.wake = resolve);
+        }
+        const chunk = state.queue.shift();
+        if (chunk) {
+          controller.enqueue(chunk);
+          state.consumed += chunk.length;
+          if (state.consumed >= CREDIT_BATCH && !state.ended) {
+            this.#control({ t: "credit", s: stream, n: state.consumed });
+            state.consumed = 0;
+          }
+          return;
+        }
+        this.#inbound.delete(stream);
+        if (state.error) controller.error(state.error);
+        else controller.close();
+      },
+      cancel: (reason) => {
+        if (!this.#inbound.has(stream)) return;
+        this.#inbound.delete(stream);
+        const message = `the receiver cancelled: ${reason ?? "no reason"}`;
+        this.#control({ t: "abort", s: stream, message });
+        this.#failOutbound(stream, message);
+        onCancel(message);
+      },
+    }, { highWaterMark: 0 });
+  }
+
+  /**
+   * Sends `head` (the request or response message) and `body` on `stream`. A body that is
+   * complete already and at most INLINE_MAX_BYTES goes inside the head (`inline`, base64);
+   * otherwise the head says `body: true` and the bytes follow within the peer's credit, then
+   * `end`. Rejects with StreamAborted when the peer aborts; if reading `body` fails after the
+   * head went, the peer gets `abort`.
+   */
+  async send(
+    stream: number,
+    head: { t: string; body: boolean } & Record<string, unknown>,
+    body: ReadableStream<Uint8Array> | null,
+  ): Promise<void> {
+    if (!body) return this.#send(JSON.stringify({ ...head, body: false }));
+    const reader = body.getReader();
+    // One message, not several: frames written apart meet Nagle's algorithm and the peer's
+    // delayed ACK (Deno's WebSocket client has no TCP_NODELAY), 40 ms a request.
+    const ready: Uint8Array[] = [];
+    let size = 0;
+    let pending = reader.read();
+    while (size <= INLINE_MAX_BYTES) {
+      const result = await Promise.race([pending, nextTask()]);
+      if (result === undefined) break;
+      if (result.done) {
+        const inline = Buffer.concat(ready).toString("base64");
+        return this.#send(JSON.stringify({ ...head, body: false, inline }));
+      }
+      ready.push(result.value);
+      size += result.value.length;
+      pending = reader.read();
+    }
+    this.#send(JSON.stringify({ ...head, body: true }));
+    const state: Outbound = { credit: WINDOW_BYTES };
+    this.#outbound.set(stream, state);
+    try {
+      for (const chunk of ready) await this.#sendChunk(stream, state, chunk);
+      while (true) {
+        const { value, done } = await pending;
+        if (state.error) throw state.error;
+        if (done) break;
+        await this.#sendChunk(stream, state, value);
+        pending = reader.read();
+      }
+      this.#control({ t: "end", s: stream });
+    } catch (error) {
+      if (!state.error) {
+        // Our side failed (the body's source broke): tell the peer, and stop receiving too.
+        const message = `the sender failed: ${(error as Error).message}`;
+        this.#control({ t: "abort", s: stream, message });
+        this.#failInbound(stream, new StreamAborted(message));
+      }
+      reader.cancel(error).catch(() => {});
+      throw error;
+    } finally {
+      this.#outbound.delete(stream);
+    }
+  }
+
+  async #sendChunk(stream: number, state: Outbound, chunk: Uint8Array): Promise<void> {
+    for (let offset = 0; offset < chunk.length;) {
+      while (state.credit <= 0 && !state.error) {
+        await new Promise<void>((resolve) => state.wake = resolve);
+      }
+      if (state.error) throw state.error;
+      const n = Math.min(chunk.length - offset, state.credit, MAX_CHUNK_BYTES);
+      this.#send(dataFrame(stream, chunk.subarray(offset, offset + n)));
+      state.credit -= n;
+      offset += n;
+    }
+  }
+
+  /** The body a head announced: inline bytes, frames to come (`body: true`), or none. */
+  bodyOf(
+    stream: number,
+    head: { body: boolean; inline?: string },
+    onCancel?: (reason: string) => void,
+  ): BodyInit | null {
+    if (head.inline !== undefined) return new Uint8Array(Buffer.from(head.inline, "base64"));
+    return head.body ? this.receive(stream, onCancel) : null;
+  }
+
+  /** A binary frame from the peer. Bytes for an unknown stream (just cancelled) are dropped. */
+  onData(frame: Uint8Array): void {
+    if (frame.length < 4) return;
+    const stream = new DataView(frame.buffer, frame.byteOffset).getUint32(0);
+    const state = this.#inbound.get(stream);
+    if (!state || state.ended) return;
+    state.queue.push(frame.subarray(4));
+    state.wake?.();
+  }
+
+  /** A mux control message from the peer. */
+  onControl(message: MuxMessage): void {
+    if (message.t === "credit") {
+      const state = this.#outbound.get(message.s);
+      if (!state) return;
+      state.credit += message.n;
+      state.wake?.();
+    } else if (message.t === "end") {
+      const state = this.#inbound.get(message.s);
+      if (!state) return;
+      state.ended = true;
+      state.wake?.();
+    } else {
+      this.abortStream(message.s, `the other side aborted: ${message.message}`);
+    }
+  }
+
+  /** Ends both directions of `stream` locally, without telling the peer. */
+  abortStream(stream: number, message: string): void {
+    this.#failInbound(stream, new StreamAborted(message));
+    this.#failOutbound(stream, message);
+  }
+
+  /** Whether the peer's body on `stream` is still being received. */
+  receiving(stream: number): boolean {
+    return this.#inbound.has(stream);
+  }
+
+  /** Tells the peer that `stream` is cancelled, and ends it here. */
+  cancel(stream: number, message: string): void {
+    this.#control({ t: "abort", s: stream, message });
+    this.abortStream(stream, message);
+  }
+
+  /** Fails every open stream (the connection is gone). */
+  abortAll(message: string): void {
+    for (const stream of [...this.#inbound.keys(), ...this.#outbound.keys()]) {
+      this.abortStream(stream, message);
+    }
+  }
+
+  #failInbound(stream: number, error: Error): void {
+    const state = this.#inbound.get(stream);
+    // A body that arrived whole stays readable: the peer may abort the other direction after.
+    if (!state || state.error || state.ended) return;
+    state.error = error;
+    state.queue.length = 0;
+    state.wake?.();
+  }
+
+  #failOutbound(stream: number, message: string): void {
+    const state = this.#outbound.get(stream);
+    if (!state || state.error) return;
+    state.error = new StreamAborted(message);
+    state.wake?.();
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * A real hub (`edgenode hub`) and nodes joined to it the way users join them: associate the
+ * node with an account (JSON-RPC), store an account token (PUT /token), report a GPS fix.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { cliToken, rpc, type TestIssuer } from "./identity.ts";
+import {
+  LAUNCHER_PERMISSIONS,
+  type ListeningProcess,
+  MAIN,
+  startListening,
+  startTestNode,
+  type TestNode,
+  waitFor,
+} from "./node.ts";
+
+/** A running hub. */
+export interface TestHub extends ListeningProcess {
+  dataDir: string;
+}
+
+/** Starts `edgenode hub` trusting `issuer`, on `port` (a free one by default). */
+export async function startTestHub(
+  issuer: TestIssuer,
+  dataDir: string,
+  options: { port?: number; config?: Record<string, unknown> } = {},
+): Promise<TestHub> {
+  await Deno.mkdir(dataDir, { recursive: true });
+  if (options.config) {
+    await Deno.writeTextFile(`${dataDir}/hub.json`, JSON.stringify(options.config));
+  }
+  const process = await startListening(Deno.execPath(), [
+    "run",
+    ...LAUNCHER_PERMISSIONS,
+    MAIN,
+    "hub",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(options.port ?? 0),
+    "--data-dir",
+    dataDir,
+    "--trust",
+    issuer.trustFile,
+  ]);
+  return { ...process, dataDir };
+}
+
+/** A node of an account, connected to a hub. */
+export interface HubNode {
+  node: TestNode;
+  id: string;
+  account: string;
+  /** The account token the node stored. */
+  token: string;
+}
+
+/** Where a node is, for updateGps. */
+export interface Fix {
+  latitude: number;
+  longitude: number;
+}
+
+/** GET on the node's insight service with its API key. */
+export function insightGet(node: TestNode, path: string): Promise<Response> {
+  return fetch(`${node.url}/mesh/insight/v1${path}`, { headers: node.auth() });
+}
+
+/** The node's bep info (asserting 200). */
+// deno-lint-ignore no-explicit-any
+export async function infoOf(node: TestNode, types: string): Promise<any> {
+  const response = await insightGet(node, `/info?types=${types}`);
+  assert.equal(response.status, 200, await response.clone().text());
+  return (await response.json()).data;
+}
+
+/** Waits until the node reports its hub connection up. */
+export async function connected(node: TestNode): Promise<void> {
+  let last = "";
+  await waitFor(
+    async () => {
+      const response = await insightGet(node, "/info?types=bep");
+      last = await response.text();
+      return response.ok && JSON.parse(last).data.bep.status === "success";
+    },
+    `the hub connection (last answer: ${last})`,
+    15_000,
+  );
+}
+
+/**
+ * Starts a node with `hub.url`, associates it with `account`, stores a clusters token (with
+ * `expiresAt` when given) and reports `fix`; waits for the hub connection.
+ */
+export async function joinHub(
+  hubUrl: string,
+  issuer: TestIssuer,
+  account: string,
+  options: { name: string; fix?: Fix; expiresAt?: number },
+): Promise<HubNode> {
+  const node = await startTestNode({
+    args: ["--trust", issuer.trustFile],
+    config: {
+      apiKey: `hub-test-key-${options.name}-0123456789`,
+      nodeName: options.name,
+      discovery: { mdns: false },
+      hub: { url: hubUrl },
+    },
+  });
+  await rpc(node, "associateAccount", [await cliToken(issuer, account, "edge:account:associate")]);
+  const token = await cliToken(issuer, account, "edge:clusters");
+  const put = await fetch(`${node.url}/mesh/insight/v1/token`, {
+    method: "PUT",
+    headers: node.auth({ "Content-Type": "application/json" }),
+    body: JSON.stringify({ token, expiresAt: options.expiresAt }),
+  });
+  assert.equal(put.status, 200, await put.text());
+  if (options.fix) {
+    await rpc(node, "updateGps", [
+      token,
+      String(options.fix.longitude),
+      String(options.fix.latitude),
+      "0",
+      "0",
+    ]);
+  }
+  await connected(node);
+  const { id } = (await (await fetch(`${node.url}/mds/v1/nodes?ping=true`)).json()).data;
+  return { node, id, account, token };
+}
+
+/** The ids a node lists for `type` (asserting 200). */
+export async function listedIds(node: TestNode, type: string): Promise<string[]> {
+  const response = await insightGet(node, `/nodes?type=${type}`);
+  assert.equal(response.status, 200, await response.clone().text());
+  return (await response.json()).data.map((n: { id: string }) => n.id);
+}
