@@ -58,41 +58,57 @@ async function until(condition: () => Promise<boolean>, ms = 30_000): Promise<vo
   }
 }
 
-/** The peak RSS of a fresh hub after uploading and downloading `mib` MiB through it. */
-async function transferPeak(issuer: TestIssuer, dir: string, mib: number): Promise<number> {
+/** A fresh hub with two nodes of one account; a2 is reached through the hub with a1's token. */
+async function tunnelPair(issuer: TestIssuer, dir: string) {
   const hub = await startTestHub(issuer, `${dir}/hub`);
   const a1 = await joinHub(hub.url, issuer, "bench", { name: "a1" });
   const a2 = await joinHub(hub.url, issuer, "bench", { name: "a2" });
-  try {
-    const sep = (await (await fetch(`${a2.node.url}/mesh/insight/v1/info?types=sep`, {
-      headers: a2.node.auth(),
-    })).json()).data.sep;
-    const headers = Object.entries({ ...sep.headers, Authorization: `Bearer ${a1.token}` })
-      .flatMap(([name, value]) => ["-H", `${name}: ${value}`]);
-    await makeModelFile(`${dir}/file`, mib);
+  const sep = (await (await fetch(`${a2.node.url}/mesh/insight/v1/info?types=sep`, {
+    headers: a2.node.auth(),
+  })).json()).data.sep;
+  const createModel = async (id: string) => {
     await (await fetch(`${a2.node.storeUrl}/models`, {
       method: "POST",
       headers: a2.node.auth({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ id: "m", version: "1", kind: "llm" }),
+      body: JSON.stringify({ id, version: "1", kind: "llm" }),
     })).body?.cancel();
-    const url = `${sep.url}/ai/store/v1/models/m`;
-    const curl = ["-sS", "--fail", "-o", "/dev/null", ...headers];
-    await run("curl", [
-      ...curl,
-      "-H",
-      "Content-Type: application/octet-stream",
-      "-T",
-      `${dir}/file`,
-      "-X",
-      "POST",
-      `${url}/upload`,
-    ]);
-    await run("curl", [...curl, `${url}?alt=media`]);
-    return await peakRssMib(hub.pid);
+  };
+  return {
+    hub,
+    node: a2.node,
+    sepUrl: String(sep.url),
+    tunnel: { ...sep.headers, Authorization: `Bearer ${a1.token}` } as Record<string, string>,
+    createModel,
+    async close() {
+      await a1.node.stop();
+      await a2.node.stop();
+      await hub.stop();
+    },
+  };
+}
+
+/** curl arguments: GET `url` (or with `upload`, POST that file) with these headers. */
+function curlArgs(url: string, headers: Record<string, string>, upload?: string): string[] {
+  const args = ["-sS", "--fail", "-o", "/dev/null"];
+  for (const [name, value] of Object.entries(headers)) args.push("-H", `${name}: ${value}`);
+  if (upload) {
+    args.push("-H", "Content-Type: application/octet-stream", "-T", upload, "-X", "POST");
+  }
+  return [...args, url];
+}
+
+/** The peak RSS of a fresh hub after uploading and downloading `mib` MiB through it. */
+async function transferPeak(issuer: TestIssuer, dir: string, mib: number): Promise<number> {
+  const pair = await tunnelPair(issuer, dir);
+  try {
+    await makeModelFile(`${dir}/file`, mib);
+    await pair.createModel("m");
+    const url = `${pair.sepUrl}/ai/store/v1/models/m`;
+    await run("curl", curlArgs(`${url}/upload`, pair.tunnel, `${dir}/file`));
+    await run("curl", curlArgs(`${url}?alt=media`, pair.tunnel));
+    return await peakRssMib(pair.hub.pid);
   } finally {
-    await a1.node.stop();
-    await a2.node.stop();
-    await hub.stop();
+    await pair.close();
     await Deno.remove(`${dir}/file`).catch(() => {});
   }
 }
@@ -102,73 +118,32 @@ export async function hubRows(sizeMib: number): Promise<string[][]> {
   const rows: string[][] = [];
   const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-" });
   const issuer = await makeIssuer(`${dir}/issuer`);
-  const hub = await startTestHub(issuer, `${dir}/hub`);
-  const a1 = await joinHub(hub.url, issuer, "bench", { name: "a1" });
-  const a2 = await joinHub(hub.url, issuer, "bench", { name: "a2" });
+  const pair = await tunnelPair(issuer, `${dir}/speed`);
   try {
-    const sep = (await (await fetch(`${a2.node.url}/mesh/insight/v1/info?types=sep`, {
-      headers: a2.node.auth(),
-    })).json()).data.sep;
-    const tunnel = { ...sep.headers, Authorization: `Bearer ${a1.token}` };
+    const { node, sepUrl, tunnel } = pair;
     const path = "/mds/v1/nodes?ping=true";
-    const direct = await wrk(`${a2.node.url}${path}`);
-    const through = await wrk(`${sep.url}${path}`, tunnel);
+    const direct = await wrk(`${node.url}${path}`);
+    const through = await wrk(`${sepUrl}${path}`, tunnel);
     rows.push([
       "GET through the hub's tunnel (wrk -c50, 1 core)",
-      `${through} req/s, p99 ${(await p99(`${sep.url}${path}`, tunnel)).toFixed(2)} ms`,
+      `${through} req/s, p99 ${(await p99(`${sepUrl}${path}`, tunnel)).toFixed(2)} ms`,
       `straight to the node: ${direct} req/s, p99 ${
-        (await p99(`${a2.node.url}${path}`)).toFixed(2)
+        (await p99(`${node.url}${path}`)).toFixed(2)
       } ms`,
     ]);
 
     const file = `${dir}/big.gguf`;
     await makeModelFile(file, sizeMib);
     const mb = sizeMib * 1.048576;
-    const key = `Authorization: Bearer ${a2.node.apiKey}`;
-    const create = (id: string) =>
-      fetch(`${a2.node.storeUrl}/models`, {
-        method: "POST",
-        headers: a2.node.auth({ "Content-Type": "application/json" }),
-        body: JSON.stringify({ id, version: "1", kind: "llm" }),
-      }).then((r) => r.body?.cancel());
-    await create("direct");
-    await create("tunnelled");
-    const upload = (url: string, headers: string[]) => [
-      "-sS",
-      "--fail",
-      "-o",
-      "/dev/null",
-      ...headers.flatMap((h) => ["-H", h]),
-      "-H",
-      "Content-Type: application/octet-stream",
-      "-T",
-      file,
-      "-X",
-      "POST",
-      url,
-    ];
-    const tunnelHeaders = Object.entries(tunnel).map(([name, value]) => `${name}: ${value}`);
-    const upDirect = await timed(
-      "curl",
-      upload(`${a2.node.storeUrl}/models/direct/upload`, [key]),
-    );
-    const upTunnel = await timed(
-      "curl",
-      upload(`${sep.url}/ai/store/v1/models/tunnelled/upload`, tunnelHeaders),
-    );
-    const get = (url: string, headers: string[]) => [
-      "-sS",
-      "--fail",
-      "-o",
-      "/dev/null",
-      ...headers.flatMap((h) => ["-H", h]),
-      url,
-    ];
-    const downDirect = await timed("curl", get(`${a2.node.storeUrl}/models/direct?alt=media`, []));
-    const downTunnel = await timed(
-      "curl",
-      get(`${sep.url}/ai/store/v1/models/tunnelled?alt=media`, tunnelHeaders),
-    );
+    await pair.createModel("direct");
+    await pair.createModel("tunnelled");
+    const key = { Authorization: `Bearer ${node.apiKey}` };
+    const models = `${node.storeUrl}/models`;
+    const tunnelled = `${sepUrl}/ai/store/v1/models/tunnelled`;
+    const upDirect = await timed("curl", curlArgs(`${models}/direct/upload`, key, file));
+    const upTunnel = await timed("curl", curlArgs(`${tunnelled}/upload`, tunnel, file));
+    const downDirect = await timed("curl", curlArgs(`${models}/direct?alt=media`, {}));
+    const downTunnel = await timed("curl", curlArgs(`${tunnelled}?alt=media`, tunnel));
     rows.push([
       `upload ${sizeMib} MiB through the tunnel (curl -T, median of 3)`,
       `${(mb / upTunnel).toFixed(0)} MB/s`,
@@ -180,9 +155,7 @@ export async function hubRows(sizeMib: number): Promise<string[][]> {
       `straight to the node: ${(mb / downDirect).toFixed(0)} MB/s`,
     ]);
   } finally {
-    await a1.node.stop();
-    await a2.node.stop();
-    await hub.stop();
+    await pair.close();
   }
   const peaks = [];
   for (const mib of [Math.max(1, Math.round(sizeMib / 4)), sizeMib]) {
