@@ -73,7 +73,9 @@ export class HubLink {
   start(): void {
     this.#host.identity.onChange((change) => {
       if (change === "gps") this.#sendUpdate();
-      else this.#reconnect(`the account ${change} changed`);
+      else {this.#reconnect(
+          change === "token" ? "the account token changed" : "the account changed",
+        );}
     });
     this.#ticker = setInterval(() => this.#tick(), 1000);
     this.#connect();
