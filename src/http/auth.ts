@@ -27,6 +27,20 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
+/** 401 for a request without credentials, saying what `Authorization: Bearer` must carry. */
+function missingCredentials(what: string): HttpError {
+  return new HttpError(401, `missing credentials: send 'Authorization: Bearer <${what}>'`, {
+    "WWW-Authenticate": 'Bearer realm="edgenode"',
+  });
+}
+
+/** The request's bearer credential; 401 when there is none (`what` names what it must be). */
+export function requireBearer(request: Request, what: string): string {
+  const token = bearerToken(request);
+  if (!token) throw missingCredentials(what);
+  return token;
+}
+
 /** Requests that count as carrying the API key without it (see grantApiKeyAccess). */
 const granted = new WeakSet<Request>();
 
@@ -50,11 +64,7 @@ export function requireApiKey(
 ): void {
   if (granted.has(request)) return;
   const token = bearerToken(request);
-  if (token === undefined) {
-    throw new HttpError(401, "missing credentials: send 'Authorization: Bearer <API key>'", {
-      "WWW-Authenticate": 'Bearer realm="edgenode"',
-    });
-  }
+  if (token === undefined) throw missingCredentials("API key");
   if (token === "" || !secretsEqual(token, apiKey)) {
     throw new HttpError(wrongKeyStatus, "incorrect API key");
   }

@@ -6,7 +6,7 @@
  */
 import { Router } from "itty-router";
 import { hubRoutes } from "../../gen/hub/routes.ts";
-import { bearerToken } from "../http/auth.ts";
+import { requireBearer } from "../http/auth.ts";
 import { HttpError, jsonResponse, responseForError, statusCodeError } from "../http/errors.ts";
 import { mountRoutes } from "../http/routes.ts";
 import { SCOPES } from "../identity/identity.ts";
@@ -108,14 +108,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
       throw new HttpError(400, `${PORT_HEADER} must be the port from the sep info`);
     }
-    const token = bearerToken(request);
-    if (!token) {
-      throw new HttpError(
-        401,
-        "tunnels need 'Authorization: Bearer <edge access token>' of the target node's account",
-        { "WWW-Authenticate": 'Bearer realm="edgenode-hub"' },
-      );
-    }
+    const token = requireBearer(request, "edge access token of the target node's account");
     let accountId: string;
     try {
       ({ accountId } = await verifier.verify(token, SCOPES.clusters, nodeId));

@@ -5,7 +5,7 @@
  * @module
  */
 import { mdsRoutes } from "../../gen/mds/routes.ts";
-import { bearerToken } from "../http/auth.ts";
+import { requireBearer } from "../http/auth.ts";
 import { HttpError, jsonResponse } from "../http/errors.ts";
 import type { Handlers } from "../http/routes.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
@@ -41,14 +41,7 @@ export function mdsHandlers(
       if (!CLUSTERS.includes(clusters)) {
         throw new HttpError(400, `unknown clusters '${clusters}': use ${CLUSTERS.join(", ")}`);
       }
-      const token = bearerToken(request);
-      if (!token) {
-        throw new HttpError(
-          401,
-          "missing credentials: send 'Authorization: Bearer <edge access token>'",
-          { "WWW-Authenticate": 'Bearer realm="edgenode"' },
-        );
-      }
+      const token = requireBearer(request, "edge access token");
       try {
         await identity.checkAccountToken(token, SCOPES.clusters);
       } catch (error) {
