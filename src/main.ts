@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import meta from "../deno.json" with { type: "json" };
+import { deployCommand, IMAGE_HELP, imageCommand } from "./cli/image_commands.ts";
 import { NODES_HELP, nodesCommand } from "./cli/nodes.ts";
 import { launchHub } from "./hub/hub_launcher.ts";
 import { startHub } from "./hub/hub_server.ts";
@@ -35,6 +36,7 @@ Usage:
       Prints an edge access token signed by the local issuer. Scopes: edge:account:associate,
       edge:account:unassociate, edge:clusters, edge:mcm.
 ${NODES_HELP}
+${IMAGE_HELP}
   edgenode version      Prints the version.
   edgenode help         Prints this help.
 
@@ -217,6 +219,10 @@ export async function main(args: string[]): Promise<number> {
         return await tokenCommand(rest);
       case "nodes":
         return await nodesCommand(rest);
+      case "image":
+        return await imageCommand(rest, env);
+      case "deploy":
+        return await deployCommand(rest, env);
       case "version":
       case "--version":
         console.log(VERSION);

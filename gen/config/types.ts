@@ -37,6 +37,29 @@ export interface components {
             trustedIssuers?: components["schemas"]["TrustedIssuer"][];
             discovery?: components["schemas"]["Discovery"];
             hub?: components["schemas"]["HubLink"];
+            mcm?: components["schemas"]["McmConfig"];
+        };
+        /** @description Microservice deployment (spec/mcm.yaml). */
+        McmConfig: {
+            /** @description The deployment key for /mcm/v1. Default the node's apiKey. */
+            apiKey?: string;
+            /** @description JavaScript heap of a container unless its MCM.MEMORY_MB says. Default 128. */
+            memoryMb?: number;
+            /** @description Largest image archive accepted. Default 67108864 (64 MiB). */
+            maxImageBytes?: number;
+            /** @description Largest entry (index.js) of an image. Default 16777216 (16 MiB). */
+            maxBundleBytes?: number;
+            /** @description Largest request body passed to a microservice. Default 16777216 (16 MiB). */
+            maxRequestBodyBytes?: number;
+            /** @description Storage (context.storage) of one container at most. Default 64. */
+            storageMb?: number;
+            /** @description Containers at most (each is a process). Default 32. */
+            maxContainers?: number;
+            /**
+             * @description Hosts (`name` or `name:port`) microservices may reach with context.http.request and
+             *     fetch. Absent: any host.
+             */
+            outboundHosts?: string[];
         };
         /**
          * @description The hub this node connects to for account and proximity listings and tunnels

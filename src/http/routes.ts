@@ -56,6 +56,11 @@ export interface MountOptions {
   wrongKeyStatus?: 401 | 403;
   /** The shape of this service's errors; the registry's by default. */
   errorFormat?: ErrorFormat;
+  /**
+   * Checks the credentials of operations that need them, before their input is read, in place
+   * of the API key check (for a service with other credentials, such as mcm's tokens).
+   */
+  authorize?: (request: Request) => void | Promise<void>;
 }
 
 /** Registers every operation of `routes` under every prefix, then 405 for other methods. */
@@ -80,7 +85,8 @@ export function mountRoutes<T extends Record<string, RouteSpec>>(
       }
     };
     const respond = async (request: IRequest) => {
-      if (needsKey) requireApiKey(request, options.apiKey, options.wrongKeyStatus);
+      if (options.authorize) await options.authorize(request);
+      else if (needsKey) requireApiKey(request, options.apiKey, options.wrongKeyStatus);
       const params = validate(route.params, request.params, "path");
       const query = validate(route.query, queryObject(new URL(request.url)), "query");
       let body: unknown = undefined;

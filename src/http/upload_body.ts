@@ -17,6 +17,13 @@ export interface UploadBody {
   declaredSize: number | undefined;
   /** Content-Length of the whole request, when given: an upper bound of the file's size. */
   bodyLength: number | undefined;
+  /** The file name the client gave its multipart part, if any. */
+  filename: string | undefined;
+  /**
+   * The multipart body's text fields; complete once `complete` resolves (a field may follow the
+   * file).
+   */
+  fields: Map<string, string>;
   /**
    * Resolves once the whole request body has been read and was well formed (for multipart, the
    * closing boundary arrived); rejects with a 400 otherwise. Await it after the chunks.
@@ -39,6 +46,8 @@ export function uploadBody(request: Request, field: string): Promise<UploadBody>
     chunks: request.body,
     declaredSize: bodyLength,
     bodyLength,
+    filename: undefined,
+    fields: new Map(),
     complete: Promise.resolve(),
   });
 }
@@ -73,9 +82,11 @@ function multipartFile(
   const complete = pipeline(source, parser).catch((error) => {
     throw error instanceof HttpError ? error : badForm(error);
   });
+  const fields = new Map<string, string>();
+  parser.on("field", (name, value) => fields.set(name, value));
   return new Promise<UploadBody>((resolve, reject) => {
     let found = false;
-    parser.on("file", (name, stream) => {
+    parser.on("file", (name, stream, info) => {
       if (found || name !== field) {
         stream.resume();
         return;
@@ -87,7 +98,14 @@ function multipartFile(
       // consumer still sees the failure: through the stream's iterator and through `complete`.
       stream.on("error", () => {});
       complete.catch((error) => stream.destroy(error));
-      resolve({ chunks: formFileChunks(stream), declaredSize: undefined, bodyLength, complete });
+      resolve({
+        chunks: formFileChunks(stream),
+        declaredSize: undefined,
+        bodyLength,
+        filename: info.filename,
+        fields,
+        complete,
+      });
     });
     complete.then(
       () => {

@@ -5,13 +5,14 @@
  * @module
  */
 import * as v from "valibot";
-import type { HelloMessage, ResponseMessage, UpdateMessage } from "../../gen/hub/validators.ts";
+import type { HelloMessage, UpdateMessage } from "../../gen/hub/validators.ts";
 import { type NodeDescription, NodeDescriptionSchema } from "../../gen/mds/validators.ts";
 import { newChallenge, ProofError, verifyProof } from "../discovery/peer_proof.ts";
 import { HttpError } from "../http/errors.ts";
 import { SCOPES } from "../identity/identity.ts";
 import { TokenError, type TokenVerifier } from "../identity/token_verifier.ts";
 import { FROM_NODE, type MessageOf, parseMessage } from "../tunnel/messages.ts";
+import { MuxRequests } from "../tunnel/mux_requests.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import type { HubStore } from "./hub_store.ts";
 import type { ConnectedNode } from "./listings.ts";
@@ -40,11 +41,6 @@ export interface SessionHost {
 
 type FromNode = MessageOf<typeof FROM_NODE>;
 
-interface PendingResponse {
-  resolve(answer: { message: ResponseMessage; body: BodyInit | null }): void;
-  reject(error: Error): void;
-}
-
 /** A node connected (or connecting) over a WebSocket. */
 export class NodeSession {
   readonly #socket: WebSocket;
@@ -52,8 +48,7 @@ export class NodeSession {
   readonly #challenge = newChallenge();
   readonly #origin: string;
   readonly #mux: StreamMux;
-  readonly #pending = new Map<number, PendingResponse>();
-  #nextStream = 1;
+  readonly #requests: MuxRequests;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Set once the node has proved itself. */
   entry: ConnectedNode | undefined;
@@ -66,6 +61,7 @@ export class NodeSession {
     this.#host = host;
     this.#origin = origin;
     this.#mux = new StreamMux((frame) => this.#send(frame));
+    this.#requests = new MuxRequests(this.#mux);
     this.entry = undefined;
     socket.binaryType = "arraybuffer";
     socket.onopen = () => {
@@ -89,7 +85,7 @@ export class NodeSession {
 
   /** Streams in flight. */
   get openStreams(): number {
-    return this.#pending.size + this.#mux.openBodies;
+    return this.#requests.waiting + this.#mux.openBodies;
   }
 
   /** Closes the socket with a WebSocket close code and reason. */
@@ -150,17 +146,13 @@ export class NodeSession {
         }));
         return;
       case "res":
-        return this.#response(message);
+        return this.#requests.onResponse(message);
       case "ping":
         return this.#send(JSON.stringify({ t: "pong" }));
       case "pong":
         return;
-      case "abort": {
-        const pending = this.#pending.get(message.s);
-        this.#pending.delete(message.s);
-        pending?.reject(new HttpError(502, `the node aborted the request: ${message.message}`));
-        return this.#mux.onControl(message);
-      }
+      case "abort":
+        return this.#requests.onAbort(message, "the node");
       default:
         this.#mux.onControl(message);
     }
@@ -216,56 +208,28 @@ export class NodeSession {
     }
   }
 
-  #response(message: ResponseMessage): void {
-    const pending = this.#pending.get(message.s);
-    if (!pending) return;
-    this.#pending.delete(message.s);
-    const body = this.#mux.bodyOf(message.s, message);
-    pending.resolve({ message, body });
-  }
-
   /**
    * Sends a request through the tunnel to port `port` of the node and returns its response,
    * whose body streams in as the node sends it.
    */
-  async forward(request: Request, port: number, headers: [string, string][]): Promise<Response> {
+  forward(request: Request, port: number, headers: [string, string][]): Promise<Response> {
     if (this.openStreams >= MAX_STREAMS) {
       throw new HttpError(503, `the node has ${MAX_STREAMS} requests open; retry later`, {
         "Retry-After": "1",
       });
     }
-    const stream = this.#nextStream++;
-    const answer = Promise.withResolvers<{ message: ResponseMessage; body: BodyInit | null }>();
-    this.#pending.set(stream, answer);
     const url = new URL(request.url);
-    const head = {
-      t: "req",
-      s: stream,
-      method: request.method,
-      path: url.pathname + url.search,
-      port,
-      headers,
-      body: request.body !== null,
-    };
-    this.#mux.send(stream, head, request.body).catch((error) => {
-      // The client's body broke (it went away). If the node has not answered yet, nobody waits.
-      this.#pending.get(stream)?.reject(
-        new HttpError(400, `the request body failed: ${(error as Error).message}`),
-      );
-      this.#pending.delete(stream);
-    });
-    const { message, body } = await answer.promise;
-    return new Response(body, {
-      status: message.status,
-      headers: message.headers as [string, string][],
-    });
+    return this.#requests.send(
+      { method: request.method, path: url.pathname + url.search, port, headers },
+      request.body,
+    ).response;
   }
 
   #closed(): void {
     clearTimeout(this.#timer);
-    const gone = new HttpError(502, "the node's connection to the hub closed during the request");
-    for (const pending of this.#pending.values()) pending.reject(gone);
-    this.#pending.clear();
+    this.#requests.failAll(
+      new HttpError(502, "the node's connection to the hub closed during the request"),
+    );
     this.#mux.abortAll("the node's connection to the hub closed");
     this.#host.unregister(this);
   }

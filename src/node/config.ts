@@ -8,6 +8,7 @@ import { Buffer } from "node:buffer";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
 import type { DiscoverySettings } from "../discovery/link_local.ts";
+import type { McmSettings } from "../mcm/deployments.ts";
 import {
   type NodeConfig,
   NodeConfigSchema,
@@ -46,6 +47,8 @@ export interface Settings {
   discovery: DiscoverySettings;
   /** The hub to connect to, if any. */
   hub: { url: string } | undefined;
+  /** Microservice deployment. */
+  mcm: McmSettings;
 }
 
 /** The defaults of every optional setting. */
@@ -58,6 +61,14 @@ export const DEFAULTS = {
   downloadRetries: 5,
   mdnsPort: 5353,
   announceSeconds: 30,
+  mcm: {
+    memoryMb: 128,
+    maxImageBytes: 64 * 1024 * 1024,
+    maxBundleBytes: 16 * 1024 * 1024,
+    maxRequestBodyBytes: 16 * 1024 * 1024,
+    storageMb: 64,
+    maxContainers: 32,
+  },
 } as const;
 
 /** Reads an environment variable; injected so that callers can decide which ones are allowed. */
@@ -198,6 +209,12 @@ export async function loadSettings(
       peers: file.discovery?.peers ?? [],
     },
     hub: file.hub ? { url: file.hub.url.replace(/\/$/, "") } : undefined,
+    mcm: {
+      ...DEFAULTS.mcm,
+      ...file.mcm,
+      apiKey: file.mcm?.apiKey ?? (env("EDGENODE_API_KEY") || file.apiKey),
+      outboundHosts: file.mcm?.outboundHosts,
+    },
   };
   return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };
 }

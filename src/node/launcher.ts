@@ -12,7 +12,15 @@ import { MDNS_GROUP } from "../discovery/mdns_socket.ts";
 import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
 
 /** The environment variables the node may read. */
-export const NODE_ENV_VARS = ["EDGENODE_API_KEY", "EDGENODE_DATA_DIR", "HOME", "USERPROFILE"];
+export const NODE_ENV_VARS = [
+  "EDGENODE_API_KEY",
+  "EDGENODE_DATA_DIR",
+  "HOME",
+  "USERPROFILE",
+  // Where Deno keeps its cache, passed on to container processes.
+  "DENO_DIR",
+  "XDG_CACHE_HOME",
+];
 
 /** `host:port` as Deno's --allow-net takes it. */
 export function netAddress(host: string, port: number): string {
@@ -52,6 +60,8 @@ export function nodePermissions(settings: Settings): string[] {
     `--allow-write=${settings.dataDir}`,
     net,
     `--allow-env=${NODE_ENV_VARS.join(",")}`,
+    // Container processes: this same Deno, with permissions of their own (src/mcm/).
+    `--allow-run=${Deno.execPath()}`,
     // statfs: free disk space before a transfer, and total storage; hostname: the default node
     // name; networkInterfaces: the node's addresses and mDNS interfaces; systemMemoryInfo: the
     // totalPhysicalMemory characteristic.

@@ -17,6 +17,11 @@ import { insightError, insightHandlers, insightRoutes } from "../insight/routes.
 import { JSONRPC_PATH, mountJsonRpc } from "../jsonrpc/routes.ts";
 import { mdsHandlers, mdsRoutes } from "../mds/routes.ts";
 import { errorResponse, responseForError } from "../http/errors.ts";
+import { BundleFiles } from "../mcm/bundle_files.ts";
+import { Deployments, type Match } from "../mcm/deployments.ts";
+import { Images } from "../mcm/images.ts";
+import { McmRecords } from "../mcm/mcm_records.ts";
+import { mcmAuthorizer, mcmHandlers, mcmRoutes } from "../mcm/routes.ts";
 import { mountRoutes } from "../http/routes.ts";
 import { ModelFiles } from "../store/model_files.ts";
 import { ModelRecords } from "../store/model_records.ts";
@@ -53,10 +58,33 @@ function localOnly(request: Request): boolean {
   return LOCAL_ONLY_PREFIXES.some((prefix) => path === prefix || path.startsWith(prefix));
 }
 
-/** Adds the CORS headers; every response the node builds has mutable headers. */
-function withCors(response: Response): Response {
-  for (const [name, value] of Object.entries(CORS_HEADERS)) response.headers.set(name, value);
+/**
+ * Adds the CORS headers; every response the node builds has mutable headers. A microservice's
+ * own CORS headers are kept.
+ */
+function withCors(response: Response, keepOwn = false): Response {
+  for (const [name, value] of Object.entries(CORS_HEADERS)) {
+    if (!keepOwn || !response.headers.has(name)) response.headers.set(name, value);
+  }
   return response;
+}
+
+/** An environment variable the node may read, else undefined. */
+function readEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The path of a request URL, without parsing all of it (this runs for every request). */
+function pathOf(url: string): { path: string; search: string } {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const query = url.indexOf("?", start);
+  return query < 0
+    ? { path: url.slice(start), search: "" }
+    : { path: url.slice(start, query), search: url.slice(query) };
 }
 
 /** Starts a node with these settings; resolves once it listens. */
@@ -87,6 +115,22 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   });
 
   let boundPort = settings.port;
+  const mcmRecords = new McmRecords(db);
+  const bundleFiles = await BundleFiles.open(settings.dataDir);
+  const images = new Images(mcmRecords, bundleFiles, settings.mcm);
+  const deployments = new Deployments(mcmRecords, bundleFiles, images, settings.mcm, {
+    nodeId: () => identity.nodeId,
+    accountId: () => identity.accountId,
+    port: () => boundPort,
+    reservedPrefixes: [
+      ...settings.storePrefixes,
+      ...settings.insightPrefixes,
+      "/mcm",
+      "/mds",
+      JSONRPC_PATH,
+    ],
+    readEnv,
+  });
   const linkLocal = new LinkLocal(
     selfDescriber(
       identity,
@@ -124,12 +168,42 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     prefixes: [""],
   });
   mountJsonRpc(router, identity);
+  mountRoutes(router, mcmRoutes, mcmHandlers(images, deployments), {
+    apiKey: settings.mcm.apiKey,
+    prefixes: [""],
+    authorize: mcmAuthorizer(settings.mcm.apiKey, identity),
+  });
   const hint = `the model registry is under ${settings.storePrefixes.join(", ")}, insight under ${
     settings.insightPrefixes.join(", ")
-  }, JSON-RPC at ${JSONRPC_PATH}, the node listing at /mds/v1/nodes`;
+  }, JSON-RPC at ${JSONRPC_PATH}, the node listing at /mds/v1/nodes, deployment at /mcm/v1`;
+
+  const serveContainer = async (target: Match, request: Request, path: string) => {
+    if ("unknown" in target) {
+      return withCors(
+        errorResponse(
+          404,
+          `no microservice at ${path}; GET /mcm/v1/containers lists the deployed ones`,
+        ),
+      );
+    }
+    try {
+      return withCors(await target.runtime.forward(request, target.path, boundPort), true);
+    } catch (error) {
+      return withCors(responseForError(error, request));
+    }
+  };
 
   const handle = async (request: Request): Promise<Response> => {
     if (request.method === "OPTIONS") return withCors(new Response(null, { status: 204 }));
+    const { path, search } = pathOf(request.url);
+    const target = deployments.match(path);
+    if (target) {
+      return serveContainer(
+        "unknown" in target ? target : { ...target, path: target.path + search },
+        request,
+        path,
+      );
+    }
     if (request.headers.has(VIA_HEADER) && localOnly(request)) {
       return withCors(
         errorResponse(403, "this endpoint is for local callers only, not through the hub"),
@@ -159,6 +233,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   try {
     await linkLocal.start(settings.host);
     hub?.start();
+    deployments.restore();
   } catch (error) {
     await server.shutdown();
     db.close();
@@ -172,6 +247,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
       provisioning.cancelAll("the node is shutting down; download again after it restarts");
       hub?.stop();
       await server.shutdown();
+      await deployments.stopAll();
       // After the server: peers checking the goodbye must find the node gone.
       await linkLocal.stop();
       db.close();

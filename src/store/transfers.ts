@@ -5,22 +5,17 @@
  *
  * @module
  */
+import { KeyedLock } from "../node/keyed_lock.ts";
 
 /** Locks and running transfers, keyed by model id. */
 export class Transfers {
-  #tails = new Map<string, Promise<unknown>>();
   #running = new Map<string, Set<AbortController>>();
 
+  readonly #locks = new KeyedLock();
+
   /** Runs `work` once every earlier `exclusive` call for the same id has finished. */
-  async exclusive<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(id) ?? Promise.resolve();
-    const current = previous.catch(() => {}).then(work);
-    this.#tails.set(id, current);
-    try {
-      return await current;
-    } finally {
-      if (this.#tails.get(id) === current) this.#tails.delete(id);
-    }
+  exclusive<T>(id: string, work: () => Promise<T>): Promise<T> {
+    return this.#locks.exclusive(id, work);
   }
 
   /** Registers a transfer for `id`; its signal aborts when the model is deleted. */

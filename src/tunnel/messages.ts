@@ -21,7 +21,8 @@ import {
   WelcomeMessageSchema,
 } from "../../gen/hub/validators.ts";
 
-const MUX = {
+/** The flow-control and keepalive messages both sides of a mux may send. */
+export const MUX = {
   credit: CreditMessageSchema,
   end: EndMessageSchema,
   abort: AbortMessageSchema,

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { Buffer } from "node:buffer";
 
 /** Bytes a sender may send on a stream before the receiver grants more. */
 export const WINDOW_BYTES = 512 * 1024;
@@ -45,6 +44,16 @@ interface Outbound {
 /** Resolves after the current task (and its microtasks). */
 function nextTask(): Promise<undefined> {
   return new Promise((resolve) => setTimeout(() => resolve(undefined), 0));
+}
+
+function concatBytes(parts: Uint8Array[]): Uint8Array {
+  const whole = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    whole.set(part, offset);
+    offset += part.length;
+  }
+  return whole;
 }
 
 /** A binary frame: 4-byte big-endian stream id, then the bytes. */
@@ -125,9 +134,17 @@ export class StreamMux {
   async send(
     stream: number,
     head: { t: string; body: boolean } & Record<string, unknown>,
-    body: ReadableStream<Uint8Array> | null,
+    body: ReadableStream<Uint8Array> | Uint8Array | null,
   ): Promise<void> {
     if (!body) return this.#send(JSON.stringify({ ...head, body: false }));
+    if (body instanceof Uint8Array) {
+      // Complete already: no need to wait and see whether more comes.
+      if (body.length <= INLINE_MAX_BYTES) {
+        const inline = body.toBase64();
+        return this.#send(JSON.stringify({ ...head, body: false, inline }));
+      }
+      body = new Blob([body as Uint8Array<ArrayBuffer>]).stream();
+    }
     const reader = body.getReader();
     // One message, not several: frames written apart meet Nagle's algorithm and the peer's
     // delayed ACK (Deno's WebSocket client has no TCP_NODELAY), 40 ms a request.
@@ -138,7 +155,7 @@ export class StreamMux {
       const result = await Promise.race([pending, nextTask()]);
       if (result === undefined) break;
       if (result.done) {
-        const inline = Buffer.concat(ready).toString("base64");
+        const inline = concatBytes(ready).toBase64();
         return this.#send(JSON.stringify({ ...head, body: false, inline }));
       }
       ready.push(result.value);
@@ -191,7 +208,7 @@ export class StreamMux {
     head: { body: boolean; inline?: string },
     onCancel?: (reason: string) => void,
   ): BodyInit | null {
-    if (head.inline !== undefined) return new Uint8Array(Buffer.from(head.inline, "base64"));
+    if (head.inline !== undefined) return Uint8Array.fromBase64(head.inline);
     return head.body ? this.receive(stream, onCancel) : null;
   }
 

@@ -1,0 +1,307 @@
+/**
+ * One container process and the node's channel to it (spec/mcm.yaml, "Requests to
+ * microservices"): spawning it with its own narrow permissions and heap limit, the start
+ * handshake, requests with a deadline, pings, and its end. What the process says is untrusted:
+ * every message is validated, and a malformed one ends the process.
+ *
+ * @module
+ */
+import {
+  ContainerFatalSchema,
+  ContainerLogSchema,
+  ContainerReadySchema,
+} from "../../gen/mcm/validators.ts";
+import { ResponseMessageSchema } from "../../gen/hub/validators.ts";
+import { HttpError } from "../http/errors.ts";
+import { MessageError, MUX, parseMessage } from "../tunnel/messages.ts";
+import { MuxRequests, type RequestHead } from "../tunnel/mux_requests.ts";
+import { FrameDecoder, FrameWriter } from "../tunnel/pipe_frames.ts";
+import { StreamMux } from "../tunnel/stream_mux.ts";
+import type { ContextInfo } from "./sandbox/mimik_context.ts";
+
+/** What a container process may send. */
+const FROM_CONTAINER = {
+  ...MUX,
+  res: ResponseMessageSchema,
+  ready: ContainerReadySchema,
+  log: ContainerLogSchema,
+  fatal: ContainerFatalSchema,
+};
+
+const SOURCE_DIR = new URL("../", import.meta.url).pathname;
+const HOST_MODULE = new URL("./sandbox/container_host.ts", import.meta.url).pathname;
+/** Variables the container process gets: where Deno keeps its cache. Nothing else. */
+const PASSED_ENV = ["HOME", "DENO_DIR", "XDG_CACHE_HOME"];
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+/** How to run one container. */
+export interface ChannelOptions {
+  bundlePath: string;
+  storageDir: string;
+  storageBytes: number;
+  memoryMb: number;
+  /** Hosts outbound HTTP may reach; undefined: any. */
+  outboundHosts: string[] | undefined;
+  env: Record<string, string>;
+  info: ContextInfo;
+  maxBodyBytes: number;
+  fetchTimeoutMs: number;
+  /** Hears the microservice's log lines and the process's stderr. */
+  onLog(level: string, message: string): void;
+}
+
+/** The bundle does not load: it is not retried until redeployed. */
+export class LoadError extends Error {
+  override name = "LoadError";
+}
+
+/** The Deno permission flags of a container process. */
+export function containerPermissions(options: ChannelOptions): string[] {
+  const { outboundHosts } = options;
+  return [
+    "--no-prompt",
+    "--no-config",
+    "--no-npm",
+    "--no-remote",
+    "--unstable-worker-options",
+    `--v8-flags=--max-old-space-size=${options.memoryMb}`,
+    `--allow-read=${SOURCE_DIR},${options.bundlePath},${options.storageDir}`,
+    `--allow-write=${options.storageDir}`,
+    ...(outboundHosts === undefined
+      ? ["--allow-net"]
+      : outboundHosts.length > 0
+      ? [`--allow-net=${outboundHosts.join(",")}`]
+      : []),
+  ];
+}
+
+/** A running container process. */
+export class ContainerChannel {
+  readonly #child: Deno.ChildProcess;
+  readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #writer: FrameWriter;
+  readonly #mux: StreamMux;
+  readonly #requests: MuxRequests;
+  readonly #ready = Promise.withResolvers<void>();
+  #pongs: (() => void)[] = [];
+  #stderrTail = "";
+  /** Resolves with why the process ended. */
+  readonly exited: Promise<string>;
+
+  private constructor(options: ChannelOptions, env: (name: string) => string | undefined) {
+    this.#child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        ...containerPermissions(options),
+        HOST_MODULE,
+        options.bundlePath,
+        options.storageDir,
+        String(options.storageBytes),
+      ],
+      clearEnv: true,
+      env: Object.fromEntries(
+        PASSED_ENV.flatMap((name) => env(name) ? [[name, env(name)!]] : []).concat([[
+          "NO_COLOR",
+          "1",
+        ]]),
+      ),
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    this.#stdin = this.#child.stdin.getWriter();
+    this.#writer = new FrameWriter((bytes) => this.#stdin.write(bytes), () => this.kill());
+    this.#mux = new StreamMux((frame) => this.#writer.send(frame));
+    this.#requests = new MuxRequests(this.#mux);
+    const readingOut = this.#readStdout(options);
+    const readingErr = this.#readStderr(options);
+    this.exited = this.#child.status.then(async (status) => {
+      await Promise.allSettled([readingOut, readingErr]);
+      const gone = new HttpError(502, "the microservice's process ended during the request");
+      this.#requests.failAll(gone);
+      this.#mux.abortAll(gone.message);
+      const tail = this.#stderrTail.trim().split("\n").slice(-3).join(" | ");
+      const how = status.signal ? `killed by ${status.signal}` : `exit code ${status.code}`;
+      const reason = tail ? `${how}: ${tail}` : how;
+      this.#ready.reject(new Error(`the process ended while starting (${reason})`));
+      return reason;
+    });
+    this.#ready.promise.catch(() => {});
+    this.#writer.send(JSON.stringify({
+      t: "start",
+      env: options.env,
+      info: options.info,
+      maxBodyBytes: options.maxBodyBytes,
+      fetchTimeoutMs: options.fetchTimeoutMs,
+    }));
+  }
+
+  /**
+   * Starts a container process and waits until its code loaded. LoadError when the code does
+   * not load; another error when the process dies or does not answer in `timeoutMs`.
+   */
+  static async open(
+    options: ChannelOptions,
+    env: (name: string) => string | undefined,
+    timeoutMs = 10_000,
+  ): Promise<ContainerChannel> {
+    const channel = new ContainerChannel(options, env);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the code did not load within ${timeoutMs / 1000} s`)),
+        timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([channel.#ready.promise, late]);
+      return channel;
+    } catch (error) {
+      channel.kill();
+      await channel.exited;
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #readStdout(options: ChannelOptions): Promise<void> {
+    const decoder = new FrameDecoder();
+    try {
+      for await (const chunk of this.#child.stdout) {
+        for (const frame of decoder.push(chunk)) {
+          if (typeof frame === "string") this.#onMessage(frame, options);
+          else this.#mux.onData(frame);
+        }
+      }
+    } catch (error) {
+      options.onLog("node", `the channel broke (${(error as Error).message}); stopping it`);
+      this.kill();
+    }
+  }
+
+  async #readStderr(options: ChannelOptions): Promise<void> {
+    for await (const text of this.#child.stderr.pipeThrough(new TextDecoderStream())) {
+      this.#stderrTail = (this.#stderrTail + text).slice(-4096);
+      for (const line of text.split("\n")) if (line.trim()) options.onLog("error", line);
+    }
+  }
+
+  #onMessage(frame: string, options: ChannelOptions): void {
+    let message;
+    try {
+      message = parseMessage(frame, FROM_CONTAINER);
+    } catch (error) {
+      if (!(error instanceof MessageError)) throw error;
+      throw new MessageError(`it sent a bad message: ${error.message}`);
+    }
+    switch (message.t) {
+      case "res":
+        return this.#requests.onResponse(message);
+      case "log":
+        return options.onLog(message.level, message.message);
+      case "ready":
+        return this.#ready.resolve();
+      case "fatal":
+        this.#ready.reject(new LoadError(message.message));
+        return this.kill();
+      case "pong":
+        for (const resolve of this.#pongs.splice(0)) resolve();
+        return;
+      case "ping":
+        return this.#writer.send(JSON.stringify({ t: "pong" }));
+      case "abort":
+        return this.#requests.onAbort(message, "the microservice");
+      default:
+        this.#mux.onControl(message);
+    }
+  }
+
+  /**
+   * Sends a request; its response must be complete within `deadlineMs`, else a request still
+   * waiting gets 504 and a body still streaming is cut off. `onLate` runs then.
+   */
+  async forward(
+    request: Request,
+    path: string,
+    port: number,
+    deadlineMs: number,
+    onLate: () => void,
+  ): Promise<Response> {
+    const headers: [string, string][] = [];
+    for (const [name, value] of request.headers) {
+      if (!HOP_BY_HOP.has(name)) headers.push([name, value]);
+    }
+    const head: RequestHead = { method: request.method, path, port, headers };
+    const { stream, response } = this.#requests.send(head, request.body);
+    const timer = setTimeout(() => {
+      onLate();
+      this.#requests.abandon(
+        stream,
+        new HttpError(
+          504,
+          `the microservice did not answer within ${
+            deadlineMs / 1000
+          } s (MCM.MAX_EXECUTION_TIME_SEC)`,
+        ),
+      );
+    }, deadlineMs);
+    let answer: Response;
+    try {
+      answer = await response;
+    } catch (error) {
+      clearTimeout(timer);
+      throw error;
+    }
+    // Not `answer.body` first: reading it turns a complete body into a stream, which Deno.serve
+    // then sends the slow way.
+    if (!this.#mux.receiving(stream) || !answer.body) {
+      clearTimeout(timer);
+      return answer;
+    }
+    const body = answer.body.pipeThrough(
+      new TransformStream({
+        flush: () => clearTimeout(timer),
+        cancel: () => clearTimeout(timer),
+      }),
+    );
+    return new Response(body, answer);
+  }
+
+  /** Whether the microservice's thread answers a ping within `ms`. */
+  ping(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      this.#pongs.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+      this.#writer.send(JSON.stringify({ t: "ping" }));
+    });
+  }
+
+  /** Ends the process at once. */
+  kill(): void {
+    try {
+      this.#child.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+
+  /** Closes the channel: the process ends by itself, or is killed after `graceMs`. */
+  async close(graceMs = 2000): Promise<void> {
+    this.#stdin.close().catch(() => {});
+    const timer = setTimeout(() => this.kill(), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}

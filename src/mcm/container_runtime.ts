@@ -1,0 +1,190 @@
+/**
+ * A deployed container kept running: its process is restarted with back-off when it crashes
+ * or stops answering, its recent log lines are kept, and requests wait for nothing while it is
+ * down (503).
+ *
+ * @module
+ */
+import { HttpError } from "../http/errors.ts";
+import { type ChannelOptions, ContainerChannel, LoadError } from "./container_channel.ts";
+
+/** The states of spec/mcm.yaml's Container. */
+export type ContainerState = "starting" | "started" | "restarting" | "failed" | "stopped";
+
+/** One line of spec/mcm.yaml's LogList. */
+export interface LogLine {
+  time: number;
+  level: "debug" | "info" | "warn" | "error" | "node";
+  message: string;
+}
+
+const LOG_LINES = 500;
+const FIRST_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 30_000;
+/** A process that ran this long resets the back-off. */
+const STABLE_MS = 60_000;
+/** A microservice thread that does not answer a ping this soon is stuck. */
+const PING_MS = 2000;
+
+/** What a runtime needs besides the channel options. */
+export interface RuntimeOptions extends Omit<ChannelOptions, "onLog"> {
+  /** The container id, for the node's own log lines. */
+  id: string;
+  deadlineMs: number;
+  env: Record<string, string>;
+  /** Reads the node's environment (for the process's Deno cache location). */
+  readEnv(name: string): string | undefined;
+  /** Whether container log lines at warn and error go to the node's output too. */
+  echo: boolean;
+}
+
+/** A container's process, kept alive. */
+export class ContainerRuntime {
+  readonly #options: RuntimeOptions;
+  #channel: ContainerChannel | undefined;
+  #state: ContainerState = "starting";
+  #restarts = 0;
+  #failures = 0;
+  #lastError: string | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #checking = false;
+  readonly #logs: LogLine[] = [];
+
+  constructor(options: RuntimeOptions) {
+    this.#options = options;
+  }
+
+  get state(): ContainerState {
+    return this.#state;
+  }
+
+  get restarts(): number {
+    return this.#restarts;
+  }
+
+  get lastError(): string | undefined {
+    return this.#lastError;
+  }
+
+  /** The recent log lines, oldest first. */
+  logs(): LogLine[] {
+    return [...this.#logs];
+  }
+
+  /** Adds a line to the log; the node's own lines and errors also go to its output. */
+  log(level: string, message: string): void {
+    const line = { time: Date.now(), level: level as LogLine["level"], message };
+    this.#logs.push(line);
+    if (this.#logs.length > LOG_LINES) this.#logs.shift();
+    if (level === "node" || (this.#options.echo && (level === "error" || level === "warn"))) {
+      console.log(`[container ${this.#options.id}] ${message}`);
+    }
+  }
+
+  /**
+   * Starts the process; resolves once the code loaded. LoadError when it does not load (state
+   * `failed`); another error when the process died or hung while starting (state `failed` too:
+   * the caller decides whether to retry).
+   */
+  async start(): Promise<void> {
+    this.#state = "starting";
+    try {
+      await this.#open();
+    } catch (error) {
+      this.#state = "failed";
+      this.#lastError = (error as Error).message;
+      this.log("node", `did not start: ${this.#lastError}`);
+      throw error;
+    }
+  }
+
+  /** After a start that failed for a reason other than the code: try again with back-off. */
+  retry(): void {
+    this.#failures++;
+    this.#scheduleRestart("the start failed");
+  }
+
+  async #open(): Promise<void> {
+    const began = Date.now();
+    const channel = await ContainerChannel.open(
+      { ...this.#options, onLog: (level, message) => this.log(level, message) },
+      this.#options.readEnv,
+    );
+    this.#channel = channel;
+    this.#state = "started";
+    this.log("node", `started in ${Date.now() - began} ms`);
+    channel.exited.then((reason) => {
+      if (this.#channel !== channel) return;
+      this.#channel = undefined;
+      if (this.#state === "stopped") return;
+      this.#lastError = reason;
+      this.#failures = Date.now() - began > STABLE_MS ? 0 : this.#failures + 1;
+      this.#scheduleRestart(`the process ended (${reason})`);
+    });
+  }
+
+  #scheduleRestart(why: string): void {
+    this.#state = "restarting";
+    const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.max(0, this.#failures - 1));
+    this.log("node", `${why}; restarting in ${delay} ms`);
+    this.#timer = setTimeout(async () => {
+      if (this.#state !== "restarting") return;
+      this.#restarts++;
+      try {
+        await this.#open();
+      } catch (error) {
+        this.#lastError = (error as Error).message;
+        if (error instanceof LoadError) {
+          this.#state = "failed";
+          this.log("node", `the code no longer loads: ${this.#lastError}`);
+        } else {
+          this.#failures++;
+          this.#scheduleRestart(`the restart failed (${this.#lastError})`);
+        }
+      }
+    }, delay);
+  }
+
+  /** Passes a request to the microservice; 503 while it is not running. */
+  forward(request: Request, path: string, port: number): Promise<Response> {
+    const channel = this.#channel;
+    if (!channel || this.#state !== "started") {
+      const retry = this.#state === "restarting" || this.#state === "starting";
+      return Promise.reject(
+        new HttpError(
+          503,
+          `the microservice is ${this.#state}${this.#lastError ? ` (${this.#lastError})` : ""}`,
+          retry ? { "Retry-After": "1" } : undefined,
+        ),
+      );
+    }
+    return channel.forward(request, path, port, this.#options.deadlineMs, () => this.#check());
+  }
+
+  /** A request ran out of time: a thread that no longer answers pings is restarted. */
+  async #check(): Promise<void> {
+    const channel = this.#channel;
+    if (!channel || this.#checking) return;
+    this.#checking = true;
+    try {
+      if (!(await channel.ping(PING_MS)) && this.#channel === channel) {
+        this.log("node", `no answer to a ping within ${PING_MS} ms (a runaway loop?); killing it`);
+        channel.kill();
+      }
+    } finally {
+      this.#checking = false;
+    }
+  }
+
+  /** Stops the process for good. */
+  async stop(): Promise<void> {
+    this.#state = "stopped";
+    clearTimeout(this.#timer);
+    const channel = this.#channel;
+    this.#channel = undefined;
+    if (channel) {
+      await channel.close();
+      this.log("node", "stopped");
+    }
+  }
+}

@@ -1,0 +1,312 @@
+/**
+ * Containers (spec/mcm.yaml, "Containers"): starting, redeploying, stopping and restoring them
+ * after a node restart, and the table of base paths that routes requests to them.
+ *
+ * @module
+ */
+import type { Container, StartContainerRequest } from "../../gen/mcm/validators.ts";
+import { HttpError } from "../http/errors.ts";
+import { KeyedLock } from "../node/keyed_lock.ts";
+import type { BundleFiles } from "./bundle_files.ts";
+import type { Caller } from "./caller.ts";
+import { LoadError } from "./container_channel.ts";
+import { ContainerRuntime, type LogLine } from "./container_runtime.ts";
+import type { Images } from "./images.ts";
+import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
+
+/** The node's mcm settings (spec/config.yaml, McmConfig). */
+export interface McmSettings {
+  apiKey: string;
+  memoryMb: number;
+  maxImageBytes: number;
+  maxBundleBytes: number;
+  maxRequestBodyBytes: number;
+  storageMb: number;
+  maxContainers: number;
+  outboundHosts: string[] | undefined;
+}
+
+/** What deployments need to know about the node. */
+export interface NodeFacts {
+  nodeId(): string;
+  accountId(): string;
+  port(): number;
+  /** Path prefixes the node serves itself: no alias may shadow them. */
+  reservedPrefixes: string[];
+  readEnv(name: string): string | undefined;
+}
+
+/** Where a request path leads. */
+export type Match =
+  | { runtime: ContainerRuntime; path: string }
+  | { unknown: string };
+
+const PATH_PATTERN = /^(\/[A-Za-z0-9._~-]+)+$/;
+const ENV_KEY_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+const MAX_ENV_KEYS = 256;
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function integerEnv(
+  env: Record<string, string>,
+  key: string,
+  min: number,
+  max: number,
+  fallback: number,
+): number {
+  const text = env[key];
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value < min || value > max) {
+    throw new HttpError(400, `env ${key} must be an integer from ${min} to ${max} (got '${text}')`);
+  }
+  return value;
+}
+
+/** The containers of the node. */
+export class Deployments {
+  readonly #records: McmRecords;
+  readonly #files: BundleFiles;
+  readonly #images: Images;
+  readonly #settings: McmSettings;
+  readonly #node: NodeFacts;
+  readonly #runtimes = new Map<string, ContainerRuntime>();
+  /** Base paths and aliases to their containers. */
+  readonly #routes = new Map<string, ContainerRuntime>();
+  readonly #segments: Set<string>;
+  readonly #lock = new KeyedLock();
+
+  constructor(
+    records: McmRecords,
+    files: BundleFiles,
+    images: Images,
+    settings: McmSettings,
+    node: NodeFacts,
+  ) {
+    this.#records = records;
+    this.#files = files;
+    this.#images = images;
+    this.#settings = settings;
+    this.#node = node;
+    this.#segments = new Set(records.segments());
+  }
+
+  /** Starts every stored container (in the background: the node serves meanwhile). */
+  restore(): void {
+    for (const record of this.#records.containers()) {
+      const runtime = this.#runtimeFor(record);
+      this.#mount(record, runtime);
+      this.#files.storageDir(record.id).then(() => runtime.start()).catch((error) => {
+        if (!(error instanceof LoadError)) runtime.retry();
+      });
+    }
+  }
+
+  /** Stops every container (the node is shutting down). */
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.#runtimes.values()].map((runtime) => runtime.stop()));
+  }
+
+  /** Where `path` leads: a container and the path below its base path, or an unknown one. */
+  match(path: string): Match | undefined {
+    if (this.#routes.size === 0) return undefined;
+    for (let end = path.length; end > 0; end = path.lastIndexOf("/", end - 1)) {
+      const runtime = this.#routes.get(end === path.length ? path : path.slice(0, end));
+      if (runtime) return { runtime, path: path.slice(end) || "/" };
+    }
+    const first = path.split("/")[1];
+    return this.#segments.has(first) ? { unknown: first } : undefined;
+  }
+
+  /** The API view of a container. */
+  #view(record: ContainerRecord): Container {
+    const runtime = this.#runtimes.get(record.id);
+    return {
+      id: record.id,
+      name: record.name,
+      image: record.imageName,
+      imageId: record.imageId,
+      env: this.#servedEnv(record),
+      created: record.created,
+      state: runtime?.state ?? "stopped",
+      restarts: runtime?.restarts ?? 0,
+      ...(runtime?.lastError ? { lastError: runtime.lastError } : {}),
+    };
+  }
+
+  #servedEnv(record: ContainerRecord): Record<string, string> {
+    return {
+      ...record.env,
+      "MCM.BASE_API_PATH": record.basePath,
+      "MCM.WEBSOCKET_SUPPORT": "false",
+    };
+  }
+
+  #runtimeFor(record: ContainerRecord): ContainerRuntime {
+    const env = this.#servedEnv(record);
+    return new ContainerRuntime({
+      id: record.id,
+      bundlePath: this.#files.bundlePath(record.bundle),
+      storageDir: this.#files.storagePath(record.id),
+      storageBytes: this.#settings.storageMb * 1024 * 1024,
+      memoryMb: integerEnv(env, "MCM.MEMORY_MB", 16, 4096, this.#settings.memoryMb),
+      outboundHosts: this.#settings.outboundHosts,
+      env,
+      info: {
+        serviceType: record.imageName,
+        apiRoot: record.basePath,
+        httpPort: String(this.#node.port()),
+        accountId: this.#node.accountId(),
+        nodeId: this.#node.nodeId(),
+      },
+      maxBodyBytes: this.#settings.maxRequestBodyBytes,
+      deadlineMs: integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30) * 1000,
+      fetchTimeoutMs: integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30) * 1000,
+      readEnv: this.#node.readEnv,
+      echo: true,
+    });
+  }
+
+  #mount(record: ContainerRecord, runtime: ContainerRuntime): void {
+    this.#runtimes.set(record.id, runtime);
+    this.#routes.set(record.basePath, runtime);
+    if (record.alias) this.#routes.set(record.alias, runtime);
+    this.#segments.add(record.basePath.split("/")[1]);
+  }
+
+  #unmount(record: ContainerRecord): void {
+    this.#runtimes.delete(record.id);
+    this.#routes.delete(record.basePath);
+    if (record.alias) this.#routes.delete(record.alias);
+  }
+
+  /** A container the caller may see; 404 otherwise. */
+  #find(caller: Caller, id: string): ContainerRecord {
+    const record = this.#records.container(id);
+    if (!record || (!caller.admin && record.client !== caller.client)) {
+      throw new HttpError(404, `no container '${id}' for client '${caller.client}'`);
+    }
+    return record;
+  }
+
+  /** The record a start request asks for, after checking everything that can be checked. */
+  #planned(caller: Caller, request: StartContainerRequest): ContainerRecord {
+    const env = request.env ?? {};
+    const keys = Object.keys(env);
+    if (keys.length > MAX_ENV_KEYS) throw new HttpError(400, `env has over ${MAX_ENV_KEYS} keys`);
+    const badKey = keys.find((key) => !ENV_KEY_PATTERN.test(key));
+    if (badKey !== undefined) {
+      throw new HttpError(
+        400,
+        `env key '${badKey}' must be 1 to 128 letters, digits, '_', '.' or '-'`,
+      );
+    }
+    integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30);
+    integerEnv(env, "MCM.MEMORY_MB", 16, 4096, this.#settings.memoryMb);
+    const requested = env["MCM.BASE_API_PATH"] ?? `/${request.name}`;
+    if (!PATH_PATTERN.test(requested)) {
+      throw new HttpError(
+        400,
+        `env MCM.BASE_API_PATH must be a path like /hello/v1 (got '${requested}')`,
+      );
+    }
+    const alias = env["MCM.API_ALIAS"] === "true" ? `/api${requested}` : null;
+    const reserved = alias &&
+      this.#node.reservedPrefixes.find((prefix) =>
+        alias === prefix || alias.startsWith(`${prefix}/`) || prefix.startsWith(`${alias}/`)
+      );
+    if (reserved) {
+      throw new HttpError(409, `the alias ${alias} would shadow the node's own ${reserved}`);
+    }
+    const image = this.#images.find(caller, request.image);
+    const id = `${caller.client}-${request.name}`;
+    const segment = this.#records.segmentOf(
+      caller.client,
+      UUID_PATTERN.test(caller.client) ? caller.client.toLowerCase() : undefined,
+    );
+    const basePath = `/${segment}${requested}`;
+    const owner = this.#records.pathOwner(basePath, alias, id);
+    if (owner) {
+      const taken = owner.basePath === basePath || owner.alias === basePath ? basePath : alias;
+      throw new HttpError(
+        409,
+        `container '${owner.id}' already serves ${taken}; pick another base path`,
+      );
+    }
+    return {
+      id,
+      client: caller.client,
+      name: request.name,
+      imageId: image.id,
+      imageName: image.name,
+      bundle: image.bundle,
+      env,
+      basePath,
+      alias,
+      created: Date.now(),
+    };
+  }
+
+  /**
+   * Starts a container, or redeploys one of the same id: the new process takes over once its
+   * code loaded; if it does not load, the old one keeps serving (422).
+   */
+  start(
+    caller: Caller,
+    request: StartContainerRequest,
+  ): Promise<{ container: Container; created: boolean }> {
+    return this.#lock.exclusive(`${caller.client}-${request.name}`, async () => {
+      const record = this.#planned(caller, request);
+      const old = this.#records.container(record.id);
+      if (!old && this.#runtimes.size >= this.#settings.maxContainers) {
+        throw new HttpError(
+          409,
+          `the node runs its maximum of ${this.#settings.maxContainers} containers (mcm.maxContainers)`,
+        );
+      }
+      await this.#files.storageDir(record.id);
+      const runtime = this.#runtimeFor(record);
+      try {
+        await runtime.start();
+      } catch (error) {
+        throw new HttpError(422, `the microservice did not start: ${(error as Error).message}`);
+      }
+      this.#records.putContainer(record);
+      const previous = old ? this.#runtimes.get(old.id) : undefined;
+      if (old) this.#unmount(old);
+      this.#mount(record, runtime);
+      if (previous) await previous.stop();
+      if (old && old.bundle !== record.bundle) await this.#images.dropBundle(old.bundle);
+      return { container: this.#view(record), created: !old };
+    });
+  }
+
+  /** The caller's containers (every client's for a key holder), oldest first. */
+  list(caller: Caller): Container[] {
+    return this.#records.containers(caller.admin ? undefined : caller.client).map((record) =>
+      this.#view(record)
+    );
+  }
+
+  get(caller: Caller, id: string): Container {
+    return this.#view(this.#find(caller, id));
+  }
+
+  logs(caller: Caller, id: string): LogLine[] {
+    this.#find(caller, id);
+    return this.#runtimes.get(id)?.logs() ?? [];
+  }
+
+  /** Stops and removes a container; its storage too when `purge`. */
+  delete(caller: Caller, id: string, purge: boolean): Promise<Container> {
+    return this.#lock.exclusive(id, async () => {
+      const record = this.#find(caller, id);
+      const runtime = this.#runtimes.get(id);
+      this.#unmount(record);
+      this.#records.deleteContainer(id);
+      await runtime?.stop();
+      await this.#images.dropBundle(record.bundle);
+      if (purge) await this.#files.removeStorage(id);
+      return { ...this.#view(record), state: "stopped" };
+    });
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The worker's side of the services its process's main thread provides: synchronous storage
+ * (the reference's `context.storage` is synchronous) and outbound HTTP (`fetch`).
+ *
+ * @module
+ */
+import type { OutboundAnswer, OutboundCall } from "./outbound_relay.ts";
+import type { StorageAnswer, StorageCall } from "./storage_host.ts";
+
+/** What the reference's `context.storage` offers. */
+export interface Storage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+  eachItem(callback: (key: string, value: string) => void): void;
+  setItemWithTag(key: string, value: string, tag: string): void;
+  eachItemByTag(tag: string, callback: (key: string, value: string) => void): void;
+  removeItemsByTag(tag: string): number;
+}
+
+const PAGE = 256;
+const STORAGE_WAIT_MS = 60_000;
+
+/**
+ * Where a synchronous answer is passed from the main thread to the worker: a growable shared
+ * buffer holding a state word, the answer's length and its JSON bytes. (node:worker_threads'
+ * receiveMessageOnPort would do, but loading it costs a container 12 ms at every start.)
+ */
+export const ANSWER_HEADER_BYTES = 8;
+
+/** A new answer buffer for syncStorage and answerSync. */
+export function answerBuffer(): SharedArrayBuffer {
+  return new SharedArrayBuffer(64 * 1024, { maxByteLength: 256 * 1024 * 1024 });
+}
+
+/** The main thread's side: puts `answer` into the buffer and wakes the waiting worker. */
+export function answerSync(buffer: SharedArrayBuffer, answer: unknown): void {
+  const bytes = new TextEncoder().encode(JSON.stringify(answer));
+  if (ANSWER_HEADER_BYTES + bytes.length > buffer.byteLength) {
+    buffer.grow(ANSWER_HEADER_BYTES + bytes.length);
+  }
+  new Uint8Array(buffer, ANSWER_HEADER_BYTES, bytes.length).set(bytes);
+  const words = new Int32Array(buffer, 0, 2);
+  words[1] = bytes.length;
+  Atomics.store(words, 0, 1);
+  Atomics.notify(words, 0);
+}
+
+/** `context.storage`, calling the main thread and blocking until it answers. */
+export function syncStorage(port: MessagePort, buffer: SharedArrayBuffer): Storage {
+  const words = new Int32Array(buffer, 0, 2);
+  const decoder = new TextDecoder();
+  const call = (request: StorageCall): unknown => {
+    Atomics.store(words, 0, 0);
+    port.postMessage(request);
+    if (Atomics.wait(words, 0, 0, STORAGE_WAIT_MS) === "timed-out") {
+      throw new Error("storage did not answer within 60 s");
+    }
+    // A copy: TextDecoder does not read shared memory.
+    const bytes = new Uint8Array(buffer, ANSWER_HEADER_BYTES, words[1]).slice();
+    const answer = JSON.parse(decoder.decode(bytes)) as StorageAnswer;
+    if ("error" in answer) throw new Error(answer.error);
+    return answer.value;
+  };
+  const key = (value: unknown): string => {
+    const text = String(value);
+    if (text === "") throw new TypeError("storage keys must not be empty");
+    return text;
+  };
+  const each = (tag: string | null, callback: (key: string, value: string) => void) => {
+    let after: string | null = null;
+    while (true) {
+      const rows = call({ op: "page", after, tag, limit: PAGE }) as [string, string][];
+      for (const [k, v] of rows) callback(k, v);
+      if (rows.length < PAGE) return;
+      after = rows[rows.length - 1][0];
+    }
+  };
+  return {
+    getItem: (k) => call({ op: "get", key: key(k) }) as string | null,
+    setItem: (k, v) => void call({ op: "set", key: key(k), value: String(v) }),
+    removeItem: (k) => void call({ op: "remove", key: key(k) }),
+    eachItem: (callback) => each(null, callback),
+    setItemWithTag: (k, v, tag) =>
+      void call({ op: "set", key: key(k), value: String(v), tag: String(tag) }),
+    eachItemByTag: (tag, callback) => each(String(tag), callback),
+    removeItemsByTag: (tag) => call({ op: "removeTag", tag: String(tag) }) as number,
+  };
+}
+
+/** A `fetch` that asks the main thread; requests time out after `timeoutMs`. */
+export function relayedFetch(port: MessagePort, timeoutMs: number): typeof fetch {
+  let nextId = 1;
+  const waiting = new Map<number, (answer: OutboundAnswer) => void>();
+  port.onmessage = (event: MessageEvent<OutboundAnswer>) => {
+    waiting.get(event.data.id)?.(event.data);
+  };
+  const ask = (call: OutboundCall) =>
+    new Promise<OutboundAnswer>((resolve) => {
+      waiting.set(call.id, (answer) => {
+        waiting.delete(call.id);
+        resolve(answer);
+      });
+      port.postMessage(call);
+    });
+
+  return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+    const request = new Request(input, init);
+    const body = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
+    const id = nextId++;
+    const head = await ask({
+      t: "fetch",
+      id,
+      url: request.url,
+      method: request.method,
+      headers: [...request.headers],
+      body,
+      timeoutMs,
+    });
+    if (head.t === "error") throw new TypeError(`fetch ${request.url} failed: ${head.message}`);
+    if (head.t !== "head") throw new TypeError(`fetch ${request.url} failed`);
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const answer = await ask({ t: "pull", id });
+        if (answer.t === "chunk") controller.enqueue(answer.bytes);
+        else if (answer.t === "done") controller.close();
+        else if (answer.t === "error") controller.error(new TypeError(answer.message));
+      },
+      cancel() {
+        port.postMessage({ t: "cancel", id } satisfies OutboundCall);
+      },
+    }, { highWaterMark: 0 });
+    const nullBody = head.status === 204 || head.status === 304 || request.method === "HEAD";
+    if (nullBody) stream.cancel().catch(() => {});
+    const response = new Response(nullBody ? null : stream, {
+      status: head.status,
+      statusText: head.statusText,
+      headers: head.headers,
+    });
+    Object.defineProperty(response, "url", { value: head.url });
+    return response;
+  };
+}

@@ -1,0 +1,187 @@
+/**
+ * The sandbox: a Web Worker without any Deno permission, inside the container process. It speaks
+ * the channel with the node directly over the process's stdin and stdout, evaluates the
+ * microservice's bundle as a classic script (never as a module graph, whose literal imports
+ * would be loaded with the process's permissions), and serves each request with it.
+ *
+ * @module
+ */
+import { FrameDecoder, FrameWriter } from "../../tunnel/pipe_frames.ts";
+import { type MuxMessage, StreamMux } from "../../tunnel/stream_mux.ts";
+import { relayedFetch, syncStorage } from "./context_services.ts";
+import { type ContextInfo, mimikContext } from "./mimik_context.ts";
+import { type Incoming, loadModel, type Model, type Outgoing } from "./programming_models.ts";
+import { installGlobals, type LogLevel } from "./sandbox_globals.ts";
+
+/** What the container process's main thread hands the worker. */
+interface Setup {
+  code: string;
+  storagePort: MessagePort;
+  storageAnswers: SharedArrayBuffer;
+  outboundPort: MessagePort;
+}
+
+/** The node's first message (spec/mcm.yaml): the env and info of this container. */
+interface StartMessage {
+  t: "start";
+  env: Record<string, string>;
+  info: ContextInfo;
+  maxBodyBytes: number;
+  fetchTimeoutMs: number;
+}
+
+interface RequestMessage {
+  t: "req";
+  s: number;
+  method: string;
+  path: string;
+  headers: [string, string][];
+  body: boolean;
+  inline?: string;
+}
+
+class BodyTooLarge extends Error {}
+
+// Taken before the microservice's code runs, which could replace them.
+const stdin = Deno.stdin.readable;
+const stdout = Deno.stdout.writable.getWriter();
+const evaluate = eval;
+/** The worker's global scope (lib.deno.worker's, which this file is not type-checked with). */
+const scope = self as unknown as {
+  postMessage(message: unknown): void;
+  onmessage: ((event: MessageEvent<Setup>) => void) | null;
+};
+
+async function readBody(body: BodyInit | null, max: number): Promise<Uint8Array | null> {
+  if (body === null) return null;
+  if (body instanceof Uint8Array) {
+    if (body.length > max) throw new BodyTooLarge();
+    return body;
+  }
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body as ReadableStream<Uint8Array>) {
+    size += chunk.length;
+    if (size > max) throw new BodyTooLarge();
+    parts.push(chunk);
+  }
+  const whole = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    whole.set(part, offset);
+    offset += part.length;
+  }
+  return whole;
+}
+
+function errorOutgoing(status: number, message: string): Outgoing {
+  return {
+    status,
+    headers: [["content-type", "application/json; charset=utf-8"]],
+    body: new TextEncoder().encode(JSON.stringify({ error: { code: status, message } })),
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error
+    ? (error.stack ?? `${error.name}: ${error.message}`)
+    : String(error);
+}
+
+/** Loads the bundle: the model, or the reason it cannot serve. */
+function boot(setup: Setup, start: StartMessage, log: (level: LogLevel, line: string) => void) {
+  const fetcher = relayedFetch(setup.outboundPort, start.fetchTimeoutMs);
+  installGlobals(fetcher, log);
+  const storage = syncStorage(setup.storagePort, setup.storageAnswers);
+  const context = mimikContext(start.env, start.info, storage, fetcher);
+  const global = globalThis as Record<string, unknown>;
+  global.mimikModule = { exports: undefined };
+  evaluate(setup.code);
+  const exported = (global.mimikModule as { exports?: unknown }).exports ??
+    global.__edgenode_module;
+  return loadModel(exported, { ...start.env }, context, `http://localhost:${start.info.httpPort}`);
+}
+
+async function serve(
+  message: RequestMessage,
+  mux: StreamMux,
+  model: Model,
+  start: StartMessage,
+  log: (level: LogLevel, line: string) => void,
+): Promise<void> {
+  const s = message.s;
+  const body = mux.bodyOf(s, message);
+  let out: Outgoing;
+  try {
+    const incoming: Incoming = {
+      method: message.method,
+      path: message.path,
+      headers: message.headers,
+      body: await readBody(body, start.maxBodyBytes),
+    };
+    out = await model.handle(incoming);
+  } catch (error) {
+    if (error instanceof BodyTooLarge) {
+      out = errorOutgoing(413, `the request body is over ${start.maxBodyBytes} bytes`);
+    } else {
+      log("error", `${message.method} ${message.path} failed: ${describe(error)}`);
+      out = errorOutgoing(500, `the microservice failed: ${(error as Error)?.message ?? error}`);
+    }
+  }
+  try {
+    await mux.send(s, {
+      t: "res",
+      s,
+      status: out.status,
+      headers: out.headers,
+      body: out.body !== null,
+    }, out.body);
+  } catch {
+    // The node aborted the stream (the client left, or the time limit passed).
+  }
+  if (mux.receiving(s)) mux.cancel(s, "the response is complete");
+}
+
+async function run(setup: Setup): Promise<void> {
+  const writer = new FrameWriter((bytes) => stdout.write(bytes), () => scope.postMessage("exit"));
+  const send = (message: Record<string, unknown>) => writer.send(JSON.stringify(message));
+  const log = (level: LogLevel, line: string) => send({ t: "log", level, message: line });
+  const mux = new StreamMux((frame) => writer.send(frame));
+  const decoder = new FrameDecoder();
+  let model: Model | undefined;
+  let start: StartMessage | undefined;
+  for await (const chunk of stdin) {
+    for (const frame of decoder.push(chunk)) {
+      if (typeof frame !== "string") {
+        mux.onData(frame);
+        continue;
+      }
+      const message = JSON.parse(frame);
+      if (message.t === "req" && model && start) {
+        serve(message, mux, model, start, log);
+      } else if (message.t === "ping") {
+        send({ t: "pong" });
+      } else if (message.t === "start" && !start) {
+        start = message as StartMessage;
+        try {
+          model = boot(setup, start, log);
+          send({ t: "ready", model: model.kind });
+        } catch (error) {
+          send({ t: "fatal", message: describe(error).slice(0, 4096) });
+        }
+      } else {
+        mux.onControl(message as MuxMessage);
+      }
+    }
+  }
+  // The node closed the channel: it is stopping this container.
+  scope.postMessage("exit");
+}
+
+scope.onmessage = (event: MessageEvent<Setup>) => {
+  scope.onmessage = null;
+  run(event.data).catch((error) => {
+    console.error(`the container channel failed: ${describe(error)}`);
+    scope.postMessage("exit");
+  });
+};

@@ -1,0 +1,98 @@
+/**
+ * A container's `context.storage`, kept by its process's main thread in its own SQLite file:
+ * the container process may read and write only its own storage folder, so no microservice can
+ * reach another's. The sandboxed worker calls it synchronously (see sync_call.ts).
+ *
+ * @module
+ */
+import { DatabaseSync } from "node:sqlite";
+
+/** A storage call from the worker. */
+export type StorageCall =
+  | { op: "get"; key: string }
+  | { op: "set"; key: string; value: string; tag?: string }
+  | { op: "remove"; key: string }
+  | { op: "page"; after: string | null; tag: string | null; limit: number }
+  | { op: "removeTag"; tag: string };
+
+/** The answer: a value, or the message of an error to throw in the worker. */
+export type StorageAnswer = { value: unknown } | { error: string };
+
+const PAGE_SIZE_BYTES = 4096;
+
+/** One container's key-value storage with tags. */
+export class StorageHost {
+  readonly #db: DatabaseSync;
+  readonly #statements;
+
+  /** Opens (creating) `<dir>/storage.db`; the file may grow to `maxBytes` at most. */
+  constructor(dir: string, maxBytes: number) {
+    this.#db = new DatabaseSync(`${dir}/storage.db`);
+    // NORMAL in WAL mode: a crash of the process loses nothing; a power loss may lose the last
+    // writes. A full sync on every setItem would cost milliseconds per call.
+    this.#db.exec(`
+      PRAGMA page_size = ${PAGE_SIZE_BYTES};
+      PRAGMA journal_mode = WAL;
+      PRAGMA synchronous = NORMAL;
+      PRAGMA max_page_count = ${Math.max(16, Math.floor(maxBytes / PAGE_SIZE_BYTES))};
+      CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value TEXT NOT NULL, tag TEXT);
+      CREATE INDEX IF NOT EXISTS items_by_tag ON items (tag, key);
+    `);
+    this.#statements = {
+      get: this.#db.prepare("SELECT value FROM items WHERE key = ?"),
+      // setItem keeps an item's tag; setItemWithTag replaces it.
+      set: this.#db.prepare(
+        "INSERT INTO items (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      ),
+      setTagged: this.#db.prepare(
+        "INSERT INTO items (key, value, tag) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, tag = excluded.tag",
+      ),
+      remove: this.#db.prepare("DELETE FROM items WHERE key = ?"),
+      page: this.#db.prepare(
+        "SELECT key, value FROM items WHERE key > ? ORDER BY key LIMIT ?",
+      ),
+      pageTagged: this.#db.prepare(
+        "SELECT key, value FROM items WHERE tag = ? AND key > ? ORDER BY key LIMIT ?",
+      ),
+      removeTag: this.#db.prepare("DELETE FROM items WHERE tag = ?"),
+    };
+  }
+
+  /** Runs one call; errors (the storage is full) become the answer's message. */
+  run(call: StorageCall): StorageAnswer {
+    try {
+      return { value: this.#run(call) };
+    } catch (error) {
+      const message = (error as Error).message;
+      return {
+        error: /full/i.test(message)
+          ? "the container's storage is full (mcm.storageMb in the node's config)"
+          : `storage failed: ${message}`,
+      };
+    }
+  }
+
+  #run(call: StorageCall): unknown {
+    const s = this.#statements;
+    switch (call.op) {
+      case "get":
+        return (s.get.get(call.key) as { value: string } | undefined)?.value ?? null;
+      case "set":
+        if (call.tag === undefined) s.set.run(call.key, call.value);
+        else s.setTagged.run(call.key, call.value, call.tag);
+        return null;
+      case "remove":
+        s.remove.run(call.key);
+        return null;
+      case "page": {
+        const after = call.after ?? "";
+        const rows = call.tag === null
+          ? s.page.all(after, call.limit)
+          : s.pageTagged.all(call.tag, after, call.limit);
+        return (rows as { key: string; value: string }[]).map((row) => [row.key, row.value]);
+      }
+      case "removeTag":
+        return Number(s.removeTag.run(call.tag).changes);
+    }
+  }
+}
