@@ -203,7 +203,7 @@ export class Deployments {
     integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30);
     integerEnv(env, "MCM.MEMORY_MB", 16, 4096, this.#settings.memoryMb);
     const requested = env["MCM.BASE_API_PATH"] ?? `/${request.name}`;
-    if (!PATH_PATTERN.test(requested)) {
+    if (!PATH_PATTERN.test(requested) || /\/\.\.?(\/|$)/.test(requested)) {
       throw new HttpError(
         400,
         `env MCM.BASE_API_PATH must be a path like /hello/v1 (got '${requested}')`,

@@ -16,6 +16,7 @@ export const LAUNCHER_PERMISSIONS = [
   "--allow-read",
   "--allow-write",
   "--allow-run",
+  "--allow-net",
 ];
 
 /** How to start a test node. */

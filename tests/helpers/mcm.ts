@@ -1,0 +1,118 @@
+/**
+ * Microservice deployment for tests: images built by the CLI from `examples/`, uploaded and
+ * started over HTTP as developers do.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { ContainerSchema, ImageSchema } from "../../gen/mcm/validators.ts";
+import { expectJson } from "./contract.ts";
+import { runEdgenode, type TestNode } from "./node.ts";
+
+/** The repository's examples folder. */
+export const EXAMPLES = new URL("../../examples/", import.meta.url).pathname;
+
+/** `edgenode image build DIR -o OUT`; returns the archive's bytes. */
+export async function buildExample(dir: string, out: string, name?: string): Promise<Uint8Array> {
+  const result = await runEdgenode([
+    "image",
+    "build",
+    dir,
+    "-o",
+    out,
+    ...(name ? ["--name", name] : []),
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  return await Deno.readFile(out);
+}
+
+/** POST /mcm/v1/images with the archive as the multipart field `image`. */
+export function postImage(
+  node: TestNode,
+  tar: Uint8Array,
+  filename = "image.tar",
+  fields: Record<string, string> = {},
+  credential = node.apiKey,
+): Promise<Response> {
+  const form = new FormData();
+  form.append("image", new Blob([tar as Uint8Array<ArrayBuffer>]), filename);
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
+  return fetch(`${node.url}/mcm/v1/images`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${credential}` },
+    body: form,
+  });
+}
+
+/** Uploads an image; asserts 201 and the Image shape. */
+export async function uploadImage(
+  node: TestNode,
+  tar: Uint8Array,
+  filename = "image.tar",
+  fields: Record<string, string> = {},
+) {
+  return await expectJson(await postImage(node, tar, filename, fields), 201, ImageSchema);
+}
+
+/** POST /mcm/v1/containers. */
+export function postContainer(
+  node: TestNode,
+  body: unknown,
+  credential = node.apiKey,
+): Promise<Response> {
+  return fetch(`${node.url}/mcm/v1/containers`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${credential}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+/** Starts a container; asserts the status and the Container shape. */
+export async function startContainer(node: TestNode, body: unknown, status = 201) {
+  return await expectJson(await postContainer(node, body), status, ContainerSchema);
+}
+
+/** A /mcm/v1 request with the node's key. */
+export function mcm(node: TestNode, path: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${node.url}/mcm/v1${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${node.apiKey}`, ...init.headers },
+  });
+}
+
+/** The URL a container serves at. */
+export function serviceUrl(node: TestNode, container: { env: Record<string, string> }): string {
+  return `${node.url}${container.env["MCM.BASE_API_PATH"]}`;
+}
+
+/** Builds, uploads and starts an example; returns the container and its URL. */
+export async function deployExample(
+  node: TestNode,
+  example: string,
+  name: string,
+  env: Record<string, string> = {},
+) {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-image-" });
+  try {
+    const tar = await buildExample(`${EXAMPLES}${example}`, `${dir}/${name}.tar`, name);
+    await uploadImage(node, tar, `${name}.tar`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  const container = await startContainer(node, { name, image: name, env });
+  return { container, url: serviceUrl(node, container) };
+}
+
+/** GET a microservice path; returns status and parsed JSON. */
+export async function getJson(
+  url: string,
+  init?: RequestInit,
+): Promise<{ status: number; body: any }> {
+  const response = await fetch(url, init);
+  const text = await response.text();
+  try {
+    return { status: response.status, body: JSON.parse(text) };
+  } catch {
+    return { status: response.status, body: text };
+  }
+}

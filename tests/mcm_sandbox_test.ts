@@ -1,0 +1,180 @@
+/**
+ * The sandbox: a hostile microservice cannot read the node's files, its environment, spawn,
+ * load native code or reach the network by itself, and its runaway loop or memory exhaustion
+ * costs only its own requests: the node and another container keep answering, and it comes
+ * back.
+ */
+import assert from "node:assert/strict";
+import { packTar } from "modern-tar";
+import { ContainerSchema } from "../gen/mcm/validators.ts";
+import { expectError, expectJson } from "./helpers/contract.ts";
+import {
+  deployExample,
+  getJson,
+  mcm,
+  postContainer,
+  serviceUrl,
+  startContainer,
+  uploadImage,
+} from "./helpers/mcm.ts";
+import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+
+const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
+
+/** A microservice that tries everything it must not be able to do. */
+function hostileScript(node: TestNode): string {
+  const key = `${node.dataDir}/identity/node-key.json`;
+  return `
+var KEY = ${JSON.stringify(key)};
+function attempt(fn) {
+  try { var value = fn(); return Promise.resolve(value).then(function (v) { return "LEAKED " + JSON.stringify(v).slice(0, 80); }, function (e) { return e.name; }); }
+  catch (e) { return Promise.resolve(e.name); }
+}
+var probes = {
+  read: function () { return Deno.readTextFileSync(KEY); },
+  write: function () { Deno.writeTextFileSync(${
+    JSON.stringify(`${node.dataDir}/pwned`)
+  }, "x"); return "written"; },
+  env: function () { return Deno.env.toObject(); },
+  importKey: function () { return import("file://" + ${
+    JSON.stringify(key)
+  }, { with: { type: "json" } }); },
+  importLiteral: function () { return import(${
+    JSON.stringify(`file://${key}`)
+  }, { with: { type: "json" } }); },
+  importStatic: function () { return import("data:text/javascript,import k from '${`file://${key}`}' with { type: 'json' }; export default k;"); },
+  importNpm: function () { return import("npm:is-number@7.0.0"); },
+  spawn: function () { return new Deno.Command("/bin/sh", { args: ["-c", "id"] }).outputSync(); },
+  ffi: function () { return Deno.dlopen("libc.so.6", {}); },
+  fetchFile: function () { return fetch("file://" + KEY).then(function (r) { return r.text(); }); },
+  connect: function () { return Deno.connect({ hostname: "127.0.0.1", port: ${
+    new URL(node.url).port
+  } }); },
+};
+mimikModule.exports = function (context, req, res) {
+  var path = req.url.split("?")[0];
+  if (path === "/probe") {
+    var names = Object.keys(probes);
+    return Promise.all(names.map(function (n) { return attempt(probes[n]); })).then(function (results) {
+      var out = {};
+      names.forEach(function (n, i) { out[n] = results[i]; });
+      res.end(JSON.stringify(out));
+    });
+  }
+  if (path === "/loop") { while (true) {} }
+  if (path === "/oom") { var hoard = []; while (true) hoard.push(new Array(1e6).fill(Math.random())); }
+  if (path === "/throw") throw new Error("boom");
+  res.end(JSON.stringify({ ok: true, pid: typeof Deno !== "undefined" ? Deno.pid : 0 }));
+};`;
+}
+
+/** A plain image holding `script` as index.js. */
+async function scriptImage(script: string): Promise<Uint8Array> {
+  const body = new TextEncoder().encode(script);
+  return await packTar([{ header: { name: "index.js", size: body.length, type: "file" }, body }]);
+}
+
+async function deployHostile(node: TestNode) {
+  const archive = await scriptImage(hostileScript(node));
+  await uploadImage(node, archive, "hostile.tar");
+  const container = await startContainer(node, {
+    name: "hostile",
+    image: "hostile",
+    env: { "MCM.MAX_EXECUTION_TIME_SEC": "1", "MCM.MEMORY_MB": "32" },
+  });
+  return { container, url: serviceUrl(node, container) };
+}
+
+async function timed<T>(work: Promise<T>): Promise<{ value: T; ms: number }> {
+  const start = performance.now();
+  const value = await work;
+  return { value, ms: performance.now() - start };
+}
+
+async function restarted(node: TestNode, id: string, after: number) {
+  await waitFor(
+    async () => {
+      const c = await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
+      return c.state === "started" && c.restarts > after;
+    },
+    `${id} restarted`,
+    20_000,
+  );
+}
+
+Deno.test("a hostile microservice reaches none of the node's files, env, processes or network", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const { url } = await deployHostile(node);
+  const { status, body } = await getJson(`${url}/probe`);
+  assert.equal(status, 200);
+  for (const [probe, outcome] of Object.entries(body)) {
+    assert.ok(!String(outcome).startsWith("LEAKED"), `${probe}: ${outcome}`);
+  }
+  assert.equal(body.read, "NotCapable");
+  assert.equal(body.write, "NotCapable");
+  assert.equal(body.env, "NotCapable");
+  assert.equal(body.spawn, "NotCapable");
+  assert.equal(body.ffi, "NotCapable");
+  assert.equal(body.connect, "NotCapable");
+  await assert.rejects(Deno.stat(`${node.dataDir}/pwned`), Deno.errors.NotFound);
+  const failed = await getJson(`${url}/throw`);
+  assert.equal(failed.status, 500);
+  assert.match(failed.body.error.message, /boom/);
+  assert.equal((await getJson(`${url}/ok`)).body.ok, true, "an exception ends only its request");
+});
+
+Deno.test("a runaway loop or memory exhaustion harms only its own container, which comes back", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const hostile = await deployHostile(node);
+  const bystander = await deployExample(node, "hello-mim", "bystander");
+
+  const looping = timed(fetch(`${hostile.url}/loop`));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const during = await timed(getJson(`${bystander.url}/sayHello/you`));
+  assert.deepEqual(during.value.body, { message: "Hello you!" });
+  assert.ok(during.ms < 500, `the other container answered in ${during.ms} ms`);
+  assert.equal((await fetch(`${node.url}/mds/v1/nodes?ping=true`)).status, 200);
+  const loop = await looping;
+  await expectError(loop.value, 504, /did not answer within 1 s/);
+  assert.ok(loop.ms < 3000, `504 after ${loop.ms} ms`);
+  await restarted(node, "api-hostile", 0);
+  assert.equal((await getJson(`${hostile.url}/ok`)).body.ok, true);
+
+  const oom = await fetch(`${hostile.url}/oom`);
+  assert.ok([502, 504].includes(oom.status), `the exhausting request got ${oom.status}`);
+  await oom.body?.cancel();
+  assert.deepEqual((await getJson(`${bystander.url}/`)).body, { message: "Hello from hello-mim" });
+  await restarted(node, "api-hostile", 1);
+  assert.equal((await getJson(`${hostile.url}/ok`)).body.ok, true);
+
+  const logs = await (await mcm(node, "/containers/api-hostile/logs")).json();
+  const said = logs.data.map((line: { message: string }) => line.message).join("\n");
+  assert.match(said, /no answer to a ping/);
+  assert.match(said, /restarting in/);
+});
+
+Deno.test("code that does not load is refused with 422; a failed redeploy keeps the old one", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const pack = scriptImage;
+  await uploadImage(node, await pack("export default { fetch() {} }"), "esm.tar");
+  await expectError(
+    await postContainer(node, { name: "esm", image: "esm" }),
+    422,
+    /did not start: SyntaxError/,
+  );
+  await uploadImage(node, await pack("mimikModule.exports = 42;"), "nohandler.tar");
+  await expectError(
+    await postContainer(node, { name: "nohandler", image: "nohandler" }),
+    422,
+    /must set mimikModule.exports/,
+  );
+  await uploadImage(
+    node,
+    await pack('mimikModule.exports = function (c, q, r) { r.end("v1"); };'),
+    "svc.tar",
+  );
+  const v1 = await startContainer(node, { name: "svc", image: "svc" });
+  await uploadImage(node, await pack('throw new Error("broken v2");'), "svc.tar");
+  await expectError(await postContainer(node, { name: "svc", image: "svc" }), 422, /broken v2/);
+  assert.equal(await (await fetch(serviceUrl(node, v1))).text(), "v1", "the old one still serves");
+});
