@@ -26,7 +26,6 @@ Deno.test("mcm credentials: key holders administer, token clients see only their
       args: ["--trust", issuer.trustFile],
       config: { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } },
     });
-    const { nodeId } = await rpc(node, "getMe");
     const tar = await buildExample(`${EXAMPLES}hello-mim`, `${dir}/hello.tar`);
     const token = (claims: Record<string, unknown>) =>
       signedToken(issuer, { sub: "acct", exp: now() + 600, scope: "edge:mcm", ...claims });

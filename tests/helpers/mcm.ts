@@ -103,10 +103,11 @@ export async function deployExample(
   return { container, url: serviceUrl(node, container) };
 }
 
-/** GET a microservice path; returns status and parsed JSON. */
+/** GET a microservice path; returns status and parsed JSON (any: tests index into it). */
 export async function getJson(
   url: string,
   init?: RequestInit,
+  // deno-lint-ignore no-explicit-any
 ): Promise<{ status: number; body: any }> {
   const response = await fetch(url, init);
   const text = await response.text();
