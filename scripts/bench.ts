@@ -10,8 +10,10 @@
  * - discovery (scripts/bench_discovery.ts): joining, verifying 50 nodes, listing them.
  * - the hub (scripts/bench_hub.ts): tunnelled requests and transfers (a quarter of the size),
  *   and simulated node connections.
+ * - microservices (scripts/bench_mcm.ts): requests to a trivial microservice next to a bare
+ *   Deno.serve and to an isolate per request, cold start, memory per idle container.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
- * `--only store|discovery|hub`.
+ * `--only store|discovery|hub|mcm`.
  *
  * @module
  */
@@ -19,6 +21,7 @@ import { parseArgs } from "node:util";
 import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
 import { discoveryRows } from "./bench_discovery.ts";
 import { hubRows } from "./bench_hub.ts";
+import { mcmRows } from "./bench_mcm.ts";
 import { makeModelFile, p99, peakRssMib, run, timed, wrk } from "./bench_tools.ts";
 
 const { values } = parseArgs({
@@ -90,6 +93,7 @@ async function main() {
   if (!only || only === "store") rows.push(...await storeRows());
   if (!only || only === "discovery") rows.push(...await discoveryRows());
   if (!only || only === "hub") rows.push(...await hubRows(SMALL_MIB));
+  if (!only || only === "mcm") rows.push(...await mcmRows());
   const cpu = (await run("sh", ["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"])).trim();
   console.log(
     `\nedgenode benchmark, ${

@@ -1,0 +1,133 @@
+/**
+ * Microservice figures for `deno task bench` (alone: `deno task bench --only mcm`):
+ * - requests/s and p99 of a trivial microservice route, the node and its container process
+ *   pinned to one core, next to a bare Deno.serve answering the same body on one core and to
+ *   the reference's way of running a microservice (a fresh isolate per request);
+ * - cold start: POST /mcm/v1/containers to the first answer of the new microservice;
+ * - memory of an idle container process.
+ *
+ * @module
+ */
+import { packTar } from "modern-tar";
+import { postImage, serviceUrl, startContainer } from "../tests/helpers/mcm.ts";
+import { startTestNode } from "../tests/helpers/node.ts";
+import { p99, rssMib, run, wrk } from "./bench_tools.ts";
+
+const BUNDLE = `mimikModule.exports = function (context, req, res) {
+  res.setHeader("content-type", "text/plain");
+  res.end("hello");
+};`;
+const COLD_STARTS = 5;
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** Proportional memory (shared pages split between the processes sharing them), MiB. */
+async function pssMib(pid: number): Promise<number> {
+  const rollup = await run("cat", [`/proc/${pid}/smaps_rollup`]);
+  return Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1]) / 1024;
+}
+
+async function childPids(pid: number): Promise<number[]> {
+  const out = await run("sh", ["-c", `ps --ppid ${pid} -o pid= || true`]);
+  return out.split("\n").map((line) => Number(line.trim())).filter((n) => n > 0);
+}
+
+/** Starts the baseline server pinned to core 0; returns its URL and process. */
+async function startBaselines(bundleFile: string) {
+  const server = new Deno.Command("taskset", {
+    args: [
+      "-c",
+      "0",
+      Deno.execPath(),
+      "run",
+      "--unstable-worker-options",
+      "--allow-net=127.0.0.1",
+      `--allow-read=${bundleFile}`,
+      new URL("./bench_mcm_baselines.ts", import.meta.url).pathname,
+      bundleFile,
+    ],
+    stdout: "piped",
+  }).spawn();
+  const reader = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const url = `http://127.0.0.1:${/port (\d+)/.exec((await reader.read()).value ?? "")?.[1]}`;
+  return { url, server };
+}
+
+/** The microservice rows. */
+export async function mcmRows(): Promise<string[][]> {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-mcm-" });
+  const bundleFile = `${dir}/index.js`;
+  await Deno.writeTextFile(bundleFile, BUNDLE);
+  const bytes = new TextEncoder().encode(BUNDLE);
+  const image = await packTar([{
+    header: { name: "index.js", size: bytes.length, type: "file" },
+    body: bytes,
+  }]);
+  await Deno.mkdir(`${dir}/node`);
+  await using node = await startTestNode({
+    dataDir: `${dir}/node`,
+    config: { apiKey: "a-bench-key-of-enough-length", discovery: { mdns: false } },
+  });
+  await (await postImage(node, image, "hello.tar")).body?.cancel();
+
+  // Cold starts: each a new container, from the POST to its first answer.
+  const colds: number[] = [];
+  const loads: number[] = [];
+  let url = "";
+  for (let i = 0; i < COLD_STARTS; i++) {
+    const start = performance.now();
+    const container = await startContainer(node, { name: `cold-${i}`, image: "hello" });
+    url ||= `${serviceUrl(node, container)}/`;
+    const answer = await fetch(`${serviceUrl(node, container)}/`);
+    await answer.text();
+    colds.push(performance.now() - start);
+    const logs = await (await fetch(`${node.url}/mcm/v1/containers/api-cold-${i}/logs`, {
+      headers: { authorization: `Bearer ${node.apiKey}` },
+    })).json();
+    const started = logs.data.find((l: { message: string }) => /started in/.test(l.message));
+    loads.push(Number(/started in (\d+) ms/.exec(started?.message ?? "")?.[1]));
+  }
+
+  // Memory of the idle container processes.
+  const pids = await childPids(node.pid);
+  const pss = await Promise.all(pids.map(pssMib));
+  const rss = await Promise.all(pids.map((pid) => rssMib(pid)));
+
+  // Throughput: node and containers on core 0, wrk on core 1; the baseline alone on core 0.
+  const latency = await p99(url);
+  for (const pid of [node.pid, ...pids]) await run("taskset", ["-a", "-p", "-c", "0", String(pid)]);
+  const served = await wrk(url);
+  const baselines = await startBaselines(bundleFile);
+  let bare: number;
+  let isolate: number;
+  let bareLatency: number;
+  try {
+    bareLatency = await p99(`${baselines.url}/hello`);
+    bare = await wrk(`${baselines.url}/hello`);
+    isolate = await wrk(`${baselines.url}/isolate`);
+  } finally {
+    baselines.server.kill();
+    await baselines.server.status;
+  }
+  await Deno.remove(dir, { recursive: true }).catch(() => {});
+  return [
+    [
+      "GET a trivial microservice route (node and container process on one core, wrk -c50)",
+      `${served} req/s, p99 ${latency.toFixed(2)} ms (unpinned)`,
+      `bare Deno.serve, same body, one core: ${bare} req/s, p99 ${bareLatency.toFixed(2)} ms ` +
+      `(${Math.round((100 * served) / bare)}%); a fresh isolate per request (the reference's ` +
+      `model), one core: ${isolate} req/s`,
+    ],
+    [
+      `cold start: POST /mcm/v1/containers to the first answer (median of ${COLD_STARTS})`,
+      `${median(colds).toFixed(0)} ms`,
+      `process start to code loaded: ${median(loads)} ms (container log)`,
+    ],
+    [
+      `memory of an idle container process (${pids.length} running)`,
+      `${median(pss).toFixed(1)} MiB proportional (PSS)`,
+      `RSS ${median(rss).toFixed(1)} MiB, of which the Deno binary's pages are shared`,
+    ],
+  ];
+}
