@@ -9,6 +9,7 @@
 import { createHash } from "node:crypto";
 import { createTarDecoder, type TarHeader } from "modern-tar";
 import { HttpError } from "../http/errors.ts";
+import { concatBytes } from "../tunnel/bytes.ts";
 
 /** The limits of one archive. */
 export interface ArchiveLimits {
@@ -89,12 +90,7 @@ async function peek(
     seen.push(value);
     size += value.length;
   }
-  const head = new Uint8Array(size);
-  let offset = 0;
-  for (const part of seen) {
-    head.set(part, offset);
-    offset += part.length;
-  }
+  const head = seen.length === 0 ? new Uint8Array(0) : concatBytes(seen);
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
       if (head.length > 0) controller.enqueue(head);

@@ -2,10 +2,12 @@
  * Message frames over a byte stream (a process's stdin and stdout), for the channel between the
  * node and a container process (spec/mcm.yaml). A frame is a 4-byte big-endian length, one byte
  * of kind (0 text, 1 binary), then the payload, so that the StreamMux can run over a pipe as it
- * does over a WebSocket. This module runs inside container processes too: it imports nothing.
+ * does over a WebSocket. This module runs inside container processes too: its only import is
+ * ./bytes.ts, which imports nothing.
  *
  * @module
  */
+import { concatBytes } from "./bytes.ts";
 
 /** The largest payload accepted; more means the peer is broken or hostile. */
 export const MAX_FRAME_BYTES = 8 * 1024 * 1024;
@@ -36,7 +38,7 @@ export class FrameDecoder {
 
   /** The frames completed by `chunk`. Throws FrameError on a malformed stream. */
   push(chunk: Uint8Array): (string | Uint8Array)[] {
-    let buffer = this.#buffer.length === 0 ? chunk : concat(this.#buffer, chunk);
+    let buffer = this.#buffer.length === 0 ? chunk : concatBytes([this.#buffer, chunk]);
     const frames: (string | Uint8Array)[] = [];
     while (buffer.length >= 4) {
       const view = new DataView(buffer.buffer, buffer.byteOffset, buffer.length);
@@ -57,13 +59,6 @@ export class FrameDecoder {
   }
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const joined = new Uint8Array(a.length + b.length);
-  joined.set(a);
-  joined.set(b, a.length);
-  return joined;
-}
-
 /**
  * Writes frames to a byte sink, coalescing: frames sent while a write is in flight go out
  * together in the next one. Under load this batches many requests into one system call without
@@ -73,7 +68,6 @@ export class FrameWriter {
   readonly #write: (bytes: Uint8Array) => Promise<unknown>;
   readonly #onError: (error: Error) => void;
   #queue: Uint8Array[] = [];
-  #queued = 0;
   #writing = false;
   #failed = false;
 
@@ -88,7 +82,6 @@ export class FrameWriter {
     if (this.#failed) return;
     const bytes = encodeFrame(frame);
     this.#queue.push(bytes);
-    this.#queued += bytes.length;
     if (!this.#writing) {
       this.#writing = true;
       // Frames of the same turn (a response's head, body and end) leave in one write.
@@ -99,11 +92,8 @@ export class FrameWriter {
   async #drain(): Promise<void> {
     try {
       while (this.#queue.length > 0) {
-        const batch = this.#queue.length === 1
-          ? this.#queue[0]
-          : joinAll(this.#queue, this.#queued);
+        const batch = concatBytes(this.#queue);
         this.#queue = [];
-        this.#queued = 0;
         await this.#write(batch);
       }
     } catch (error) {
@@ -114,14 +104,4 @@ export class FrameWriter {
       this.#writing = false;
     }
   }
-}
-
-function joinAll(parts: Uint8Array[], size: number): Uint8Array {
-  const joined = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.length;
-  }
-  return joined;
 }

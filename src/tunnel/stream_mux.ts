@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { concatBytes } from "./bytes.ts";
 
 /** Bytes a sender may send on a stream before the receiver grants more. */
 export const WINDOW_BYTES = 512 * 1024;
@@ -44,16 +45,6 @@ interface Outbound {
 /** Resolves after the current task (and its microtasks). */
 function nextTask(): Promise<undefined> {
   return new Promise((resolve) => setTimeout(() => resolve(undefined), 0));
-}
-
-function concatBytes(parts: Uint8Array[]): Uint8Array {
-  const whole = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    whole.set(part, offset);
-    offset += part.length;
-  }
-  return whole;
 }
 
 /** A binary frame: 4-byte big-endian stream id, then the bytes. */

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { concatBytes } from "../../tunnel/bytes.ts";
 import { FrameDecoder, FrameWriter } from "../../tunnel/pipe_frames.ts";
 import { type MuxMessage, StreamMux } from "../../tunnel/stream_mux.ts";
 import { relayedFetch, syncStorage } from "./context_services.ts";
@@ -65,13 +66,7 @@ async function readBody(body: BodyInit | null, max: number): Promise<Uint8Array 
     if (size > max) throw new BodyTooLarge();
     parts.push(chunk);
   }
-  const whole = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    whole.set(part, offset);
-    offset += part.length;
-  }
-  return whole;
+  return concatBytes(parts);
 }
 
 function errorOutgoing(status: number, message: string): Outgoing {
