@@ -98,6 +98,8 @@ Deno.test("mcm credentials: key holders administer, token clients see only their
     // The key holder sees every client's, names another client with x-client-id.
     const all = await expectJson(await mcm(node, "/containers"), 200, ContainerListSchema);
     assert.deepEqual(all.data.map((c) => c.id).sort(), ["another-app-app", `${CLIENT}-app`]);
+    const mims = await expectJson(await mcm(node, "/mims"), 200, ContainerListSchema);
+    assert.deepEqual(mims.data, all.data, "/mims is /containers under the newer name");
     const forClient = await fetch(`${node.url}/mcm/v1/containers`, {
       method: "POST",
       headers: {

@@ -4,6 +4,7 @@
  * @module
  */
 import { mcmRoutes } from "../../gen/mcm/routes.ts";
+import type { StartContainerRequest } from "../../gen/mcm/validators.ts";
 import { jsonResponse } from "../http/errors.ts";
 import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
@@ -31,24 +32,38 @@ function callerOf(request: Request): Caller {
 
 /** One handler per operation of spec/mcm.yaml. */
 export function mcmHandlers(images: Images, deployments: Deployments): Handlers<typeof mcmRoutes> {
+  // Shared by /containers and its alias /mims.
+  const start = async (input: { request: Request; body: StartContainerRequest }) => {
+    const { container, created } = await deployments.start(callerOf(input.request), input.body);
+    return jsonResponse(container, created ? 201 : 200);
+  };
+  const list = ({ request }: { request: Request }) =>
+    jsonResponse({ data: deployments.list(callerOf(request)) });
+  const remove = async (
+    input: { request: Request; params: { id: string }; query: { purge?: boolean } },
+  ) =>
+    jsonResponse(
+      await deployments.delete(
+        callerOf(input.request),
+        input.params.id,
+        input.query.purge === true,
+      ),
+    );
   return {
     listImages: ({ request }) => jsonResponse({ data: images.list(callerOf(request)) }),
     uploadImage: async ({ request, query }) =>
       jsonResponse(await images.upload(callerOf(request), request, query.name), 201),
     deleteImage: async ({ request, params }) =>
       jsonResponse(await images.delete(callerOf(request), params.id)),
-    startContainer: async ({ request, body }) => {
-      const { container, created } = await deployments.start(callerOf(request), body);
-      return jsonResponse(container, created ? 201 : 200);
-    },
-    listContainers: ({ request }) => jsonResponse({ data: deployments.list(callerOf(request)) }),
+    startContainer: start,
+    listContainers: list,
     getContainer: ({ request, params }) =>
       jsonResponse(deployments.get(callerOf(request), params.id)),
-    deleteContainer: async ({ request, params, query }) =>
-      jsonResponse(
-        await deployments.delete(callerOf(request), params.id, query.purge === true),
-      ),
+    deleteContainer: remove,
     containerLogs: ({ request, params }) =>
       jsonResponse({ data: deployments.logs(callerOf(request), params.id) }),
+    startMim: start,
+    listMims: list,
+    deleteMim: remove,
   };
 }
