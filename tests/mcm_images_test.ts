@@ -7,7 +7,7 @@ import { packTar, type TarEntry } from "modern-tar";
 import { ImageListSchema } from "../gen/mcm/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
 import { buildExample, EXAMPLES, mcm, postImage, uploadImage } from "./helpers/mcm.ts";
-import { listFiles, startTestNode, withTempDir } from "./helpers/node.ts";
+import { listFiles, runEdgenode, startTestNode, withTempDir } from "./helpers/node.ts";
 
 const CONFIG = {
   apiKey: "a-test-key-of-enough-length",
@@ -130,3 +130,31 @@ Deno.test("images: hostile and broken archives are refused and leave nothing beh
     /missing credentials/,
   );
 });
+
+Deno.test("image build refuses imports that leave the project folder, symlinks included", () =>
+  withTempDir(async (dir) => {
+    await Deno.writeTextFile(`${dir}/secret.json`, JSON.stringify({ key: "do not bundle me" }));
+    await Deno.mkdir(`${dir}/project`);
+    await Deno.writeTextFile(
+      `${dir}/project/index.js`,
+      'import secret from "../secret.json";\nmimikModule.exports = (c, q, r) => r.end(secret.key);\n',
+    );
+    const outside = await runEdgenode(["image", "build", `${dir}/project`, "-o", `${dir}/a.tar`]);
+    assert.equal(outside.code, 2, outside.stderr);
+    assert.match(outside.stderr, /'\.\.\/secret\.json' resolves outside the project folder/);
+
+    await Deno.symlink(`${dir}/secret.json`, `${dir}/project/linked.json`);
+    await Deno.writeTextFile(
+      `${dir}/project/index.js`,
+      'import secret from "./linked.json";\nmimikModule.exports = (c, q, r) => r.end(secret.key);\n',
+    );
+    const linked = await runEdgenode(["image", "build", `${dir}/project`, "-o", `${dir}/b.tar`]);
+    assert.equal(linked.code, 2, linked.stderr);
+    assert.match(linked.stderr, /'\.\/linked\.json' resolves outside the project folder/);
+    await assert.rejects(Deno.stat(`${dir}/a.tar`), Deno.errors.NotFound);
+
+    await Deno.writeTextFile(`${dir}/project/index.js`, 'import fs from "node:fs";\nfs;\n');
+    const builtin = await runEdgenode(["image", "build", `${dir}/project`, "-o", `${dir}/c.tar`]);
+    assert.equal(builtin.code, 2, builtin.stderr);
+    assert.match(builtin.stderr, /node:fs/);
+  }));
