@@ -5,7 +5,9 @@
  */
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
+import type { Image } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../node/config.ts";
+import { mcmClient } from "../sdk/clients.ts";
 import { buildImage } from "./image_build.ts";
 
 /** The help lines of these commands. */
@@ -34,31 +36,28 @@ function connection(values: { node?: string; key?: string }, env: Env) {
   return { node, key };
 }
 
-async function call(url: string, key: string, init: RequestInit): Promise<Record<string, unknown>> {
-  let response: Response;
+/** The data of an SDK call; an Error with the node's message otherwise. */
+export async function answer<T>(
+  call: Promise<{ data?: T; error?: unknown; response: Response }>,
+  what: string,
+): Promise<T> {
+  let result;
   try {
-    response = await fetch(url, {
-      ...init,
-      headers: { ...init.headers, authorization: `Bearer ${key}` },
-    });
+    result = await call;
   } catch (error) {
-    throw new Error(`cannot reach ${url}: ${(error as Error).message}`);
+    throw new Error(`cannot reach the node for ${what}: ${(error as Error).message}`);
   }
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    throw new Error(
-      `${response.status} from ${url}: ${body?.error?.message ?? JSON.stringify(body)}`,
-    );
-  }
-  return body;
+  if (result.data !== undefined && result.response.ok) return result.data;
+  const message = (result.error as { error?: { message?: string } } | undefined)?.error?.message;
+  throw new Error(`${what}: ${result.response.status} ${message ?? JSON.stringify(result.error)}`);
 }
 
-async function push(
+function push(
   tar: Uint8Array,
   filename: string,
   name: string | undefined,
   target: { node: string; key: string },
-) {
+): Promise<Image> {
   const form = new FormData();
   form.append(
     "image",
@@ -66,7 +65,14 @@ async function push(
     filename,
   );
   if (name) form.append("name", name);
-  return await call(`${target.node}/mcm/v1/images`, target.key, { method: "POST", body: form });
+  const client = mcmClient({ url: target.node, credential: target.key });
+  return answer(
+    client.POST("/mcm/v1/images", {
+      body: form as never,
+      bodySerializer: (body) => body as unknown as FormData,
+    }),
+    "uploading the image",
+  );
 }
 
 async function build(args: string[]): Promise<number> {
@@ -139,12 +145,12 @@ export async function deployCommand(args: string[], env: Env): Promise<number> {
       push(built.tar, `${built.name}.tar`, built.name, target)
     );
   const name = values.name ?? String(image.name);
-  const container = await call(`${target.node}/mcm/v1/containers`, target.key, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ name, image: image.name, env: containerEnv }),
-  });
-  const basePath = (container.env as Record<string, string>)["MCM.BASE_API_PATH"];
+  const client = mcmClient({ url: target.node, credential: target.key });
+  const container = await answer(
+    client.POST("/mcm/v1/containers", { body: { name, image: image.name, env: containerEnv } }),
+    "starting the container",
+  );
+  const basePath = container.env["MCM.BASE_API_PATH"];
   console.log(JSON.stringify(container, null, 2));
   console.log(`serving at ${target.node}${basePath}/`);
   return 0;

@@ -5,7 +5,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { decryptNodeListing } from "../client/local_nodes.ts";
+import { decryptNodeListing } from "../sdk/local_nodes.ts";
 import { ConfigError } from "../node/config.ts";
 
 /** Usage lines for the program's help. */

@@ -1,0 +1,50 @@
+/**
+ * A typed client of the node's JSON-RPC interface (spec/jsonrpc.yaml): parameters by the method
+ * table, results checked against their schemas.
+ *
+ * @module
+ */
+import * as v from "valibot";
+import { jsonrpcMethods } from "../../gen/jsonrpc/methods.ts";
+import type { NodeConnection } from "./clients.ts";
+
+type Methods = typeof jsonrpcMethods;
+/** A JSON-RPC method of the node. */
+export type RpcMethod = keyof Methods;
+/** The result of a method, as validated. */
+export type RpcResult<M extends RpcMethod> = v.InferOutput<Methods[M]["result"]>;
+
+/** An error answer: the JSON-RPC code and the node's message. */
+export class RpcError extends Error {
+  override name = "RpcError";
+  readonly code: number;
+
+  constructor(code: number, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+let nextId = 1;
+
+/** Calls `method` with positional `params`; its result, or RpcError. */
+export async function rpcCall<M extends RpcMethod>(
+  connection: NodeConnection,
+  method: M,
+  params: string[] = [],
+): Promise<RpcResult<M>> {
+  const response = await fetch(`${connection.url.replace(/\/$/, "")}/jsonrpc/v1`, {
+    method: "POST",
+    headers: {
+      "Content-Type": "application/json",
+      ...(connection.credential ? { Authorization: `Bearer ${connection.credential}` } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }),
+  });
+  const answer = await response.json().catch(() => undefined) as
+    | { result?: unknown; error?: { code: number; message: string } }
+    | undefined;
+  if (!answer) throw new RpcError(-32700, `the node answered ${response.status} without JSON`);
+  if (answer.error) throw new RpcError(answer.error.code, answer.error.message);
+  return v.parse(jsonrpcMethods[method].result, answer.result) as RpcResult<M>;
+}
