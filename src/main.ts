@@ -6,7 +6,10 @@
 import { parseArgs } from "node:util";
 import meta from "../deno.json" with { type: "json" };
 import { deployCommand, IMAGE_HELP, imageCommand } from "./cli/image_commands.ts";
+import { MODELS_HELP, modelsCommand } from "./cli/models_commands.ts";
 import { NODES_HELP, nodesCommand } from "./cli/nodes.ts";
+import { identityCommand, infoCommand, listNodesCommand, NODE_HELP } from "./cli/node_commands.ts";
+import { GLOBAL_HELP } from "./cli/cli_context.ts";
 import { launchHub } from "./hub/hub_launcher.ts";
 import { startHub } from "./hub/hub_server.ts";
 import { type HubFlags, loadHubSettings } from "./hub/hub_settings.ts";
@@ -35,10 +38,14 @@ Usage:
   edgenode token --account ID --scope "SCOPES" [--ttl 24h] [--node NODE_ID] [--dir DIR]
       Prints an edge access token signed by the local issuer. Scopes: edge:account:associate,
       edge:account:unassociate, edge:clusters, edge:mcm.
+${NODE_HELP}
+${MODELS_HELP}
 ${NODES_HELP}
 ${IMAGE_HELP}
   edgenode version      Prints the version.
   edgenode help         Prints this help.
+
+${GLOBAL_HELP}
 
 Environment: EDGENODE_API_KEY overrides the config file's key; EDGENODE_DATA_DIR sets the data
 directory. Exit codes: 0 done, 1 failed, 2 bad usage or configuration.`;
@@ -218,7 +225,15 @@ export async function main(args: string[]): Promise<number> {
       case "token":
         return await tokenCommand(rest);
       case "nodes":
-        return await nodesCommand(rest);
+        return rest[0] === "decrypt" ? await nodesCommand(rest) : await listNodesCommand(rest, env);
+      case "me":
+      case "associate":
+      case "unassociate":
+        return await identityCommand(command, rest, env);
+      case "info":
+        return await infoCommand(rest, env);
+      case "models":
+        return await modelsCommand(rest, env);
       case "image":
         return await imageCommand(rest, env);
       case "deploy":
@@ -239,7 +254,7 @@ export async function main(args: string[]): Promise<number> {
     }
   } catch (error) {
     const usage = error instanceof ConfigError ||
-      (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
+      String((error as { code?: unknown }).code ?? "").startsWith("ERR_PARSE_ARGS");
     console.error(`edgenode: ${(error as Error).message}`);
     return usage ? 2 : 1;
   }

@@ -8,48 +8,33 @@ import { parseArgs } from "node:util";
 import type { Image } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../node/config.ts";
 import { mcmClient } from "../sdk/clients.ts";
+import { answer, type Env, invocation } from "./cli_context.ts";
 import { buildImage } from "./image_build.ts";
 
 /** The help lines of these commands. */
 export const IMAGE_HELP = `  edgenode image build DIR|FILE [-o OUT.tar] [--name NAME]
       Bundles a microservice (esbuild; imports must stay inside the project folder) into the
       reference's image format. Default output: NAME.tar.
-  edgenode image push IMAGE.tar [--name NAME] [--node URL] [--key KEY]
+  edgenode image push IMAGE.tar [--name NAME]
       Uploads an image (POST /mcm/v1/images).
   edgenode deploy DIR|FILE|IMAGE.tar [--name NAME] [--image-name NAME] [--base-path /PATH]
-                  [--env KEY=VALUE]... [--node URL] [--key KEY]
-      Builds (unless given a .tar), uploads and starts a container; prints its URL.
-      --node defaults to $EDGENODE_NODE or http://localhost:8083; --key to $EDGENODE_KEY or
-      $EDGENODE_API_KEY (the node's deployment key or an edge access token with edge:mcm).`;
+                  [--env KEY=VALUE]...
+      Builds (unless given a .tar), uploads and starts a container; prints its URL. The
+      credential (--api-key, or --key) is the node's deployment key or an edge access token
+      with edge:mcm; $EDGENODE_KEY is read before the API key's usual places.`;
 
-type Env = (name: string) => string | undefined;
-
-const CONNECTION = {
-  node: { type: "string" },
-  key: { type: "string" },
-} as const;
-
-function connection(values: { node?: string; key?: string }, env: Env) {
-  const node = (values.node ?? env("EDGENODE_NODE") ?? "http://localhost:8083").replace(/\/$/, "");
-  const key = values.key ?? env("EDGENODE_KEY") ?? env("EDGENODE_API_KEY");
-  if (!key) throw new ConfigError("no credential: pass --key or set EDGENODE_KEY");
-  return { node, key };
-}
-
-/** The data of an SDK call; an Error with the node's message otherwise. */
-export async function answer<T>(
-  call: Promise<{ data?: T; error?: unknown; response: Response }>,
-  what: string,
-): Promise<T> {
-  let result;
-  try {
-    result = await call;
-  } catch (error) {
-    throw new Error(`cannot reach the node for ${what}: ${(error as Error).message}`);
-  }
-  if (result.data !== undefined && result.response.ok) return result.data;
-  const message = (result.error as { error?: { message?: string } } | undefined)?.error?.message;
-  throw new Error(`${what}: ${result.response.status} ${message ?? JSON.stringify(result.error)}`);
+/** The node to deploy to and the credential, from the global flags (and --key, EDGENODE_KEY). */
+function connection(
+  args: string[],
+  options: Record<string, { type: "string"; multiple?: boolean }>,
+  env: Env,
+) {
+  const parsed = invocation(args, { ...options, key: { type: "string" } }, env);
+  const values = parsed.values as Record<string, unknown>;
+  const key = (values.key as string | undefined) ?? (values["api-key"] as string | undefined) ??
+    env("EDGENODE_KEY") ?? parsed.connection.credential;
+  if (!key) throw new ConfigError("no credential: pass --api-key or set EDGENODE_KEY");
+  return { ...parsed, target: { node: parsed.connection.url, key } };
 }
 
 function push(
@@ -96,14 +81,11 @@ async function build(args: string[]): Promise<number> {
 }
 
 async function pushCommand(args: string[], env: Env): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: { ...CONNECTION, name: { type: "string" } },
-    allowPositionals: true,
-  });
+  const { values, positionals, target } = connection(args, { name: { type: "string" } }, env);
   if (positionals.length !== 1) throw new ConfigError("image push takes one IMAGE.tar");
   const tar = await Deno.readFile(positionals[0]);
-  const image = await push(tar, basename(positionals[0]), values.name, connection(values, env));
+  const name = (values as Record<string, string | undefined>).name;
+  const image = await push(tar, basename(positionals[0]), name, target);
   console.log(JSON.stringify(image, null, 2));
   return 0;
 }
@@ -118,17 +100,14 @@ export function imageCommand(args: string[], env: Env): Promise<number> {
 
 /** `edgenode deploy ...`. */
 export async function deployCommand(args: string[], env: Env): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: {
-      ...CONNECTION,
-      name: { type: "string" },
-      "image-name": { type: "string" },
-      "base-path": { type: "string" },
-      env: { type: "string", multiple: true },
-    },
-    allowPositionals: true,
-  });
+  const parsed = connection(args, {
+    name: { type: "string" },
+    "image-name": { type: "string" },
+    "base-path": { type: "string" },
+    env: { type: "string", multiple: true },
+  }, env);
+  const { positionals, target } = parsed;
+  const values = parsed.values as Record<string, string | undefined> & { env?: string[] };
   if (positionals.length !== 1) throw new ConfigError("deploy takes one DIR, FILE or IMAGE.tar");
   const containerEnv: Record<string, string> = {};
   for (const pair of values.env ?? []) {
@@ -137,7 +116,6 @@ export async function deployCommand(args: string[], env: Env): Promise<number> {
     containerEnv[pair.slice(0, at)] = pair.slice(at + 1);
   }
   if (values["base-path"]) containerEnv["MCM.BASE_API_PATH"] = values["base-path"];
-  const target = connection(values, env);
   const input = positionals[0];
   const image = input.endsWith(".tar")
     ? await push(await Deno.readFile(input), basename(input), values["image-name"], target)

@@ -1,0 +1,160 @@
+/**
+ * What the client commands share: the global flags (`--node`, `--api-key`, `--json`), the API
+ * key found the way users expect (flag, environment, the local node's config file), and output
+ * (tables and progress on a terminal, plain lines or JSON otherwise).
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { ConfigError, resolvePaths } from "../node/config.ts";
+import type { NodeConnection } from "../sdk/clients.ts";
+
+/** Reads an environment variable (undefined when unset or not allowed). */
+export type Env = (name: string) => string | undefined;
+
+/** The flags every client command takes. */
+export const GLOBAL_OPTIONS = {
+  node: { type: "string" },
+  "api-key": { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+/** The help lines of the global flags. */
+export const GLOBAL_HELP =
+  `Global flags of the client commands: --node URL (default $EDGENODE_NODE or
+http://127.0.0.1:8083), --api-key KEY (default $EDGENODE_API_KEY, else the local node's config
+file), --json (machine-readable output).`;
+
+/** A parsed client command line. */
+export interface Invocation<V> {
+  values: V;
+  positionals: string[];
+  connection: NodeConnection;
+  json: boolean;
+}
+
+/** The API key of the node on this machine, from its config file, if readable. */
+function localApiKey(env: Env): string | undefined {
+  try {
+    const { configPath } = resolvePaths({}, env);
+    return JSON.parse(Deno.readTextFileSync(configPath)).apiKey;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Parses a client command's arguments with the global flags. */
+export function invocation<
+  O extends Record<string, { type: "string" | "boolean"; multiple?: boolean }>,
+>(
+  args: string[],
+  options: O,
+  env: Env,
+) {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { ...GLOBAL_OPTIONS, ...options },
+    allowPositionals: true,
+    strict: true,
+  });
+  const all = values as Record<string, unknown>;
+  const url = String(all.node ?? env("EDGENODE_NODE") ?? "http://127.0.0.1:8083");
+  if (!/^https?:\/\/[^/]+\/?$/.test(url)) {
+    throw new ConfigError(`--node must be a base URL like http://127.0.0.1:8083 (got '${url}')`);
+  }
+  const credential = (all["api-key"] as string | undefined) ?? env("EDGENODE_API_KEY") ??
+    localApiKey(env);
+  return {
+    values,
+    positionals,
+    connection: { url: url.replace(/\/$/, ""), credential },
+    json: all.json === true,
+  };
+}
+
+/** Prints a value as JSON (the `--json` output of every command). */
+export function printJson(value: unknown): void {
+  console.log(JSON.stringify(value, null, 2));
+}
+
+/** Bytes in human units: 1.5 GiB, 300 MiB, 12 KiB, 512 B. */
+export function humanBytes(bytes: number | undefined): string {
+  if (bytes === undefined) return "-";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}
+
+/** Prints rows as a table with a header, columns padded to their widest cell. */
+export function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) =>
+    cells.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd();
+  console.log(line(header));
+  for (const row of rows) console.log(line(row));
+}
+
+/** Progress of a transfer: a redrawn bar on a terminal, a line every 10% otherwise. */
+export class Progress {
+  readonly #label: string;
+  readonly #terminal = Deno.stderr.isTerminal();
+  readonly #started = performance.now();
+  #lastTenth = -1;
+  #lastDraw = 0;
+
+  constructor(label: string) {
+    this.#label = label;
+  }
+
+  /** Reports `done` of `total` bytes (total unknown: undefined). */
+  update(done: number, total: number | undefined): void {
+    const seconds = (performance.now() - this.#started) / 1000;
+    const rate = seconds > 0 ? done / seconds : 0;
+    if (this.#terminal) {
+      const now = performance.now();
+      if (now - this.#lastDraw < 100 && done !== total) return;
+      this.#lastDraw = now;
+      const fraction = total ? Math.min(1, done / total) : 0;
+      const bar = total ? `[${"#".repeat(Math.round(fraction * 20)).padEnd(20)}] ` : "";
+      const eta = total && rate > 0 ? ` ETA ${Math.ceil((total - done) / rate)} s` : "";
+      const text =
+        `${this.#label} ${bar}${humanBytes(done)}${total ? ` / ${humanBytes(total)}` : ""}` +
+        `  ${humanBytes(rate)}/s${eta}`;
+      Deno.stderr.writeSync(new TextEncoder().encode(`\r\x1b[2K${text}`));
+    } else if (total) {
+      const tenth = Math.floor((10 * done) / total);
+      if (tenth > this.#lastTenth) {
+        this.#lastTenth = tenth;
+        console.error(
+          `${this.#label} ${tenth * 10}% (${humanBytes(done)} of ${humanBytes(total)})`,
+        );
+      }
+    }
+  }
+
+  /** Ends the bar's line. */
+  finish(): void {
+    if (this.#terminal) Deno.stderr.writeSync(new TextEncoder().encode("\n"));
+  }
+}
+
+/** The data of an SDK call; an Error with the node's message otherwise. */
+export async function answer<T>(
+  call: Promise<{ data?: T; error?: unknown; response: Response }>,
+  what: string,
+): Promise<T> {
+  let result;
+  try {
+    result = await call;
+  } catch (error) {
+    throw new Error(`cannot reach the node for ${what}: ${(error as Error).message}`);
+  }
+  if (result.data !== undefined && result.response.ok) return result.data;
+  const message = (result.error as { error?: { message?: string } } | undefined)?.error?.message;
+  throw new Error(`${what}: ${result.response.status} ${message ?? JSON.stringify(result.error)}`);
+}

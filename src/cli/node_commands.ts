@@ -1,0 +1,91 @@
+/**
+ * `edgenode me|associate|unassociate|info|nodes`: the node's identity and the mesh from a
+ * terminal, over the SDK (JSON-RPC and the insight client).
+ *
+ * @module
+ */
+import { ConfigError } from "../node/config.ts";
+import { insightClient } from "../sdk/clients.ts";
+import { rpcCall } from "../sdk/json_rpc.ts";
+import { answer, type Env, invocation, printJson, printTable } from "./cli_context.ts";
+
+/** The help lines of these commands. */
+export const NODE_HELP =
+  `  edgenode me                                    the node's id, name, account and version
+  edgenode associate TOKEN                       associates the node with the token's account
+  edgenode unassociate TOKEN                     (a token with edge:account:unassociate)
+  edgenode info [--types self,supernode,bep,sep]
+  edgenode nodes [--type linkLocal|account|proximity]`;
+
+function exactly(positionals: string[], count: number, usage: string): string[] {
+  if (positionals.length !== count) throw new ConfigError(`usage: edgenode ${usage}`);
+  return positionals;
+}
+
+/** `edgenode me`, `associate`, `unassociate`. */
+export async function identityCommand(
+  command: "me" | "associate" | "unassociate",
+  args: string[],
+  env: Env,
+): Promise<number> {
+  const { positionals, connection, json } = invocation(args, {}, env);
+  if (command === "me") {
+    exactly(positionals, 0, "me");
+    const me = await rpcCall(connection, "getMe");
+    if (json) printJson(me);
+    else {
+      console.log(`node     ${me.nodeId}\nname     ${me.name}`);
+      console.log(`account  ${me.accountId || "(none)"}\nversion  ${me.version}`);
+    }
+    return 0;
+  }
+  const [token] = exactly(positionals, 1, `${command} TOKEN`);
+  const method = command === "associate" ? "associateAccount" : "unassociateAccount";
+  const result = await rpcCall(connection, method, [token]);
+  if (json) printJson(result);
+  else console.log(`${command}d: account ${result.accountId}`);
+  return 0;
+}
+
+/** `edgenode info`. */
+export async function infoCommand(args: string[], env: Env): Promise<number> {
+  const { values, connection } = invocation(args, { types: { type: "string" } }, env);
+  const info = await answer(
+    insightClient(connection).GET("/info", {
+      params: { query: { types: (values.types as string | undefined) ?? "self,supernode" } },
+    }),
+    "reading the node's info",
+  );
+  printJson(info);
+  return 0;
+}
+
+/** `edgenode nodes` (the listing; `nodes decrypt` is cli/nodes.ts). */
+export async function listNodesCommand(args: string[], env: Env): Promise<number> {
+  const { values, connection, json } = invocation(args, { type: { type: "string" } }, env);
+  const type = (values.type as string | undefined) ?? "linkLocal";
+  if (!["linkLocal", "account", "proximity"].includes(type)) {
+    throw new ConfigError("--type is linkLocal, account or proximity");
+  }
+  const listing = await answer(
+    insightClient(connection).GET("/nodes", {
+      params: { query: { type: type as "linkLocal" } },
+    }),
+    `listing ${type} nodes`,
+  );
+  if (json) return printJson(listing), 0;
+  const nodes = (listing as { data: Record<string, unknown>[] }).data;
+  printTable(
+    ["ID", "NAME", "ACCOUNT", "ADDRESS"],
+    nodes.map((node) => {
+      const addresses = node.addresses as { url?: { href?: string } }[] | undefined;
+      return [
+        String(node.id ?? "").slice(0, 16),
+        String(node.name ?? ""),
+        String(node.accountId ?? "") || "-",
+        addresses?.[0]?.url?.href ?? "-",
+      ];
+    }),
+  );
+  return 0;
+}

@@ -1,0 +1,145 @@
+/**
+ * The client commands, run as users run them against a real node: human and --json output,
+ * progress on a pipe, exit codes, and Ctrl-C during a pull.
+ */
+import assert from "node:assert/strict";
+import { startFileServer } from "./helpers/file_server.ts";
+import { cliToken, makeIssuer } from "./helpers/identity.ts";
+import {
+  ggufBytes,
+  LAUNCHER_PERMISSIONS,
+  listFiles,
+  MAIN,
+  runEdgenode,
+  startTestNode,
+  type TestNode,
+  waitFor,
+  withTempDir,
+} from "./helpers/node.ts";
+
+/** `edgenode ARGS` against `node`, the way its owner runs it: the key from its data dir. */
+function cli(node: TestNode, args: string[]) {
+  return runEdgenode(args, { EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir });
+}
+
+Deno.test("models commands: add, push, ls, show, set, pull, cat, rm, in both output modes", () =>
+  withTempDir(async (dir) => {
+    await using node = await startTestNode({ config: { apiKey: "a-test-key-of-enough-length" } });
+    await using files = startFileServer();
+    const bytes = ggufBytes(300_000);
+    await Deno.writeFile(`${dir}/m.gguf`, bytes);
+
+    const added = await cli(node, ["models", "add", "m1", "--kind", "llm", "--ctx", "4096"]);
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stdout, /added m1 \(llm 1\.0\.0, not ready/);
+    const pushed = await cli(node, ["models", "push", "m1", `${dir}/m.gguf`]);
+    assert.equal(pushed.code, 0, pushed.stderr);
+    assert.match(pushed.stdout, /pushed m1: 293 KiB, ready/);
+    assert.match(
+      pushed.stderr,
+      /push m1 100% \(293 KiB of 293 KiB\)/,
+      "plain progress on a pipe",
+    );
+    assert.ok(!pushed.stderr.includes("\r"), "no redrawn bar when stderr is not a terminal");
+
+    const url = files.serve("/m2.gguf", bytes);
+    const pulled = await cli(node, ["models", "pull", "m2", url, "--json"]);
+    assert.equal(pulled.code, 0, pulled.stderr);
+    assert.equal(JSON.parse(pulled.stdout).readyToUse, true);
+
+    const table = await cli(node, ["models", "ls"]);
+    const lines = table.stdout.trim().split("\n");
+    assert.match(lines[0], /^ID\s+KIND\s+VERSION\s+SIZE\s+READY\s+CREATED$/);
+    assert.match(lines[1], /^m1\s+llm\s+1\.0\.0\s+293 KiB\s+yes\s+\d{4}-\d\d-\d\d \d\d:\d\d$/);
+    assert.equal(lines.length, 3);
+    const listed = JSON.parse((await cli(node, ["models", "ls", "--json", "--ready"])).stdout);
+    assert.deepEqual(listed.data.map((m: { id: string }) => m.id), ["m1", "m2"]);
+
+    await cli(node, ["models", "set", "m1", "--ctx", "8192"]);
+    const shown = JSON.parse((await cli(node, ["models", "show", "m1", "--json"])).stdout);
+    assert.equal(shown.gguf.initContextSize, 8192);
+    assert.match((await cli(node, ["models", "show", "m1"])).stdout, /^ready:\s+yes$/m);
+
+    const cat = await new Deno.Command(Deno.execPath(), {
+      args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, "models", "cat", "m2"],
+      env: { EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir },
+      stdout: "piped",
+    }).output();
+    assert.deepEqual(cat.stdout, bytes);
+
+    assert.match((await cli(node, ["models", "rm", "m2"])).stdout, /deleted m2/);
+    const missing = await cli(node, ["models", "show", "m2"]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /404 model 'm2' does not exist/);
+    const usage = await cli(node, ["models", "add", "m3"]);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--kind is required/);
+    const wrongKey = await runEdgenode(["models", "rm", "m1", "--api-key", "wrong-key"], {
+      EDGENODE_NODE: node.url,
+    });
+    assert.equal(wrongKey.code, 1);
+    assert.match(wrongKey.stderr, /403 incorrect API key/);
+    const unreachable = await runEdgenode(["models", "ls", "--node", "http://127.0.0.1:1"]);
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.stderr, /cannot reach the node/);
+  }));
+
+Deno.test("Ctrl-C during a pull cancels it and leaves no partial file", async () => {
+  await using node = await startTestNode({ config: { apiKey: "a-test-key-of-enough-length" } });
+  await using files = startFileServer();
+  const url = files.serve("/slow.gguf", ggufBytes(2_000_000), { bytesPerSecond: 200_000 });
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, "models", "pull", "slow", url],
+    env: { EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir, NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  await waitFor(async () => {
+    const response = await fetch(`${node.storeUrl}/models/slow`);
+    await response.body?.cancel();
+    return response.status === 200;
+  }, "the record");
+  await new Promise((resolve) => setTimeout(resolve, 700));
+  child.kill("SIGINT");
+  const output = await child.output();
+  assert.equal(output.code, 130, new TextDecoder().decode(output.stderr));
+  assert.match(new TextDecoder().decode(output.stderr), /pull of slow cancelled/);
+  await waitFor(
+    async () => (await listFiles(`${node.dataDir}/models`)).length === 0,
+    "no partial file",
+  );
+  const model = await (await fetch(`${node.storeUrl}/models/slow`)).json();
+  assert.equal(model.readyToUse, false);
+});
+
+Deno.test("identity commands: me, associate, nodes, info", () =>
+  withTempDir(async (dir) => {
+    const issuer = await makeIssuer(`${dir}/issuer`);
+    await using node = await startTestNode({
+      args: ["--trust", issuer.trustFile],
+      config: {
+        apiKey: "a-test-key-of-enough-length",
+        nodeName: "den",
+        discovery: { mdns: false },
+      },
+    });
+    const me = JSON.parse((await cli(node, ["me", "--json"])).stdout);
+    assert.equal(me.name, "den");
+    assert.match((await cli(node, ["me"])).stdout, /^account\s+\(none\)$/m);
+    const token = await cliToken(issuer, "acct-7", "edge:account:associate");
+    const associated = await cli(node, ["associate", token]);
+    assert.equal(associated.code, 0, associated.stderr);
+    assert.match(associated.stdout, /associated: account acct-7/);
+    assert.match((await cli(node, ["me"])).stdout, /^account\s+acct-7$/m);
+    const refused = await cli(node, ["associate", "a.b.c"]);
+    assert.equal(refused.code, 1);
+    const nodes = await cli(node, ["nodes"]);
+    assert.match(
+      nodes.stdout,
+      new RegExp(`^${me.nodeId.slice(0, 16)}\\s+den\\s+acct-7\\s+http://127.0.0.1`, "m"),
+    );
+    const info = JSON.parse((await cli(node, ["info", "--types", "self"])).stdout);
+    assert.equal(info.data.self.id, me.nodeId);
+    const bad = await cli(node, ["nodes", "--type", "everywhere"]);
+    assert.equal(bad.code, 2);
+  }));
