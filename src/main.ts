@@ -207,9 +207,30 @@ async function runHub(flags: HubFlags): Promise<number> {
   return await runUntilStopped(hub.shutdown);
 }
 
+/** The usage blocks of HELP for one command (`edgenode CMD --help`), or undefined. */
+function commandHelp(command: string): string | undefined {
+  const blocks: string[][] = [];
+  for (const line of HELP.split("\n")) {
+    if (line.startsWith("  edgenode ")) blocks.push([line]);
+    else if (line.startsWith("    ") && blocks.length > 0) blocks[blocks.length - 1].push(line);
+  }
+  const own = blocks.filter((block) => block[0].split(/\s+/)[2] === command);
+  if (own.length === 0) return undefined;
+  const usage = `Usage:\n${own.map((block) => block.join("\n")).join("\n")}`;
+  const local = ["serve", "hub", "issuer", "token", "image", "version", "help"];
+  return local.includes(command) ? usage : `${usage}\n\n${GLOBAL_HELP}`;
+}
+
 /** Runs the program with these arguments and returns the exit code. */
 export async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args;
+  if (command && (rest.includes("--help") || rest.includes("-h"))) {
+    const help = commandHelp(command);
+    if (help) {
+      console.log(help);
+      return 0;
+    }
+  }
   try {
     switch (command) {
       case "serve":

@@ -79,6 +79,10 @@ Deno.test("models commands: add, push, ls, show, set, pull, cat, rm, in both out
     });
     assert.equal(wrongKey.code, 1);
     assert.match(wrongKey.stderr, /403 incorrect API key/);
+    const help = await runEdgenode(["models", "pull", "--help"]);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /edgenode models pull ID URL/);
+    assert.match(help.stdout, /--json/);
     const unreachable = await runEdgenode(["models", "ls", "--node", "http://127.0.0.1:1"]);
     assert.equal(unreachable.code, 1);
     assert.match(unreachable.stderr, /cannot reach the node/);
