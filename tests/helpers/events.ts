@@ -1,29 +1,14 @@
 /**
- * Reads a download's Server-Sent Events the way clients do: any `fetch` response, parsed with
- * eventsource-parser, each message's data as JSON.
+ * Reads a download's Server-Sent Events the way clients do, with the SDK's event iterator
+ * (eventsource-parser, each message checked against the spec).
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { EventSourceParserStream } from "eventsource-parser/stream";
-import * as v from "valibot";
-import {
-  DownloadDoneSchema,
-  DownloadProgressSchema,
-  ErrorSchema,
-  MmprojProgressSchema,
-} from "../../gen/store/validators.ts";
+import { downloadEvents, type DownloadMessage } from "../../src/sdk/download_events.ts";
 import type { TestNode } from "./node.ts";
 
-/** Any message a download stream may carry, as the spec shapes them. */
-const MessageSchema = v.union([
-  DownloadProgressSchema,
-  MmprojProgressSchema,
-  DownloadDoneSchema,
-  ErrorSchema,
-]);
-/** One message of a download stream. */
-export type DownloadMessage = v.InferOutput<typeof MessageSchema>;
+export type { DownloadMessage };
 
 /** POST /models/{id}/download without an Accept header, as the reference's clients send it. */
 export function startDownload(
@@ -44,15 +29,7 @@ export function startDownload(
 export async function* messages(response: Response): AsyncGenerator<DownloadMessage> {
   assert.equal(response.status, 200, `expected an event stream, got ${response.status}`);
   assert.equal(response.headers.get("content-type"), "text/event-stream");
-  const events = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(
-    new EventSourceParserStream(),
-  );
-  for await (const event of events) {
-    const data = JSON.parse(event.data);
-    const result = v.safeParse(MessageSchema, data);
-    assert.ok(result.success, `message does not match the spec: ${event.data}`);
-    yield result.output;
-  }
+  yield* downloadEvents(response);
 }
 
 /** Every message until the stream ends. */
