@@ -147,3 +147,36 @@ Deno.test("identity commands: me, associate, nodes, info", () =>
     const bad = await cli(node, ["nodes", "--type", "everywhere"]);
     assert.equal(bad.code, 2);
   }));
+
+Deno.test("on a terminal, push draws a progress bar in place", async (t) => {
+  const hasScript = await new Deno.Command("script", { args: ["--version"], stdout: "null" })
+    .output().then((o) => o.success, () => false);
+  if (!hasScript) {
+    t.step("skipped: no 'script' (util-linux) to give the command a pseudo-terminal", () => {});
+    return;
+  }
+  await withTempDir(async (dir) => {
+    await using node = await startTestNode({ config: { apiKey: "a-test-key-of-enough-length" } });
+    await Deno.writeFile(`${dir}/m.gguf`, ggufBytes(2_000_000));
+    assert.equal((await cli(node, ["models", "add", "tty", "--kind", "llm"])).code, 0);
+    const command = [
+      Deno.execPath(),
+      "run",
+      ...LAUNCHER_PERMISSIONS,
+      MAIN,
+      "models",
+      "push",
+      "tty",
+      `${dir}/m.gguf`,
+    ].join(" ");
+    const output = await new Deno.Command("script", {
+      args: ["-qec", command, "/dev/null"],
+      env: { EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir },
+      stdout: "piped",
+    }).output();
+    const text = new TextDecoder().decode(output.stdout);
+    assert.equal(output.code, 0, text);
+    assert.match(text, /\r\x1b\[2Kpush tty \[#{20}\] 1\.9 MiB \/ 1\.9 MiB/);
+    assert.ok(!/push tty \d+%/.test(text), "no plain progress lines on a terminal");
+  });
+});
