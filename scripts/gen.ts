@@ -6,6 +6,8 @@
  *
  * An OpenRPC spec (JSON-RPC) gives `validators.ts` and `methods.ts`, the method table.
  *
+ * `gen/sandbox/sources.ts` holds the container process's modules, bundled (src/mcm/sandbox/).
+ *
  * `deno task gen --check` writes nothing and fails when `gen/` is not what the specs give.
  *
  * @module
@@ -14,6 +16,7 @@ import openapiTS, { astToString } from "openapi-typescript";
 import { parse } from "yaml";
 import { emitMethods } from "./gen/methods_emitter.ts";
 import { emitRoutes } from "./gen/routes_emitter.ts";
+import { emitSandboxSources } from "./gen/sandbox_emitter.ts";
 import {
   dependencyOrder,
   type JsonSchema,
@@ -74,8 +77,12 @@ async function main(check: boolean): Promise<number> {
     .map((e) => e.name.slice(0, -".yaml".length))
     .sort();
   const stale: string[] = [];
-  for (const service of services) {
-    for (const [file, content] of await generate(service)) {
+  const outputs = [
+    ...(await Promise.all(services.map(generate))).flatMap((files) => [...files]),
+    ["sandbox/sources.ts", await emitSandboxSources()] as [string, string],
+  ];
+  {
+    for (const [file, content] of outputs) {
       const url = new URL(file, GEN_DIR);
       const current = await Deno.readTextFile(url).catch(() => undefined);
       if (current === content) continue;

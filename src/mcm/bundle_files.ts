@@ -1,19 +1,45 @@
 /**
  * The files of microservice deployment under `<dataDir>/mcm/`: bundles by content
- * (`bundles/<sha256>.js`), uploads in progress (`tmp/`, emptied at every start) and each
- * container's storage folder (`storage/<hash of the container id>/`).
+ * (`bundles/<sha256>.js`), uploads in progress (`tmp/`, emptied at every start), each
+ * container's storage folder (`storage/<hash of the container id>/`), and the container
+ * process's own code (`runtime/<hash>/`, written from gen/sandbox/sources.ts).
  *
  * @module
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { HOST_SOURCE, WORKER_SOURCE } from "../../gen/sandbox/sources.ts";
+
+/**
+ * Writes the container process's modules into `<dir>/<hash of their sources>/` (once per
+ * version: a temporary folder renamed into place), removing other versions.
+ */
+async function writeRuntime(dir: string): Promise<string> {
+  const version = createHash("sha256").update(HOST_SOURCE).update(WORKER_SOURCE).digest("hex")
+    .slice(0, 16);
+  const target = join(dir, version);
+  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.name !== version) await Deno.remove(join(dir, entry.name), { recursive: true });
+  }
+  if (await Deno.stat(target).then(() => true, () => false)) return target;
+  const temp = join(dir, `.${version}-${crypto.randomUUID()}`);
+  await Deno.mkdir(temp, { mode: 0o700 });
+  await Deno.writeTextFile(join(temp, "container_host.js"), HOST_SOURCE);
+  await Deno.writeTextFile(join(temp, "sandbox_worker.js"), WORKER_SOURCE);
+  await Deno.rename(temp, target);
+  return target;
+}
 
 /** The folders of deployment. */
 export class BundleFiles {
   readonly #root: string;
+  /** Where container_host.js and sandbox_worker.js are. */
+  readonly runtimeDir: string;
 
-  private constructor(root: string) {
+  private constructor(root: string, runtimeDir: string) {
     this.#root = root;
+    this.runtimeDir = runtimeDir;
   }
 
   /** Creates the folders; leftovers of uploads cut off by a crash are removed. */
@@ -23,7 +49,7 @@ export class BundleFiles {
     for (const dir of ["bundles", "tmp", "storage"]) {
       await Deno.mkdir(join(root, dir), { recursive: true, mode: 0o700 });
     }
-    return new BundleFiles(root);
+    return new BundleFiles(root, await writeRuntime(join(root, "runtime")));
   }
 
   /** Where uploads are written before they are checked. */

@@ -28,8 +28,6 @@ const FROM_CONTAINER = {
   fatal: ContainerFatalSchema,
 };
 
-const SOURCE_DIR = new URL("../", import.meta.url).pathname;
-const HOST_MODULE = new URL("./sandbox/container_host.ts", import.meta.url).pathname;
 /** Variables the container process gets: where Deno keeps its cache. Nothing else. */
 const PASSED_ENV = ["HOME", "DENO_DIR", "XDG_CACHE_HOME"];
 const HOP_BY_HOP = new Set([
@@ -44,6 +42,8 @@ const HOP_BY_HOP = new Set([
 
 /** How to run one container. */
 export interface ChannelOptions {
+  /** The folder of container_host.js and sandbox_worker.js (BundleFiles.runtimeDir). */
+  runtimeDir: string;
   bundlePath: string;
   storageDir: string;
   storageBytes: number;
@@ -73,7 +73,7 @@ export function containerPermissions(options: ChannelOptions): string[] {
     "--no-remote",
     "--unstable-worker-options",
     `--v8-flags=--max-old-space-size=${options.memoryMb}`,
-    `--allow-read=${SOURCE_DIR},${options.bundlePath},${options.storageDir}`,
+    `--allow-read=${options.runtimeDir},${options.bundlePath},${options.storageDir}`,
     `--allow-write=${options.storageDir}`,
     ...(outboundHosts === undefined
       ? ["--allow-net"]
@@ -101,7 +101,7 @@ export class ContainerChannel {
       args: [
         "run",
         ...containerPermissions(options),
-        HOST_MODULE,
+        `${options.runtimeDir}/container_host.js`,
         options.bundlePath,
         options.storageDir,
         String(options.storageBytes),

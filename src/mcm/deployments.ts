@@ -145,6 +145,7 @@ export class Deployments {
     const env = this.#servedEnv(record);
     return new ContainerRuntime({
       id: record.id,
+      runtimeDir: this.#files.runtimeDir,
       bundlePath: this.#files.bundlePath(record.bundle),
       storageDir: this.#files.storagePath(record.id),
       storageBytes: this.#settings.storageMb * 1024 * 1024,

@@ -5,7 +5,10 @@
  * exhaustion ends this process only. Its main thread runs no user code: it keeps the storage and
  * relays outbound HTTP for the sandboxed worker, which runs the microservice.
  *
- * Usage: container_host.ts BUNDLE_FILE STORAGE_DIR STORAGE_MAX_BYTES
+ * It runs bundled (gen/sandbox/sources.ts, written out by the node beside the bundled worker as
+ * container_host.js and sandbox_worker.js): `deno task gen` after changing anything here.
+ *
+ * Usage: container_host.js BUNDLE_FILE STORAGE_DIR STORAGE_MAX_BYTES
  *
  * @module
  */
@@ -14,7 +17,7 @@ import { serveOutbound } from "./outbound_relay.ts";
 import { StorageHost } from "./storage_host.ts";
 
 // The worker first: it loads on its own thread while this one opens the storage.
-const worker = new Worker(new URL("./sandbox_worker.ts", import.meta.url).href, {
+const worker = new Worker(new URL("./sandbox_worker.js", import.meta.url).href, {
   type: "module",
   name: "microservice",
   deno: { permissions: "none" },
