@@ -47,6 +47,16 @@ Deno.test("models commands: add, push, ls, show, set, pull, cat, rm, in both out
     assert.equal(pulled.code, 0, pulled.stderr);
     assert.equal(JSON.parse(pulled.stdout).readyToUse, true);
 
+    const broken = await cli(node, [
+      "models",
+      "pull",
+      "m4",
+      files.serve("/gone.gguf", bytes, { status: 404 }),
+    ]);
+    assert.equal(broken.code, 1, broken.stdout);
+    assert.match(broken.stderr, /pulling m4: .*404/, "the node's message");
+    assert.equal((await cli(node, ["models", "rm", "m4"])).code, 0);
+
     const table = await cli(node, ["models", "ls"]);
     const lines = table.stdout.trim().split("\n");
     assert.match(lines[0], /^ID\s+KIND\s+VERSION\s+SIZE\s+READY\s+CREATED$/);

@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import type { Image } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../node/config.ts";
 import { mcmClient } from "../sdk/clients.ts";
-import { answer, type Env, invocation } from "./cli_context.ts";
+import { answer, type Env, invocation, printJson } from "./cli_context.ts";
 import { buildImage } from "./image_build.ts";
 
 /** The help lines of these commands. */
@@ -67,6 +67,7 @@ async function build(args: string[]): Promise<number> {
       o: { type: "string", short: "o" },
       output: { type: "string" },
       name: { type: "string" },
+      json: { type: "boolean" },
     },
     allowPositionals: true,
   });
@@ -74,6 +75,11 @@ async function build(args: string[]): Promise<number> {
   const image = await buildImage(positionals[0], values.name);
   const out = values.o ?? values.output ?? `${image.name}.tar`;
   await Deno.writeFile(out, image.tar);
+  if (values.json) {
+    const { name, version } = image;
+    printJson({ file: out, name, version, bundleBytes: image.bundle.length });
+    return 0;
+  }
   console.log(
     `built ${out}: image ${image.name} ${image.version}, index.js ${image.bundle.length} bytes`,
   );
@@ -86,7 +92,7 @@ async function pushCommand(args: string[], env: Env): Promise<number> {
   const tar = await Deno.readFile(positionals[0]);
   const name = (values as Record<string, string | undefined>).name;
   const image = await push(tar, basename(positionals[0]), name, target);
-  console.log(JSON.stringify(image, null, 2));
+  printJson(image);
   return 0;
 }
 
@@ -129,7 +135,7 @@ export async function deployCommand(args: string[], env: Env): Promise<number> {
     "starting the container",
   );
   const basePath = container.env["MCM.BASE_API_PATH"];
-  console.log(JSON.stringify(container, null, 2));
-  console.log(`serving at ${target.node}${basePath}/`);
+  printJson(container);
+  if (!parsed.json) console.log(`serving at ${target.node}${basePath}/`);
   return 0;
 }

@@ -4,8 +4,7 @@
  *
  * @module
  */
-import createClient from "openapi-fetch";
-import type { paths as StorePaths } from "../../gen/store/types.ts";
+import { storeClient } from "../../src/sdk/clients.ts";
 
 /** The program's entry point. */
 export const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
@@ -42,7 +41,7 @@ export interface TestNode extends ListeningProcess, AsyncDisposable {
   apiKey: string;
   dataDir: string;
   /** Typed client of the registry API, sending the API key. */
-  store: ReturnType<typeof createClient<StorePaths>>;
+  store: ReturnType<typeof storeClient>;
   /** Headers with the API key. */
   auth(extra?: Record<string, string>): Record<string, string>;
 }
@@ -99,7 +98,7 @@ export async function startTestNode(options: TestNodeOptions = {}): Promise<Test
     storeUrl,
     apiKey,
     dataDir,
-    store: createClient<StorePaths>({ baseUrl: storeUrl, headers: auth() }),
+    store: storeClient({ url, credential: apiKey }),
     auth,
     async [Symbol.asyncDispose]() {
       await process.stop();
