@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { concatBytes } from "../../src/tunnel/bytes.ts";
 
 /** What to put in the header. */
 export interface GgufSpec {
@@ -70,13 +71,7 @@ export function ggufWithMetadata(spec: GgufSpec): Uint8Array {
     u64(0);
   });
   parts.push(new Uint8Array(spec.filler ?? 0).map((_, i) => (i * 13) & 0xff));
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
+  return concatBytes(parts);
 }
 
 /** A llama3-style chat template. */
