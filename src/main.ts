@@ -7,7 +7,7 @@ import { parseArgs } from "node:util";
 import meta from "../deno.json" with { type: "json" };
 import { deployCommand, IMAGE_HELP, imageCommand } from "./cli/image_commands.ts";
 import { MODELS_HELP, modelsCommand } from "./cli/models_commands.ts";
-import { NODES_HELP, nodesCommand } from "./cli/nodes.ts";
+import { NODES_HELP, nodesDecryptCommand } from "./cli/nodes.ts";
 import { identityCommand, infoCommand, listNodesCommand, NODE_HELP } from "./cli/node_commands.ts";
 import { GLOBAL_HELP } from "./cli/cli_context.ts";
 import { launchHub } from "./hub/hub_launcher.ts";
@@ -246,7 +246,9 @@ export async function main(args: string[]): Promise<number> {
       case "token":
         return await tokenCommand(rest);
       case "nodes":
-        return rest[0] === "decrypt" ? await nodesCommand(rest) : await listNodesCommand(rest, env);
+        return rest[0] === "decrypt"
+          ? await nodesDecryptCommand(rest.slice(1))
+          : await listNodesCommand(rest, env);
       case "me":
       case "associate":
       case "unassociate":

@@ -14,14 +14,10 @@ export const NODES_HELP =
       Decrypts an answer of GET /mds/v1/nodes (from FILE or standard input) with the edge
       access token it was requested with, and prints the node listing as JSON.`;
 
-/** Runs `edgenode nodes ARGS`; returns the exit code. */
-export async function nodesCommand(args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub !== "decrypt") {
-    throw new ConfigError(`unknown nodes command '${sub ?? ""}'; try 'nodes decrypt'`);
-  }
+/** Runs `edgenode nodes decrypt ARGS` (the listing itself is cli/node_commands.ts). */
+export async function nodesDecryptCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
-    args: rest,
+    args,
     options: {
       token: { type: "string" },
       "token-file": { type: "string" },

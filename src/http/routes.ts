@@ -57,8 +57,8 @@ export interface MountOptions {
   /** The shape of this service's errors; the registry's by default. */
   errorFormat?: ErrorFormat;
   /**
-   * Checks the credentials of operations that need them, before their input is read, in place
-   * of the API key check (for a service with other credentials, such as mcm's tokens).
+   * Checks the credentials of every operation, before its input is read, in place of the API
+   * key check (for a service with other credentials, such as mcm's tokens).
    */
   authorize?: (request: Request) => void | Promise<void>;
 }

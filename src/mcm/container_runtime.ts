@@ -31,11 +31,8 @@ export interface RuntimeOptions extends Omit<ChannelOptions, "onLog"> {
   /** The container id, for the node's own log lines. */
   id: string;
   deadlineMs: number;
-  env: Record<string, string>;
   /** Reads the node's environment (for the process's Deno cache location). */
   readEnv(name: string): string | undefined;
-  /** Whether container log lines at warn and error go to the node's output too. */
-  echo: boolean;
 }
 
 /** A container's process, kept alive. */
@@ -71,12 +68,12 @@ export class ContainerRuntime {
     return [...this.#logs];
   }
 
-  /** Adds a line to the log; the node's own lines and errors also go to its output. */
+  /** Adds a line to the log; the node's own lines, warnings and errors also go to its output. */
   log(level: string, message: string): void {
     const line = { time: Date.now(), level: level as LogLine["level"], message };
     this.#logs.push(line);
     if (this.#logs.length > LOG_LINES) this.#logs.shift();
-    if (level === "node" || (this.#options.echo && (level === "error" || level === "warn"))) {
+    if (level === "node" || level === "error" || level === "warn") {
       console.log(`[container ${this.#options.id}] ${message}`);
     }
   }

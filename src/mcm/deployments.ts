@@ -62,6 +62,14 @@ function integerEnv(
   return value;
 }
 
+/** A container's limits from its env (400 for a bad value). */
+function limitsOf(env: Record<string, string>, defaultMemoryMb: number) {
+  return {
+    executionMs: integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30) * 1000,
+    memoryMb: integerEnv(env, "MCM.MEMORY_MB", 16, 4096, defaultMemoryMb),
+  };
+}
+
 /** The containers of the node. */
 export class Deployments {
   readonly #records: McmRecords;
@@ -143,13 +151,14 @@ export class Deployments {
 
   #runtimeFor(record: ContainerRecord): ContainerRuntime {
     const env = this.#servedEnv(record);
+    const limits = limitsOf(env, this.#settings.memoryMb);
     return new ContainerRuntime({
       id: record.id,
       runtimeDir: this.#files.runtimeDir,
       bundlePath: this.#files.bundlePath(record.bundle),
       storageDir: this.#files.storagePath(record.id),
       storageBytes: this.#settings.storageMb * 1024 * 1024,
-      memoryMb: integerEnv(env, "MCM.MEMORY_MB", 16, 4096, this.#settings.memoryMb),
+      memoryMb: limits.memoryMb,
       outboundHosts: this.#settings.outboundHosts,
       env,
       info: {
@@ -160,10 +169,9 @@ export class Deployments {
         nodeId: this.#node.nodeId(),
       },
       maxBodyBytes: this.#settings.maxRequestBodyBytes,
-      deadlineMs: integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30) * 1000,
-      fetchTimeoutMs: integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30) * 1000,
+      deadlineMs: limits.executionMs,
+      fetchTimeoutMs: limits.executionMs,
       readEnv: this.#node.readEnv,
-      echo: true,
     });
   }
 
@@ -201,8 +209,7 @@ export class Deployments {
         `env key '${badKey}' must be 1 to 128 letters, digits, '_', '.' or '-'`,
       );
     }
-    integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30);
-    integerEnv(env, "MCM.MEMORY_MB", 16, 4096, this.#settings.memoryMb);
+    limitsOf(env, this.#settings.memoryMb);
     const requested = env["MCM.BASE_API_PATH"] ?? `/${request.name}`;
     if (!PATH_PATTERN.test(requested) || /\/\.\.?(\/|$)/.test(requested)) {
       throw new HttpError(
