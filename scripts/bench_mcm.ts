@@ -93,6 +93,7 @@ export async function mcmRows(): Promise<string[][]> {
   const pids = await childPids(node.pid);
   const pss = await Promise.all(pids.map(pssMib));
   const rss = await Promise.all(pids.map((pid) => rssMib(pid)));
+  const executable = await executableFigures(dir, image);
 
   // Throughput: node and containers on core 0, wrk on core 1; the baseline alone on core 0.
   const latency = await p99(url);
@@ -129,5 +130,36 @@ export async function mcmRows(): Promise<string[][]> {
       `${median(pss).toFixed(1)} MiB proportional (PSS)`,
       `RSS ${median(rss).toFixed(1)} MiB, of which the Deno binary's pages are shared`,
     ],
+    [
+      "the same as the single executable (its bundle with the baked flags): cold start; " +
+      "idle container",
+      `${median(executable.colds).toFixed(0)} ms; ${median(executable.pss).toFixed(1)} MiB PSS`,
+      `as a script, above: ${median(colds).toFixed(0)} ms; ${median(pss).toFixed(1)} MiB PSS`,
+    ],
   ];
+}
+
+/**
+ * Cold starts and idle memory of containers under the single executable, which runs each
+ * container's host and sandbox as workers of the whole program (src/program/).
+ */
+async function executableFigures(dir: string, image: Uint8Array) {
+  const bundle = `${dir}/edgenode.js`;
+  await run(Deno.execPath(), ["bundle", "--platform=deno", "-o", bundle, "src/executable.ts"]);
+  await Deno.mkdir(`${dir}/executable-node`);
+  await using node = await startTestNode({
+    dataDir: `${dir}/executable-node`,
+    config: { apiKey: "a-bench-key-of-enough-length", discovery: { mdns: false } },
+    bundle,
+  });
+  await (await postImage(node, image, "hello.tar")).body?.cancel();
+  const colds: number[] = [];
+  for (let i = 0; i < COLD_STARTS; i++) {
+    const start = performance.now();
+    const container = await startContainer(node, { name: `cold-${i}`, image: "hello" });
+    await (await fetch(`${serviceUrl(node, container)}/`)).text();
+    colds.push(performance.now() - start);
+  }
+  const pss = await Promise.all((await childPids(node.pid)).map(pssMib));
+  return { colds, pss };
 }

@@ -17,6 +17,8 @@ import { initIssuer, parseTtl, signToken } from "./identity/issuer.ts";
 import { ConfigError, loadSettings, type ServeFlags } from "./node/config.ts";
 import { launch } from "./node/launcher.ts";
 import { startNode } from "./node/server.ts";
+import { stopRequested } from "./program/self_program.ts";
+import { runContainerProcess } from "./program/worker_roles.ts";
 
 /** The program's version, from deno.json. */
 export const VERSION: string = meta.version;
@@ -104,16 +106,9 @@ function hubFlags(args: string[]): HubFlags {
   };
 }
 
-/** Waits for a signal, or for the launcher to go away (stdin closes), then runs `shutdown`. */
+/** Waits until the launcher asks to stop (stopRequested), then runs `shutdown`. */
 async function runUntilStopped(shutdown: () => Promise<void>): Promise<number> {
-  const { promise: stop, resolve } = Promise.withResolvers<string>();
-  Deno.addSignalListener("SIGINT", () => resolve("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => resolve("SIGTERM"));
-  (async () => {
-    for await (const _ of Deno.stdin.readable) { /* the launcher sends nothing */ }
-    resolve("launcher exited");
-  })();
-  const reason = await stop;
+  const reason = await stopRequested();
   console.log(`stopping (${reason})`);
   // Requests in flight get a grace period; a long transfer must not keep the process up forever.
   const grace = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 10_000));
@@ -241,6 +236,8 @@ export async function main(args: string[]): Promise<number> {
         return await launchHub(hubFlags(rest), env);
       case "__hub":
         return await runHub(hubFlags(rest));
+      case "__container":
+        return await runContainerProcess(rest);
       case "issuer":
         return await issuerCommand(rest);
       case "token":

@@ -1,10 +1,13 @@
 /**
- * The bundle (`deno task bundle`) is self-contained: run by the plain deno binary with an empty
- * DENO_DIR, outside the repository and, where the test may create a network namespace, without
- * any network, it serves the registry, answers JSON-RPC and runs a container.
+ * The bundle (`deno task bundle`) stands in for the single executable: run by the plain deno
+ * binary with the executable's baked flags, an empty DENO_DIR, outside the repository and, where
+ * the test may create a network namespace, without any network, it serves the registry, answers
+ * JSON-RPC and runs a container, with the node and the container narrowed in workers.
  */
 import assert from "node:assert/strict";
 import { packTar } from "modern-tar";
+import meta from "../deno.json" with { type: "json" };
+import { EXECUTABLE_FLAGS } from "../src/program/executable_flags.ts";
 import { withTempDir } from "./helpers/node.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -18,14 +21,24 @@ async function canIsolateNetwork(): Promise<boolean> {
 
 Deno.test("the bundle runs with only the deno binary: registry, JSON-RPC, a container", () =>
   withTempDir(async (dir) => {
+    // The task's own command, writing into the temporary folder.
+    const task = meta.tasks.bundle.replace("dist/edgenode.js", `${dir}/edgenode.js`);
     const bundled = await new Deno.Command(Deno.execPath(), {
-      args: ["bundle", "--platform=deno", "-o", `${dir}/edgenode.js`, "src/main.ts"],
+      args: task.split(" ").slice(1),
       cwd: ROOT,
       stderr: "piped",
     }).output();
     assert.ok(bundled.success, new TextDecoder().decode(bundled.stderr));
     const script = new TextEncoder().encode(
-      'mimikModule.exports = function (c, req, res) { res.end("hello from the bundle"); };',
+      `mimikModule.exports = function (context, req, res) {
+        let key = "read";
+        try { Deno.readTextFileSync(${
+        JSON.stringify(`${dir}/data/config.json`)
+      }); } catch (e) { key = e.name; }
+        context.storage.setItem("visits", String(Number(context.storage.getItem("visits") || 0) + 1));
+        res.end("hello from the bundle; the node's config: " + key +
+          "; visits: " + context.storage.getItem("visits"));
+      };`,
     );
     await Deno.writeFile(
       `${dir}/hello.tar`,
@@ -46,6 +59,7 @@ Deno.test("the bundle runs with only the deno binary: registry, JSON-RPC, a cont
       `${dir}/edgenode.js`,
       `${dir}/data`,
       `${dir}/hello.tar`,
+      JSON.stringify(EXECUTABLE_FLAGS),
     ];
     const isolated = await canIsolateNetwork();
     const shell = `${isolated ? "ip link set lo up && " : ""}exec ${
@@ -75,7 +89,7 @@ Deno.test("the bundle runs with only the deno binary: registry, JSON-RPC, a cont
         nodeId: "string",
         image: 201,
         container: "started",
-        answer: "hello from the bundle",
+        answer: "hello from the bundle; the node's config: NotCapable; visits: 1",
       },
     );
     if (!isolated) console.log("note: no network namespace here; ran with the network present");

@@ -152,7 +152,7 @@ Deno.test("identity commands: me, associate, nodes, info", () =>
       nodes.stdout,
       new RegExp(`^${me.nodeId.slice(0, 16)}\\s+den\\s+acct-7\\s+http://127.0.0.1`, "m"),
     );
-    const info = JSON.parse((await cli(node, ["info", "--types", "self"])).stdout);
+    const info = JSON.parse((await cli(node, ["info", "--types", "self", "--json"])).stdout);
     assert.equal(info.data.self.id, me.nodeId);
     const bad = await cli(node, ["nodes", "--type", "everywhere"]);
     assert.equal(bad.code, 2);
@@ -191,3 +191,85 @@ Deno.test("on a terminal, push draws a progress bar in place", async (t) => {
     assert.ok(!/push tty \d+%/.test(text), "no plain progress lines on a terminal");
   });
 });
+
+Deno.test("the other client commands in both output modes: models, identity, info, images", () =>
+  withTempDir(async (dir) => {
+    const issuer = await makeIssuer(`${dir}/issuer`);
+    await using node = await startTestNode({
+      args: ["--trust", issuer.trustFile],
+      config: {
+        apiKey: "a-test-key-of-enough-length",
+        nodeName: "den",
+        discovery: { mdns: false },
+      },
+    });
+    await using files = startFileServer();
+    const bytes = ggufBytes(200_000);
+    await Deno.writeFile(`${dir}/m.gguf`, bytes);
+    const json = async (args: string[]) => {
+      const result = await cli(node, [...args, "--json"]);
+      assert.equal(result.code, 0, `${args.join(" ")}: ${result.stderr}`);
+      return JSON.parse(result.stdout);
+    };
+    const human = async (args: string[], expected: RegExp) => {
+      const result = await cli(node, args);
+      assert.equal(result.code, 0, `${args.join(" ")}: ${result.stderr}`);
+      assert.match(result.stdout, expected);
+      return result;
+    };
+
+    // Models: --json gives the node's objects; the default is a sentence.
+    assert.equal(
+      (await json(["models", "add", "j", "--kind", "vlm", "--version", "2"])).kind,
+      "vlm",
+    );
+    assert.equal((await json(["models", "push", "j", `${dir}/m.gguf`])).totalSize, bytes.length);
+    assert.equal((await json(["models", "set", "j", "--ctx", "2048"])).gguf.initContextSize, 2048);
+    await human(["models", "set", "j", "--gpu-layers", "8"], /^gguf:\s+\{.*"initGpuLayerSize":8/m);
+    assert.equal((await json(["models", "show", "j"])).gguf.initContextSize, 2048);
+    const pulled = await human(
+      ["models", "pull", "p", files.serve("/p.gguf", bytes)],
+      /^pulled p: 195 KiB, ready$/m,
+    );
+    assert.match(pulled.stderr, /pull p 100% \(195 KiB of 195 KiB\)/, "plain progress on a pipe");
+    assert.deepEqual(await json(["models", "rm", "p"]), {
+      id: "p",
+      object: "model",
+      deleted: true,
+    });
+
+    // Identity: associate and unassociate, each way.
+    const associate = await cliToken(issuer, "acct-9", "edge:account:associate");
+    const unassociate = await cliToken(issuer, "acct-9", "edge:account:unassociate");
+    assert.deepEqual(await json(["associate", associate]), { accountId: "acct-9" });
+    await human(["unassociate", unassociate], /^unassociated: account acct-9$/m);
+    await human(["associate", associate], /^associated: account acct-9$/m);
+    assert.equal((await json(["unassociate", unassociate])).accountId, "acct-9");
+    const me = await json(["me"]);
+    assert.equal(me.accountId, "");
+
+    // The mesh: info and nodes.
+    await human(
+      ["info"],
+      new RegExp(`^self\\s+${me.nodeId.slice(0, 16)}  den  account -  http`, "m"),
+    );
+    assert.equal((await json(["nodes"])).data[0].id, me.nodeId);
+
+    // Images: build, push and deploy.
+    const built = await json(["image", "build", "examples/hello-fetch", "-o", `${dir}/f.tar`]);
+    assert.equal(built.file, `${dir}/f.tar`);
+    assert.ok(built.bundleBytes > 0);
+    await human(["image", "build", "examples/hello-fetch", "-o", `${dir}/g.tar`], /^built /m);
+    await human(
+      ["image", "push", `${dir}/f.tar`],
+      /^pushed image hello-fetch \(api-hello-fetch, /m,
+    );
+    const pushed = await json(["image", "push", `${dir}/g.tar`, "--name", "other"]);
+    assert.equal(pushed.name, "other");
+    const deployed = await json(["deploy", `${dir}/f.tar`, "--name", "greeter"]);
+    assert.equal(deployed.state, "started");
+    await human(
+      ["deploy", `${dir}/f.tar`, "--name", "greeter"],
+      /^deployed greeter \(image hello-fetch\): started\nserving at http:\/\/127\.0\.0\.1:\d+\/\S+\/$/m,
+    );
+  }));

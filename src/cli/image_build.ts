@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import { basename, dirname, join, resolve } from "node:path";
 import type * as esbuild from "esbuild";
+import { isExecutable } from "../program/self_program.ts";
 import { packTar } from "modern-tar";
 import { ConfigError } from "../node/config.ts";
 
@@ -129,8 +130,17 @@ export async function buildImage(input: string, nameFlag?: string): Promise<Buil
       `image name '${name}' must be letters, digits, '.', '_' or '-'; pass --name`,
     );
   }
-  // Loaded here: esbuild reads the environment when imported, which the node may not.
-  const esbuild = await import("esbuild");
+  if (isExecutable()) {
+    // esbuild is a native program of its own, which a compiled binary cannot carry and run.
+    throw new ConfigError(
+      "the single executable does not build images: build one with 'deno task edgenode image " +
+        "build' in a checkout of edgenode, then 'edgenode image push' or 'edgenode deploy' the tar",
+    );
+  }
+  // Loaded here: esbuild reads the environment when imported, which the node may not. Named by
+  // a variable, so that `deno compile` does not embed it.
+  const esbuildModule = "esbuild";
+  const esbuild: typeof import("esbuild") = await import(esbuildModule);
   let result: esbuild.BuildResult & { outputFiles: esbuild.OutputFile[] };
   try {
     result = await esbuild.build({

@@ -87,12 +87,15 @@ async function build(args: string[]): Promise<number> {
 }
 
 async function pushCommand(args: string[], env: Env): Promise<number> {
-  const { values, positionals, target } = connection(args, { name: { type: "string" } }, env);
+  const { values, positionals, target, json } = connection(args, { name: { type: "string" } }, env);
   if (positionals.length !== 1) throw new ConfigError("image push takes one IMAGE.tar");
   const tar = await Deno.readFile(positionals[0]);
   const name = (values as Record<string, string | undefined>).name;
   const image = await push(tar, basename(positionals[0]), name, target);
-  printJson(image);
+  if (json) printJson(image);
+  else {console.log(
+      `pushed image ${image.name} (${image.id}, ${image.size} bytes, ${image.digest})`,
+    );}
   return 0;
 }
 
@@ -135,7 +138,10 @@ export async function deployCommand(args: string[], env: Env): Promise<number> {
     "starting the container",
   );
   const basePath = container.env["MCM.BASE_API_PATH"];
-  printJson(container);
-  if (!parsed.json) console.log(`serving at ${target.node}${basePath}/`);
+  if (parsed.json) printJson(container);
+  else {
+    console.log(`deployed ${container.name} (image ${container.image}): ${container.state}`);
+    console.log(`serving at ${target.node}${basePath}/`);
+  }
   return 0;
 }

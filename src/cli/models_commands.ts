@@ -169,10 +169,9 @@ export async function modelsCommand(args: string[], env: Env): Promise<number> {
         }),
         `adding ${id}`,
       );
+      const added = `added ${model.id} (${model.kind} ${model.version}, not ready`;
       if (json) printJson(model);
-      else {console.log(
-          `added ${model.id} (${model.kind} ${model.version}, not ready: push or pull its file)`,
-        );}
+      else console.log(`${added}: push or pull its file)`);
       return 0;
     }
     case "set": {

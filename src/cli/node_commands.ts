@@ -47,16 +47,38 @@ export async function identityCommand(
   return 0;
 }
 
+/** A node as a table row: id (shortened), name, account, first address. */
+function nodeRow(node: Record<string, unknown>): string[] {
+  const addresses = node.addresses as { url?: { href?: string } }[] | undefined;
+  return [
+    String(node.id ?? "").slice(0, 16),
+    String(node.name ?? ""),
+    String(node.accountId ?? "") || "-",
+    addresses?.[0]?.url?.href ?? "-",
+  ];
+}
+
 /** `edgenode info`. */
 export async function infoCommand(args: string[], env: Env): Promise<number> {
-  const { values, connection } = invocation(args, { types: { type: "string" } }, env);
+  const { values, connection, json } = invocation(args, { types: { type: "string" } }, env);
   const info = await answer(
     insightClient(connection).GET("/info", {
       params: { query: { types: (values.types as string | undefined) ?? "self,supernode" } },
     }),
     "reading the node's info",
   );
-  printJson(info);
+  if (json) return printJson(info), 0;
+  const data = (info as { data: Record<string, Record<string, unknown>> }).data;
+  for (const [type, value] of Object.entries(data)) {
+    if (type === "self" || type === "supernode") {
+      const [id, name, account, address] = nodeRow(value);
+      console.log(`${type.padEnd(10)} ${id}  ${name}  account ${account}  ${address}`);
+    } else {
+      // bep and sep: where the hub reaches this node from outside, and whether it answered.
+      const endpoint = value as { url?: string; status?: string };
+      console.log(`${type.padEnd(10)} ${endpoint.url ?? "-"}  ${endpoint.status ?? ""}`.trimEnd());
+    }
+  }
   return 0;
 }
 
@@ -75,17 +97,6 @@ export async function listNodesCommand(args: string[], env: Env): Promise<number
   );
   if (json) return printJson(listing), 0;
   const nodes = (listing as { data: Record<string, unknown>[] }).data;
-  printTable(
-    ["ID", "NAME", "ACCOUNT", "ADDRESS"],
-    nodes.map((node) => {
-      const addresses = node.addresses as { url?: { href?: string } }[] | undefined;
-      return [
-        String(node.id ?? "").slice(0, 16),
-        String(node.name ?? ""),
-        String(node.accountId ?? "") || "-",
-        addresses?.[0]?.url?.href ?? "-",
-      ];
-    }),
-  );
+  printTable(["ID", "NAME", "ACCOUNT", "ADDRESS"], nodes.map(nodeRow));
   return 0;
 }

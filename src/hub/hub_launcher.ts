@@ -1,39 +1,39 @@
 /**
- * `edgenode hub` runs the hub as a child process with narrow permissions, as `serve` does for a
+ * `edgenode hub` runs the hub narrowed (a child process or a worker), as `serve` does for a
  * node: its data directory and config, its listening address, and its issuers' JWKS hosts.
  *
  * @module
  */
 import type { EnvReader } from "../node/config.ts";
-import { netAddress, realConfigPath, runChild } from "../node/launcher.ts";
+import { netAddress, realConfigPath } from "../node/launcher.ts";
+import { HUB_ENV_VARS } from "../program/env_vars.ts";
+import { NO_PERMISSIONS, type PermissionSet } from "../program/permission_set.ts";
+import { runNarrowed } from "../program/self_program.ts";
 import { type HubFlags, type HubSettings, loadHubSettings } from "./hub_settings.ts";
 
-/** The environment variables the hub may read. */
-export const HUB_ENV_VARS = ["EDGENODE_HUB_DIR", "HOME", "USERPROFILE"];
-
-/** The Deno permission flags of a hub with these settings. */
-export function hubPermissions(settings: HubSettings): string[] {
+/** The Deno permissions of a hub with these settings. */
+export function hubPermissions(settings: HubSettings): PermissionSet {
   const jwksFiles = settings.trustedIssuers.flatMap((t) => (t.jwksFile ? [t.jwksFile] : []));
   const jwksHosts = settings.trustedIssuers.flatMap((t) =>
     t.jwksUrl ? [new URL(t.jwksUrl).host] : []
   );
   // Port 0 (any free port) cannot be named in a permission; the host alone allows it.
   const listen = settings.port === 0 ? settings.host : netAddress(settings.host, settings.port);
-  return [
-    "--no-prompt",
-    `--allow-read=${[settings.dataDir, settings.configPath, ...settings.trustFiles, ...jwksFiles]}`,
-    `--allow-write=${settings.dataDir}`,
-    `--allow-net=${[listen, ...jwksHosts]}`,
-    `--allow-env=${HUB_ENV_VARS.join(",")}`,
-  ];
+  return {
+    ...NO_PERMISSIONS,
+    read: [settings.dataDir, settings.configPath, ...settings.trustFiles, ...jwksFiles],
+    write: [settings.dataDir],
+    net: [listen, ...jwksHosts],
+    env: HUB_ENV_VARS,
+  };
 }
 
-/** Runs the hub in a child process and returns its exit code. */
+/** Runs the hub, narrowed as a node is, and returns its exit code. */
 export async function launchHub(flags: HubFlags, env: EnvReader): Promise<number> {
   const settings = await loadHubSettings(flags, env);
   settings.dataDir = await Deno.realPath(settings.dataDir);
   settings.configPath = await realConfigPath(settings.configPath);
-  return await runChild(hubPermissions(settings), [
+  return await runNarrowed(hubPermissions(settings), [
     "__hub",
     `--data-dir=${settings.dataDir}`,
     `--host=${settings.host}`,

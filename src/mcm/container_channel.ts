@@ -13,6 +13,7 @@ import {
 } from "../../gen/mcm/validators.ts";
 import { ResponseMessageSchema } from "../../gen/hub/validators.ts";
 import { HttpError } from "../http/errors.ts";
+import { isExecutable, selfCommand } from "../program/self_program.ts";
 import { MessageError, MUX, parseMessage } from "../tunnel/messages.ts";
 import { MuxRequests, type RequestHead } from "../tunnel/mux_requests.ts";
 import { FrameDecoder, FrameWriter } from "../tunnel/pipe_frames.ts";
@@ -83,6 +84,28 @@ export function containerPermissions(options: ChannelOptions): string[] {
   ];
 }
 
+/**
+ * How a container process is started: `deno run` with the flags above and the bundled host
+ * (written out in runtimeDir), or in the single executable `<itself> __container` (its host
+ * narrows itself in a worker: src/program/worker_roles.ts).
+ */
+function containerCommand(options: ChannelOptions): { command: string; args: string[] } {
+  const hostArgs = [options.bundlePath, options.storageDir, String(options.storageBytes)];
+  if (isExecutable()) {
+    const net = options.outboundHosts === undefined ? "*" : options.outboundHosts.join(",");
+    return selfCommand(["__container", ...hostArgs, net]);
+  }
+  return {
+    command: Deno.execPath(),
+    args: [
+      "run",
+      ...containerPermissions(options),
+      `${options.runtimeDir}/container_host.js`,
+      ...hostArgs,
+    ],
+  };
+}
+
 /** A running container process. */
 export class ContainerChannel {
   readonly #child: Deno.ChildProcess;
@@ -97,22 +120,17 @@ export class ContainerChannel {
   readonly exited: Promise<string>;
 
   private constructor(options: ChannelOptions, env: (name: string) => string | undefined) {
-    this.#child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        ...containerPermissions(options),
-        `${options.runtimeDir}/container_host.js`,
-        options.bundlePath,
-        options.storageDir,
-        String(options.storageBytes),
-      ],
+    const { command, args } = containerCommand(options);
+    const passed = PASSED_ENV.flatMap((name) => env(name) ? [[name, env(name)!]] : []);
+    this.#child = new Deno.Command(command, {
+      args,
       clearEnv: true,
-      env: Object.fromEntries(
-        PASSED_ENV.flatMap((name) => env(name) ? [[name, env(name)!]] : []).concat([[
-          "NO_COLOR",
-          "1",
-        ]]),
-      ),
+      env: Object.fromEntries([
+        ...passed,
+        ["NO_COLOR", "1"],
+        // The executable's flags are baked in: the heap limit comes through the environment.
+        ...(isExecutable() ? [["DENO_V8_FLAGS", `--max-old-space-size=${options.memoryMb}`]] : []),
+      ]),
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",

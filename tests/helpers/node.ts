@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { EXECUTABLE_FLAGS } from "../../src/program/executable_flags.ts";
 import { storeClient } from "../../src/sdk/clients.ts";
 
 /** The program's entry point. */
@@ -32,6 +33,11 @@ export interface TestNodeOptions {
   wrapper?: string[];
   /** The address to listen on; 127.0.0.1 by default. */
   host?: string;
+  /**
+   * Run this bundle (`deno task bundle`) with the single executable's flags, as the compiled
+   * binary runs, instead of src/main.ts as a script.
+   */
+  bundle?: string;
 }
 
 /** A running node; `url` is `http://127.0.0.1:<port>`. */
@@ -74,8 +80,7 @@ export async function startTestNode(options: TestNodeOptions = {}): Promise<Test
   const process = await startListening(program, [
     ...wrapperArgs,
     "run",
-    ...LAUNCHER_PERMISSIONS,
-    MAIN,
+    ...(options.bundle ? [...EXECUTABLE_FLAGS, options.bundle] : [...LAUNCHER_PERMISSIONS, MAIN]),
     "serve",
     "--host",
     options.host ?? "127.0.0.1",

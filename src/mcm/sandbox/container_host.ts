@@ -5,10 +5,10 @@
  * exhaustion ends this process only. Its main thread runs no user code: it keeps the storage and
  * relays outbound HTTP for the sandboxed worker, which runs the microservice.
  *
- * It runs bundled (gen/sandbox/sources.ts, written out by the node beside the bundled worker as
- * container_host.js and sandbox_worker.js): `deno task gen` after changing anything here.
- *
- * Usage: container_host.js BUNDLE_FILE STORAGE_DIR STORAGE_MAX_BYTES
+ * Run by `deno run`, it is container_host_main.ts, bundled (gen/sandbox/sources.ts, written out
+ * by the node beside the bundled worker as container_host.js and sandbox_worker.js): `deno task
+ * gen` after changing anything here. In the single executable it runs in a narrowed worker of
+ * the program itself (src/program/).
  *
  * @module
  */
@@ -16,34 +16,45 @@ import { answerBuffer, answerSync } from "./context_services.ts";
 import { serveOutbound } from "./outbound_relay.ts";
 import { StorageHost } from "./storage_host.ts";
 
-// The worker first: it loads on its own thread while this one opens the storage.
-const worker = new Worker(new URL("./sandbox_worker.js", import.meta.url).href, {
-  type: "module",
-  name: "microservice",
-  deno: { permissions: "none" },
-});
-const [bundle, storageDir, storageBytes] = Deno.args;
-const code = Deno.readTextFileSync(bundle);
-const storage = new StorageHost(storageDir, Number(storageBytes));
+/** The host's end of its link to the sandboxed worker: the Worker itself, or a port to it. */
+export interface SandboxLink {
+  postMessage(message: unknown, transfer: Transferable[]): void;
+  onmessage: ((event: MessageEvent) => void) | null;
+}
 
-const storageChannel = new MessageChannel();
-const storageAnswers = answerBuffer();
-storageChannel.port1.onmessage = (event) => {
-  answerSync(storageAnswers, storage.run(event.data));
-};
-const outboundChannel = new MessageChannel();
-serveOutbound(outboundChannel.port1);
-worker.onmessage = (event) => {
-  if (event.data === "exit") Deno.exit(0);
-};
-worker.onerror = (event) => {
-  event.preventDefault();
-  console.error(`the microservice's worker failed: ${event.message}`);
-  Deno.exit(70);
-};
-worker.postMessage({
-  code,
-  storagePort: storageChannel.port2,
-  storageAnswers,
-  outboundPort: outboundChannel.port2,
-}, [storageChannel.port2, outboundChannel.port2]);
+/** What the container process's host needs from where it runs. */
+export interface HostSurroundings {
+  /**
+   * Starts the sandboxed worker, without any permission (or links to it). Whoever starts it
+   * ends the process with code 70 if it fails.
+   */
+  startSandbox(): SandboxLink;
+  /** Ends the container process with this code. */
+  exit(code: number): void;
+}
+
+/** The process's arguments: BUNDLE_FILE STORAGE_DIR STORAGE_MAX_BYTES. */
+export function hostContainer(args: string[], surroundings: HostSurroundings): void {
+  // The worker first: it loads on its own thread while this one opens the storage.
+  const worker = surroundings.startSandbox();
+  const [bundle, storageDir, storageBytes] = args;
+  const code = Deno.readTextFileSync(bundle);
+  const storage = new StorageHost(storageDir, Number(storageBytes));
+
+  const storageChannel = new MessageChannel();
+  const storageAnswers = answerBuffer();
+  storageChannel.port1.onmessage = (event) => {
+    answerSync(storageAnswers, storage.run(event.data));
+  };
+  const outboundChannel = new MessageChannel();
+  serveOutbound(outboundChannel.port1);
+  worker.onmessage = (event) => {
+    if (event.data === "exit") surroundings.exit(0);
+  };
+  worker.postMessage({
+    code,
+    storagePort: storageChannel.port2,
+    storageAnswers,
+    outboundPort: outboundChannel.port2,
+  }, [storageChannel.port2, outboundChannel.port2]);
+}

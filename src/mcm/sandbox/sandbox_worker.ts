@@ -43,15 +43,17 @@ interface RequestMessage {
 
 class BodyTooLarge extends Error {}
 
-// Taken before the microservice's code runs, which could replace them.
-const stdin = Deno.stdin.readable;
-const stdout = Deno.stdout.writable.getWriter();
+// Taken by serveSandbox before the microservice's code runs, which could replace them.
+let stdin: ReadableStream<Uint8Array>;
+let stdout: WritableStreamDefaultWriter<Uint8Array>;
 const evaluate = eval;
-/** The worker's global scope (lib.deno.worker's, which this file is not type-checked with). */
-const scope = self as unknown as {
+/** Where the setup comes from and "exit" goes: the worker's scope, or a port to the host. */
+export interface HostLink {
   postMessage(message: unknown): void;
-  onmessage: ((event: MessageEvent<Setup>) => void) | null;
-};
+  onmessage: ((event: MessageEvent) => void) | null;
+}
+
+let host: HostLink;
 
 async function readBody(body: BodyInit | null, max: number): Promise<Uint8Array | null> {
   if (body === null) return null;
@@ -138,7 +140,7 @@ async function serve(
 }
 
 async function run(setup: Setup): Promise<void> {
-  const writer = new FrameWriter((bytes) => stdout.write(bytes), () => scope.postMessage("exit"));
+  const writer = new FrameWriter((bytes) => stdout.write(bytes), () => host.postMessage("exit"));
   const send = (message: Record<string, unknown>) => writer.send(JSON.stringify(message));
   const log = (level: LogLevel, line: string) => send({ t: "log", level, message: line });
   const mux = new StreamMux((frame) => writer.send(frame));
@@ -170,13 +172,23 @@ async function run(setup: Setup): Promise<void> {
     }
   }
   // The node closed the channel: it is stopping this container.
-  scope.postMessage("exit");
+  host.postMessage("exit");
 }
 
-scope.onmessage = (event: MessageEvent<Setup>) => {
-  scope.onmessage = null;
-  run(event.data).catch((error) => {
-    console.error(`the container channel failed: ${describe(error)}`);
-    scope.postMessage("exit");
-  });
-};
+/**
+ * Makes this worker the sandbox: takes the process's stdin and stdout, then waits for the
+ * host's setup message on `link` (by default the worker's own scope, whose parent is the host)
+ * and runs the microservice until the node closes the channel.
+ */
+export function serveSandbox(link: HostLink = self as unknown as HostLink): void {
+  host = link;
+  stdin = Deno.stdin.readable;
+  stdout = Deno.stdout.writable.getWriter();
+  host.onmessage = (event: MessageEvent<Setup>) => {
+    host.onmessage = null;
+    run(event.data).catch((error) => {
+      console.error(`the container channel failed: ${describe(error)}`);
+      host.postMessage("exit");
+    });
+  };
+}

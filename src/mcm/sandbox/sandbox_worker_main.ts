@@ -1,0 +1,9 @@
+/**
+ * The sandboxed worker's module as a container process run by `deno run` loads it (bundled into
+ * gen/sandbox/sources.ts as sandbox_worker.js).
+ *
+ * @module
+ */
+import { serveSandbox } from "./sandbox_worker.ts";
+
+serveSandbox();

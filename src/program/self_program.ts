@@ -1,0 +1,163 @@
+/**
+ * How edgenode starts narrowed parts of itself: the node or hub behind `serve` and `hub`, and
+ * the container processes.
+ *
+ * Run as a script (`deno run src/main.ts`), it starts `deno run <narrow flags> <main module>
+ * ARGS` as a child process.
+ *
+ * As one executable (`deno compile`, or the `deno task bundle` file that stands in for it in CI)
+ * its permissions are fixed when it is built, and a child started from it gets the same ones. So
+ * it narrows inside instead: the node or hub runs in a Worker of the program's own main module
+ * with the narrowed permissions, and a container process is `<itself> __container ...`, whose
+ * host runs in such a Worker too. Nothing is loaded from disk at run time: a compiled binary can
+ * only load the modules it embeds.
+ *
+ * @module
+ */
+import { fileURLToPath } from "node:url";
+import { permissionFlags, type PermissionSet, workerPermissions } from "./permission_set.ts";
+
+/** What a role worker is told first (src/program/worker_roles.ts). */
+export type RoleMessage =
+  | { role: "main"; args: string[] }
+  | { role: "container-host"; args: string[]; sandbox: MessagePort }
+  | { role: "sandbox"; host: MessagePort };
+
+/** The executable's own module and how it runs itself again; undefined when run as a script. */
+let executable: { entry: string; prefix: string[] } | undefined;
+
+/**
+ * Marks this program as the single executable whose main module is `entry`, built with `flags`.
+ * Compiled, it runs itself as its own binary; as a bundle under `deno run`, it runs `deno run
+ * <flags> <bundle>`, exactly as a binary with those flags baked in would behave.
+ */
+export function runAsExecutable(entry: string, flags: string[]): void {
+  executable = {
+    entry,
+    prefix: Deno.build.standalone ? [] : ["run", ...flags, "--no-config", fileURLToPath(entry)],
+  };
+}
+
+/** Whether this is the single executable (narrowing by workers) rather than a script. */
+export function isExecutable(): boolean {
+  return executable !== undefined;
+}
+
+/** The command and arguments that run this executable again with `args`. */
+export function selfCommand(args: string[]): { command: string; args: string[] } {
+  if (!executable) throw new Error("selfCommand is for the single executable");
+  return { command: Deno.execPath(), args: [...executable.prefix, ...args] };
+}
+
+/**
+ * Starts a worker of this executable's main module in `role`, with `permissions`. The first
+ * message tells it its role (with `transfer`, the ports in it); the program's main module hands
+ * it to acceptRole.
+ */
+export function startRoleWorker(
+  message: RoleMessage,
+  permissions: Deno.PermissionOptions,
+  transfer: Transferable[] = [],
+): Worker {
+  if (!executable) throw new Error("role workers are for the single executable");
+  const worker = new Worker(executable.entry, {
+    type: "module",
+    name: message.role,
+    deno: { permissions },
+  });
+  worker.postMessage(message, transfer);
+  return worker;
+}
+
+/**
+ * Runs this program with `args` narrowed to `set` and returns its exit code: a child process
+ * when run as a script, a worker in the executable. SIGINT and SIGTERM are passed on.
+ */
+export async function runNarrowed(set: PermissionSet, args: string[]): Promise<number> {
+  if (!executable) {
+    return await runChild(Deno.execPath(), [
+      "run",
+      ...permissionFlags(set),
+      Deno.mainModule,
+      ...args,
+    ]);
+  }
+  const worker = startRoleWorker({ role: "main", args }, workerPermissions(set));
+  const stop = (signal: Deno.Signal) => () => worker.postMessage({ stop: signal });
+  return await withSignals(stop, workerExit(worker, "the node", 1)).finally(() =>
+    worker.terminate()
+  );
+}
+
+/**
+ * The exit code a role worker posts (`{exit}`), or `failureCode` if `what` (named in the error
+ * line) fails with an uncaught error.
+ */
+export function workerExit(worker: Worker, what: string, failureCode: number): Promise<number> {
+  return new Promise<number>((resolve) => {
+    worker.onmessage = (event: MessageEvent<{ exit?: number }>) => {
+      if (typeof event.data?.exit === "number") resolve(event.data.exit);
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      console.error(`edgenode: ${what} failed: ${event.message}`);
+      resolve(failureCode);
+    };
+  });
+}
+
+/** Runs `command args` as a child with a piped stdin, passing signals on; returns its exit code. */
+async function runChild(command: string, args: string[]): Promise<number> {
+  const child = new Deno.Command(command, { args, stdin: "piped" }).spawn();
+  const forward = (signal: Deno.Signal) => () => {
+    try {
+      child.kill(signal);
+    } catch {
+      // Already gone.
+    }
+  };
+  const status = await withSignals(forward, child.status);
+  return status.signal ? 128 + (SIGNAL_NUMBERS[status.signal] ?? 0) : status.code;
+}
+
+/** Calls `handler(signal)()` on SIGINT and SIGTERM until `until` settles. */
+async function withSignals<T>(
+  handler: (signal: Deno.Signal) => () => void,
+  until: Promise<T>,
+): Promise<T> {
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  const handlers = signals.map((signal) => [signal, handler(signal)] as const);
+  for (const [signal, listener] of handlers) Deno.addSignalListener(signal, listener);
+  try {
+    return await until;
+  } finally {
+    for (const [signal, listener] of handlers) Deno.removeSignalListener(signal, listener);
+  }
+}
+
+/** Exit code 128 + N for a child ended by signal N, as shells report it. */
+const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
+
+/** Resolves when a role worker's parent asks it to stop (see acceptRole). */
+let stopFromParent: Promise<string> | undefined;
+
+/** Lets stopRequested hear the parent of this role worker. */
+export function listenForStop(stop: Promise<string>): void {
+  stopFromParent = stop;
+}
+
+/**
+ * Resolves with the reason when the node or hub should stop: SIGINT, SIGTERM or the launcher
+ * going away (its stdin pipe closes), or in the executable, the launcher's message.
+ */
+export function stopRequested(): Promise<string> {
+  if (stopFromParent) return stopFromParent;
+  const { promise, resolve } = Promise.withResolvers<string>();
+  Deno.addSignalListener("SIGINT", () => resolve("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => resolve("SIGTERM"));
+  (async () => {
+    for await (const _ of Deno.stdin.readable) { /* the launcher sends nothing */ }
+    resolve("launcher exited");
+  })();
+  return promise;
+}
