@@ -22,6 +22,14 @@ function cli(node: TestNode, args: string[]) {
   return runEdgenode(args, { EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir });
 }
 
+/** A node named "den" that trusts the issuer of `trustFile`. */
+function trustingNode(trustFile: string): Promise<TestNode> {
+  return startTestNode({
+    args: ["--trust", trustFile],
+    config: { apiKey: "a-test-key-of-enough-length", nodeName: "den", discovery: { mdns: false } },
+  });
+}
+
 Deno.test("models commands: add, push, ls, show, set, pull, cat, rm, in both output modes", () =>
   withTempDir(async (dir) => {
     await using node = await startTestNode({ config: { apiKey: "a-test-key-of-enough-length" } });
@@ -129,14 +137,7 @@ Deno.test("Ctrl-C during a pull cancels it and leaves no partial file", async ()
 Deno.test("identity commands: me, associate, nodes, info", () =>
   withTempDir(async (dir) => {
     const issuer = await makeIssuer(`${dir}/issuer`);
-    await using node = await startTestNode({
-      args: ["--trust", issuer.trustFile],
-      config: {
-        apiKey: "a-test-key-of-enough-length",
-        nodeName: "den",
-        discovery: { mdns: false },
-      },
-    });
+    await using node = await trustingNode(issuer.trustFile);
     const me = JSON.parse((await cli(node, ["me", "--json"])).stdout);
     assert.equal(me.name, "den");
     assert.match((await cli(node, ["me"])).stdout, /^account\s+\(none\)$/m);
@@ -195,14 +196,7 @@ Deno.test("on a terminal, push draws a progress bar in place", async (t) => {
 Deno.test("the other client commands in both output modes: models, identity, info, images", () =>
   withTempDir(async (dir) => {
     const issuer = await makeIssuer(`${dir}/issuer`);
-    await using node = await startTestNode({
-      args: ["--trust", issuer.trustFile],
-      config: {
-        apiKey: "a-test-key-of-enough-length",
-        nodeName: "den",
-        discovery: { mdns: false },
-      },
-    });
+    await using node = await trustingNode(issuer.trustFile);
     await using files = startFileServer();
     const bytes = ggufBytes(200_000);
     await Deno.writeFile(`${dir}/m.gguf`, bytes);

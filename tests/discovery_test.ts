@@ -9,9 +9,10 @@ import {
   announcement,
   describeImpostor,
   impostorKey,
-  insight,
   linkLocalIds,
+  linkLocalNodes,
   nodeIdOf,
+  nodeInfo,
   openMdnsClient,
   proofFor,
   randomMdnsPort,
@@ -57,13 +58,13 @@ Deno.test("three nodes list each other and agree on the supernode", () =>
     assert.equal(new Set(selves.map((s) => s.localLinkNetworkId)).size, 1);
 
     // Entries are the peers' own signed descriptions: names, addresses, os.
-    const { data } = await insight(nodes[0], "/nodes?type=linkLocal");
+    const data = await linkLocalNodes(nodes[0]);
     const beta = data.find((n: { id: string }) => n.id === ids[1]);
     assert.equal(beta.name, "beta");
     assert.equal(beta.os, Deno.build.os);
     assert.deepEqual(beta.addresses, [{ type: "local", url: { href: nodes[1].url } }]);
     assert.deepEqual(beta.services, []);
-    const info = await insight(nodes[2], "/info?types=supernode,self");
+    const info = { data: await nodeInfo(nodes[2], "supernode,self") };
     assert.equal(info.data.supernode.name, "alpha");
     assert.deepEqual(info.data.supernode.addresses, [{
       type: "local",
@@ -160,7 +161,7 @@ Deno.test("announcements that cannot be proven are not listed; a genuine one is"
     await waitFor(async () => (await linkLocalIds(a)).includes(impostor.id), "the genuine node");
     await new Promise((resolve) => setTimeout(resolve, 1500));
     assert.deepEqual(await linkLocalIds(a), sorted([idA, idB, impostor.id]));
-    const { data } = await insight(a, "/nodes?type=linkLocal");
+    const data = await linkLocalNodes(a);
     const listedB = data.find((n: { id: string }) => n.id === idB);
     assert.deepEqual(listedB.addresses, [{ type: "local", url: { href: b.url } }]);
     assert.equal(data.find((n: { id: string }) => n.id === impostor.id).name, "genuine");

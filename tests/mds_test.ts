@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { compactDecrypt, decodeProtectedHeader } from "jose";
 import { cliToken, makeIssuer, rpc } from "./helpers/identity.ts";
 import {
-  insight,
+  linkLocalNodes,
   nodeIdOf,
   openMdnsClient,
   randomMdnsPort,
@@ -56,7 +56,7 @@ Deno.test("the encrypted listing decrypts with the caller's token and not withou
       // The change of account reaches b's listing through a's new announcement.
       await waitFor(
         async () => {
-          const { data } = await insight(b, "/nodes?type=linkLocal");
+          const data = await linkLocalNodes(b);
           return data.some((n: { id: string; accountId: string }) =>
             n.id === idA && n.accountId === "acct-1"
           );

@@ -8,6 +8,33 @@ import assert from "node:assert/strict";
 import * as v from "valibot";
 import { ErrorSchema } from "../../gen/store/validators.ts";
 
+/** Options an SDK call takes from `wire`. */
+export interface WireOptions {
+  parseAs: "stream";
+  fetch: (request: Request) => Promise<Response>;
+}
+
+/**
+ * The response of an SDK call, its body unread, for the checks below: the tests call the node
+ * through the SDK and judge what came over the wire. `call` spreads the options it is given
+ * into the SDK call: a success is then left unread (a stream), and an error answer, which the
+ * SDK reads, is copied first.
+ */
+export async function wire(
+  call: (options: WireOptions) => Promise<{ response: Response }>,
+): Promise<Response> {
+  let failed: Response | undefined;
+  const { response } = await call({
+    parseAs: "stream",
+    fetch: async (request) => {
+      const response = await fetch(request);
+      if (!response.ok) failed = response.clone();
+      return response;
+    },
+  });
+  return failed ?? response;
+}
+
 /** Asserts the status and that the JSON body matches `schema`; returns the body. */
 export async function expectJson<S extends v.GenericSchema>(
   response: Response,

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { downloadEvents, type DownloadMessage } from "../../src/sdk/download_events.ts";
+import { wire } from "./contract.ts";
 import type { TestNode } from "./node.ts";
 
 export type { DownloadMessage };
@@ -17,12 +18,14 @@ export function startDownload(
   body: Record<string, unknown>,
   signal?: AbortSignal,
 ): Promise<Response> {
-  return fetch(`${node.storeUrl}/models/${id}/download`, {
-    method: "POST",
-    headers: node.auth({ "Content-Type": "application/json" }),
-    body: JSON.stringify(body),
-    signal,
-  });
+  return wire((wired) =>
+    node.store.POST("/models/{id}/download", {
+      params: { path: { id } },
+      body: body as never,
+      signal,
+      ...wired,
+    })
+  );
 }
 
 /** The messages of an event stream, each checked against the spec's message schemas. */

@@ -5,7 +5,10 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { cliToken, rpc, type TestIssuer } from "./identity.ts";
+import { insightClient } from "../../src/sdk/clients.ts";
+import { rpcCall } from "../../src/sdk/json_rpc.ts";
+import { cliToken, type TestIssuer } from "./identity.ts";
+import { nodeIdOf } from "./mesh.ts";
 import {
   LAUNCHER_PERMISSIONS,
   type ListeningProcess,
@@ -109,16 +112,17 @@ export async function joinHub(
       hub: { url: hubUrl },
     },
   });
-  await rpc(node, "associateAccount", [await cliToken(issuer, account, "edge:account:associate")]);
+  const connection = { url: node.url, credential: node.apiKey };
+  await rpcCall(connection, "associateAccount", [
+    await cliToken(issuer, account, "edge:account:associate"),
+  ]);
   const token = await cliToken(issuer, account, "edge:clusters");
-  const put = await fetch(`${node.url}/mesh/insight/v1/token`, {
-    method: "PUT",
-    headers: node.auth({ "Content-Type": "application/json" }),
-    body: JSON.stringify({ token, expiresAt: options.expiresAt }),
+  const put = await insightClient(connection).PUT("/token", {
+    body: { token, expiresAt: options.expiresAt },
   });
-  assert.equal(put.status, 200, await put.text());
+  assert.equal(put.response.status, 200, JSON.stringify(put.error));
   if (options.fix) {
-    await rpc(node, "updateGps", [
+    await rpcCall(connection, "updateGps", [
       token,
       String(options.fix.longitude),
       String(options.fix.latitude),
@@ -127,8 +131,7 @@ export async function joinHub(
     ]);
   }
   await connected(node);
-  const { id } = (await (await fetch(`${node.url}/mds/v1/nodes?ping=true`)).json()).data;
-  return { node, id, account, token };
+  return { node, id: await nodeIdOf(node), account, token };
 }
 
 /** The ids a node lists for `type` (asserting 200). */

@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { ContainerSchema, ImageSchema } from "../../gen/mcm/validators.ts";
-import { expectJson } from "./contract.ts";
+import { mcmClient } from "../../src/sdk/clients.ts";
+import { expectJson, wire } from "./contract.ts";
 import { runEdgenode, type TestNode } from "./node.ts";
 
 /** The repository's examples folder. */
@@ -37,11 +38,13 @@ export function postImage(
   const form = new FormData();
   form.append("image", new Blob([tar as Uint8Array<ArrayBuffer>]), filename);
   for (const [name, value] of Object.entries(fields)) form.append(name, value);
-  return fetch(`${node.url}/mcm/v1/images`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${credential}` },
-    body: form,
-  });
+  return wire((wired) =>
+    mcmClient({ url: node.url, credential }).POST("/mcm/v1/images", {
+      body: form as never,
+      bodySerializer: (body) => body as unknown as FormData,
+      ...wired,
+    })
+  );
 }
 
 /** Uploads an image; asserts 201 and the Image shape. */
@@ -60,11 +63,12 @@ export function postContainer(
   body: unknown,
   credential = node.apiKey,
 ): Promise<Response> {
-  return fetch(`${node.url}/mcm/v1/containers`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${credential}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
+  return wire((wired) =>
+    mcmClient({ url: node.url, credential }).POST("/mcm/v1/containers", {
+      body: body as never,
+      ...wired,
+    })
+  );
 }
 
 /** Starts a container; asserts the status and the Container shape. */

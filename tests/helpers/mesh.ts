@@ -11,6 +11,7 @@ import { Buffer } from "node:buffer";
 import dgram from "node:dgram";
 import dnsPacket from "dns-packet";
 import { CompactSign, exportJWK, generateKeyPair, type JWK } from "jose";
+import { insightClient, mdsClient } from "../../src/sdk/clients.ts";
 import { startTestNode, type TestNode, type TestNodeOptions } from "./node.ts";
 
 /** A random port for one test's mDNS group, away from the real 5353. */
@@ -34,37 +35,55 @@ export function startMeshNode(
   });
 }
 
-/** GET on the insight service with the API key; the parsed body. */
+/** The node's insight client, with its API key. */
+function insightOf(node: TestNode) {
+  return insightClient({ url: node.url, credential: node.apiKey });
+}
+
+/** The nodes a node lists in GET /nodes?type=linkLocal (any: tests index into them). */
 // deno-lint-ignore no-explicit-any
-export async function insight(node: TestNode, path: string): Promise<any> {
-  const response = await fetch(`${node.url}/mesh/insight/v1${path}`, { headers: node.auth() });
-  assert.equal(response.status, 200, await response.clone().text());
-  return await response.json();
+export async function linkLocalNodes(node: TestNode): Promise<any[]> {
+  const { data, error } = await insightOf(node).GET("/nodes", {
+    params: { query: { type: "linkLocal" } },
+  });
+  assert.ok(data, JSON.stringify(error));
+  return data.data as unknown[];
+}
+
+/** GET /info?types=TYPES: the `data` object (any: tests index into it). */
+// deno-lint-ignore no-explicit-any
+export async function nodeInfo(node: TestNode, types: string): Promise<any> {
+  const { data, error } = await insightOf(node).GET("/info", { params: { query: { types } } });
+  assert.ok(data, JSON.stringify(error));
+  return data.data;
 }
 
 /** The ids a node lists in GET /nodes?type=linkLocal, sorted. */
 export async function linkLocalIds(node: TestNode): Promise<string[]> {
-  const { data } = await insight(node, "/nodes?type=linkLocal");
-  return data.map((n: { id: string }) => n.id).sort();
+  return (await linkLocalNodes(node)).map((n: { id: string }) => n.id).sort();
 }
 
 /** The supernode id a node reports. */
 export async function supernodeId(node: TestNode): Promise<string> {
-  return (await insight(node, "/info?types=supernode")).data.supernode.id;
+  return (await nodeInfo(node, "supernode")).supernode.id;
 }
 
 /** The node id, from the unauthenticated ping. */
 export async function nodeIdOf(node: TestNode): Promise<string> {
-  const response = await fetch(`${node.url}/mds/v1/nodes?ping=true`);
-  return (await response.json()).data.id;
+  const { data } = await mdsClient({ url: node.url }).GET("/mds/v1/nodes", {
+    params: { query: { ping: true } },
+  });
+  return (data as { data: { id: string } }).data.id;
 }
 
 /** What a node signs of itself (payload of a proof; not verified here). */
 // deno-lint-ignore no-explicit-any
 export async function signedSelf(node: TestNode): Promise<any> {
   const challenge = "c".repeat(32);
-  const response = await fetch(`${node.url}/mds/v1/nodes?ping=true&challenge=${challenge}`);
-  const { data } = await response.json();
+  const answer = await mdsClient({ url: node.url }).GET("/mds/v1/nodes", {
+    params: { query: { ping: true, challenge } },
+  });
+  const { data } = answer.data as { data: { proof: string } };
   return JSON.parse(Buffer.from(data.proof.split(".")[1], "base64url").toString()).node;
 }
 

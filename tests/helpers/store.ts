@@ -5,8 +5,11 @@
  */
 import { ModelSchema } from "../../gen/store/validators.ts";
 import type { Model } from "../../gen/store/validators.ts";
-import { expectJson } from "./contract.ts";
+import type { components } from "../../gen/store/types.ts";
+import { expectJson, wire } from "./contract.ts";
 import type { TestNode } from "./node.ts";
+
+type NewModel = components["schemas"]["CreateModelRequest"];
 
 /** POST /models; asserts 201 and returns the Model. */
 export async function createModel(
@@ -15,26 +18,30 @@ export async function createModel(
   kind = "llm",
   extra: Record<string, unknown> = {},
 ): Promise<Model> {
-  const response = await fetch(`${node.storeUrl}/models`, {
-    method: "POST",
-    headers: node.auth({ "Content-Type": "application/json" }),
-    body: JSON.stringify({ id, version: "1", kind, ...extra }),
-  });
-  return await expectJson(response, 201, ModelSchema);
+  const body = { id, version: "1", kind, ...extra } as NewModel;
+  return await expectJson(
+    await wire((wired) => node.store.POST("/models", { body, ...wired })),
+    201,
+    ModelSchema,
+  );
 }
 
-/** POST /models/{id}/upload with a raw body; returns the response unread. */
+/** POST /models/{id}/upload with a raw body (`query` such as "?file=mmproj"); unread. */
 export function uploadRaw(
   node: TestNode,
   id: string,
   bytes: Uint8Array,
   query = "",
 ): Promise<Response> {
-  return fetch(`${node.storeUrl}/models/${id}/upload${query}`, {
-    method: "POST",
-    headers: node.auth({ "Content-Type": "application/octet-stream" }),
-    body: bytes as BodyInit,
-  });
+  return wire((wired) =>
+    node.store.POST("/models/{id}/upload", {
+      params: { path: { id }, query: Object.fromEntries(new URLSearchParams(query)) },
+      headers: { "Content-Type": "application/octet-stream" },
+      body: bytes as never,
+      bodySerializer: (body) => body as BodyInit,
+      ...wired,
+    })
+  );
 }
 
 /** Creates a model and uploads its file; asserts both and returns the ready Model. */
