@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { dirname } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { MDNS_GROUP } from "../discovery/mdns_socket.ts";
 import { NODE_ENV_VARS } from "../program/env_vars.ts";
 import type { PermissionSet } from "../program/permission_set.ts";
@@ -84,5 +84,5 @@ export async function launch(
 
 /** A config file's path with its folder's symlinks resolved (the file may not exist yet). */
 export async function realConfigPath(path: string): Promise<string> {
-  return `${await Deno.realPath(dirname(path))}/${path.split("/").pop()}`;
+  return join(await Deno.realPath(dirname(path)), basename(path));
 }

@@ -120,13 +120,17 @@ async function runChild(command: string, args: string[]): Promise<number> {
   return status.signal ? 128 + (SIGNAL_NUMBERS[status.signal] ?? 0) : status.code;
 }
 
-/** Calls `handler(signal)()` on SIGINT and SIGTERM until `until` settles. */
+/** The signals that stop edgenode: Windows has no SIGTERM, but Ctrl-Break. */
+const STOP_SIGNALS: Deno.Signal[] = Deno.build.os === "windows"
+  ? ["SIGINT", "SIGBREAK"]
+  : ["SIGINT", "SIGTERM"];
+
+/** Calls `handler(signal)()` on each stop signal until `until` settles. */
 async function withSignals<T>(
   handler: (signal: Deno.Signal) => () => void,
   until: Promise<T>,
 ): Promise<T> {
-  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
-  const handlers = signals.map((signal) => [signal, handler(signal)] as const);
+  const handlers = STOP_SIGNALS.map((signal) => [signal, handler(signal)] as const);
   for (const [signal, listener] of handlers) Deno.addSignalListener(signal, listener);
   try {
     return await until;
@@ -153,8 +157,7 @@ export function listenForStop(stop: Promise<string>): void {
 export function stopRequested(): Promise<string> {
   if (stopFromParent) return stopFromParent;
   const { promise, resolve } = Promise.withResolvers<string>();
-  Deno.addSignalListener("SIGINT", () => resolve("SIGINT"));
-  Deno.addSignalListener("SIGTERM", () => resolve("SIGTERM"));
+  for (const signal of STOP_SIGNALS) Deno.addSignalListener(signal, () => resolve(signal));
   (async () => {
     for await (const _ of Deno.stdin.readable) { /* the launcher sends nothing */ }
     resolve("launcher exited");
