@@ -6,7 +6,8 @@
  *
  * An OpenRPC spec (JSON-RPC) gives `validators.ts` and `methods.ts`, the method table.
  *
- * `gen/sandbox/sources.ts` holds the container process's modules, bundled (src/mcm/sandbox/).
+ * `gen/sandbox/sources.ts` holds the container process's modules, bundled (src/mcm/sandbox/);
+ * `gen/dashboard/assets.ts` the node's web page (src/dashboard/ui/), bundled.
  *
  * `deno task gen --check` writes nothing and fails when `gen/` is not what the specs give.
  *
@@ -16,6 +17,7 @@ import openapiTS, { astToString } from "openapi-typescript";
 import { parse } from "yaml";
 import { emitMethods } from "./gen/methods_emitter.ts";
 import { emitRoutes } from "./gen/routes_emitter.ts";
+import { emitDashboardAssets } from "./gen/dashboard_emitter.ts";
 import { emitSandboxSources } from "./gen/sandbox_emitter.ts";
 import {
   dependencyOrder,
@@ -80,6 +82,7 @@ async function main(check: boolean): Promise<number> {
   const outputs = [
     ...(await Promise.all(services.map(generate))).flatMap((files) => [...files]),
     ["sandbox/sources.ts", await emitSandboxSources()] as [string, string],
+    ["dashboard/assets.ts", await emitDashboardAssets()] as [string, string],
   ];
   {
     for (const [file, content] of outputs) {

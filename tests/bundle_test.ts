@@ -2,7 +2,8 @@
  * The bundle (`deno task bundle`) stands in for the single executable: run by the plain deno
  * binary with the executable's baked flags, an empty DENO_DIR, outside the repository and, where
  * the test may create a network namespace, without any network, it serves the registry, answers
- * JSON-RPC and runs a container, with the node and the container narrowed in workers.
+ * JSON-RPC, serves the dashboard and runs a container, with the node and the container narrowed
+ * in workers.
  */
 import assert from "node:assert/strict";
 import { packTar } from "modern-tar";
@@ -86,6 +87,7 @@ Deno.test("the bundle runs with only the deno binary: registry, JSON-RPC, a cont
       {
         created: 201,
         ready: true,
+        page: "200 true",
         nodeId: "string",
         image: 201,
         container: "started",

@@ -38,6 +38,14 @@ export interface components {
             discovery?: components["schemas"]["Discovery"];
             hub?: components["schemas"]["HubLink"];
             mcm?: components["schemas"]["McmConfig"];
+            dashboard?: components["schemas"]["DashboardConfig"];
+        };
+        /** @description The node's web page (spec/dashboard.yaml). */
+        DashboardConfig: {
+            /** @description Serve the page and its status endpoint. Default true. */
+            enabled?: boolean;
+            /** @description Where the page is served. Default "/". */
+            path?: string;
         };
         /** @description Microservice deployment (spec/mcm.yaml). */
         McmConfig: {

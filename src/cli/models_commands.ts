@@ -6,7 +6,7 @@
 import type { components } from "../../gen/store/types.ts";
 import { ConfigError } from "../node/config.ts";
 import { storeClient } from "../sdk/clients.ts";
-import { downloadEvents } from "../sdk/download_events.ts";
+import { ensureModel, followDownload } from "../sdk/models.ts";
 import {
   answer,
   type Env,
@@ -244,42 +244,20 @@ async function pull(
   json: boolean,
 ): Promise<number> {
   const [id, url] = one(positionals, 2, "pull ID URL [--mmproj URL] [--sha256 HEX]");
-  const existing = await store.GET("/models/{id}", { params: { path: { id }, query: {} } });
-  if (existing.response.status === 404) {
-    const kind = (values.kind ?? (values.mmproj ? "vlm" : "llm")) as Kind;
-    await answer(
-      store.POST("/models", {
-        body: {
-          id,
-          kind,
-          version: (values.version as string) ?? "1.0.0",
-          ...configOf(values, kind),
-        },
-      }),
-      `adding ${id}`,
-    );
-  }
+  const kind = (values.kind ?? (values.mmproj ? "vlm" : "llm")) as Kind;
+  const version = (values.version as string) ?? "1.0.0";
+  await ensureModel(store, { id, kind, version, ...configOf(values, kind) });
   const cancel = new AbortController();
   const onInterrupt = () => cancel.abort();
   Deno.addSignalListener("SIGINT", onInterrupt);
   const bars = { model: new Progress(`pull ${id}`), mmproj: new Progress(`pull ${id} projector`) };
   try {
-    const { response } = await store.POST("/models/{id}/download", {
-      params: { path: { id } },
-      body: {
-        url,
-        ...(values.mmproj ? { mmprojUrl: values.mmproj as string } : {}),
-        ...(values.sha256 ? { sha256: values.sha256 as string } : {}),
-      },
-      parseAs: "stream",
-      signal: cancel.signal,
-    });
-    if (!response.ok) {
-      const message = (await response.json().catch(() => ({})))?.error?.message;
-      throw new Error(`pulling ${id}: ${response.status} ${message ?? ""}`);
-    }
-    for await (const message of downloadEvents(response)) {
-      if ("error" in message) throw new Error(`pulling ${id}: ${message.error.message}`);
+    const body = {
+      url,
+      ...(values.mmproj ? { mmprojUrl: values.mmproj as string } : {}),
+      ...(values.sha256 ? { sha256: values.sha256 as string } : {}),
+    };
+    for await (const message of followDownload(store, id, body, cancel.signal)) {
       if ("done" in message) {
         bars.model.finish();
         if (json) printJson(message.model);
@@ -289,7 +267,7 @@ async function pull(
       if ("mmproj" in message) bars.mmproj.update(message.mmproj.size, message.mmproj.totalSize);
       else bars.model.update(message.size, message.totalSize);
     }
-    throw new Error(`pulling ${id}: the node ended the stream without finishing`);
+    return 0;
   } catch (error) {
     if (cancel.signal.aborted) {
       console.error(`\npull of ${id} cancelled; the node discards the partial file`);

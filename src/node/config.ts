@@ -49,6 +49,8 @@ export interface Settings {
   hub: { url: string } | undefined;
   /** Microservice deployment. */
   mcm: McmSettings;
+  /** The web page (spec/dashboard.yaml). */
+  dashboard: { enabled: boolean; path: string };
 }
 
 /** The defaults of every optional setting. */
@@ -214,6 +216,10 @@ export async function loadSettings(
       ...file.mcm,
       apiKey: file.mcm?.apiKey ?? (env("EDGENODE_API_KEY") || file.apiKey),
       outboundHosts: file.mcm?.outboundHosts,
+    },
+    dashboard: {
+      enabled: file.dashboard?.enabled ?? true,
+      path: file.dashboard?.path ?? "/",
     },
   };
   return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };

@@ -23,6 +23,7 @@ import { Images } from "../mcm/images.ts";
 import { McmRecords } from "../mcm/mcm_records.ts";
 import { mcmAuthorizer, mcmHandlers, mcmRoutes } from "../mcm/routes.ts";
 import { mountRoutes } from "../http/routes.ts";
+import { dashboardHandlers, dashboardRoutes, mountDashboardPage } from "../dashboard/routes.ts";
 import { ModelFiles } from "../store/model_files.ts";
 import { ModelRecords } from "../store/model_records.ts";
 import { Provisioning } from "../store/provisioning.ts";
@@ -89,6 +90,7 @@ function pathOf(url: string): { path: string; search: string } {
 
 /** Starts a node with these settings; resolves once it listens. */
 export async function startNode(settings: Settings): Promise<RunningNode> {
+  const startedAt = Date.now();
   const db = openDatabase(settings.dataDir);
   const records = new ModelRecords(db);
   const files = await ModelFiles.open(settings.dataDir);
@@ -127,6 +129,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
       ...settings.insightPrefixes,
       "/mcm",
       "/mds",
+      "/dashboard",
       JSONRPC_PATH,
     ],
     readEnv,
@@ -173,6 +176,22 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     prefixes: [""],
     authorize: mcmAuthorizer(settings.mcm.apiKey, identity),
   });
+  if (settings.dashboard.enabled) {
+    const { dataDir } = settings;
+    mountRoutes(
+      router,
+      dashboardRoutes,
+      dashboardHandlers({
+        identity,
+        registry,
+        deployments,
+        dataDir,
+        startedAt,
+      }),
+      { ...mountOptions, prefixes: [""] },
+    );
+    mountDashboardPage(router, settings.dashboard.path);
+  }
   const hint = `the model registry is under ${settings.storePrefixes.join(", ")}, insight under ${
     settings.insightPrefixes.join(", ")
   }, JSON-RPC at ${JSONRPC_PATH}, the node listing at /mds/v1/nodes, deployment at /mcm/v1`;

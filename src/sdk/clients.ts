@@ -5,6 +5,7 @@
  * @module
  */
 import createClient, { type Client } from "openapi-fetch";
+import type { paths as DashboardPaths } from "../../gen/dashboard/types.ts";
 import type { paths as InsightPaths } from "../../gen/insight/types.ts";
 import type { paths as McmPaths } from "../../gen/mcm/types.ts";
 import type { paths as MdsPaths } from "../../gen/mds/types.ts";
@@ -52,4 +53,9 @@ export function mcmClient(connection: NodeConnection): Client<McmPaths> {
 /** The node listing (spec/mds.yaml). */
 export function mdsClient(connection: NodeConnection): Client<MdsPaths> {
   return createClient<MdsPaths>(options(connection));
+}
+
+/** The dashboard's status endpoint (spec/dashboard.yaml). */
+export function dashboardClient(connection: NodeConnection): Client<DashboardPaths> {
+  return createClient<DashboardPaths>(options(connection));
 }

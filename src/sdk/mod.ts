@@ -11,6 +11,7 @@
  * @module
  */
 export {
+  dashboardClient,
   insightClient,
   mcmClient,
   mdsClient,
@@ -21,3 +22,4 @@ export {
 export { downloadEvents, type DownloadMessage } from "./download_events.ts";
 export { rpcCall, RpcError, type RpcMethod, type RpcResult } from "./json_rpc.ts";
 export { decryptNodeListing, fetchLocalNodes } from "./local_nodes.ts";
+export { ensureModel, followDownload, NodeError } from "./models.ts";

@@ -1,0 +1,51 @@
+/**
+ * The dashboard (spec/dashboard.yaml): the page, its embedded assets, and its status endpoint.
+ *
+ * @module
+ */
+import type { RouterType } from "itty-router";
+import { type Asset, ASSETS } from "../../gen/dashboard/assets.ts";
+import { dashboardRoutes } from "../../gen/dashboard/routes.ts";
+import { jsonResponse } from "../http/errors.ts";
+import type { Handlers } from "../http/routes.ts";
+import { nodeStatus, type StatusSources } from "./status.ts";
+
+export { dashboardRoutes };
+
+/** Where the page's script and stylesheet are served. */
+export const ASSETS_PATH = "/dashboard/assets/";
+
+/** Headers of every page answer: nothing runs but the page's own script, nothing frames it. */
+const PAGE_HEADERS = {
+  "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; " +
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; " +
+    "frame-ancestors 'none'",
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+  "Cache-Control": "no-cache",
+};
+
+/** The handlers of the status endpoint. */
+export function dashboardHandlers(sources: StatusSources): Handlers<typeof dashboardRoutes> {
+  return { getStatus: async () => jsonResponse(await nodeStatus(sources)) };
+}
+
+function serveAsset(asset: Asset, request: Request): Response {
+  const headers = { ...PAGE_HEADERS, "Content-Type": asset.type, ETag: asset.etag };
+  if (request.headers.get("If-None-Match") === asset.etag) {
+    return new Response(null, { status: 304, headers });
+  }
+  return new Response(request.method === "HEAD" ? null : asset.body, { headers });
+}
+
+/** Serves the page at `path` and its assets under ASSETS_PATH, for GET and HEAD. */
+export function mountDashboardPage(router: RouterType, path: string): void {
+  const page = ASSETS["index.html"];
+  for (const method of ["get", "head"] as const) {
+    router[method](path, (request: Request) => serveAsset(page, request));
+    router[method](`${ASSETS_PATH}:name`, (request: Request & { params: { name: string } }) => {
+      const asset = ASSETS[request.params.name];
+      return asset && asset !== page ? serveAsset(asset, request) : undefined;
+    });
+  }
+}

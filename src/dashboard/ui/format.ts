@@ -1,0 +1,34 @@
+/**
+ * Figures as people read them.
+ *
+ * @module
+ */
+
+/** 1536 → "1.5 KiB". */
+export function bytes(count: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = count;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${count} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}
+
+/** 93784 → "1 d 2 h 3 min". */
+export function duration(seconds: number): string {
+  const parts: string[] = [];
+  const days = Math.floor(seconds / 86400);
+  const hours = Math.floor((seconds % 86400) / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  if (days) parts.push(`${days} d`);
+  if (hours) parts.push(`${hours} h`);
+  if (minutes || parts.length === 0) parts.push(`${minutes} min`);
+  return parts.join(" ");
+}
+
+/** A time in ms as "2026-11-22 08:30". */
+export function when(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+}

@@ -1,0 +1,242 @@
+/**
+ * The models: the registry as a table, downloads from a URL and uploads from this computer with
+ * live progress, and deletion with confirmation.
+ *
+ * @module
+ */
+import { useState } from "preact/hooks";
+import type { components } from "../../../gen/store/types.ts";
+import { ensureModel, followDownload } from "../../sdk/models.ts";
+import { bytes, when } from "./format.ts";
+import { clients, messageOf, storedKey, uploadModelFile } from "./node_api.ts";
+import { ConfirmButton, NeedsKey, Notice, ProgressBar, usePolling } from "./widgets.tsx";
+
+type Model = components["schemas"]["Model"];
+type Kind = components["schemas"]["Kind"];
+const KINDS: Kind[] = ["llm", "vlm", "embed", "onnx"];
+
+/** A transfer the page is following. */
+interface Transfer {
+  id: string;
+  file: string;
+  done: number;
+  total?: number;
+  state: "running" | "done" | "failed";
+  message?: string;
+}
+
+async function loadModels(): Promise<Model[]> {
+  const { data, error } = await clients().store.GET("/models", { params: { query: {} } });
+  if (!data) throw error;
+  return data.data;
+}
+
+function facts(model: Model): string {
+  const info = model.ggufInfo;
+  if (!info) return model.onnx ? "ONNX" : "";
+  return [
+    info.architecture,
+    info.parameterCount && `${(info.parameterCount / 1e9).toFixed(1)} B params`,
+    info.quantization,
+    info.contextLength && `ctx ${info.contextLength}`,
+  ].filter(Boolean).join(" · ");
+}
+
+function ModelsTable(props: { models: Model[]; onDelete(id: string): void }) {
+  if (props.models.length === 0) return <Notice>No models yet.</Notice>;
+  return (
+    <div class="scroll">
+      <table>
+        <caption>Models on this node</caption>
+        <thead>
+          <tr>
+            <th scope="col">ID</th>
+            <th scope="col">Kind</th>
+            <th scope="col">Version</th>
+            <th scope="col">Size</th>
+            <th scope="col">Ready</th>
+            <th scope="col">GGUF</th>
+            <th scope="col">Created</th>
+            <th scope="col">
+              <span class="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.models.map((model) => (
+            <tr key={model.id} data-model={model.id}>
+              <th scope="row">{model.id}</th>
+              <td>{model.kind}</td>
+              <td>{model.version}</td>
+              <td>{model.totalSize === undefined ? "-" : bytes(model.totalSize)}</td>
+              <td>{model.readyToUse ? "yes" : "no"}</td>
+              <td>{facts(model)}</td>
+              <td>{when(model.createdAt)}</td>
+              <td>
+                <ConfirmButton
+                  label="Delete"
+                  question={`Delete ${model.id} and its files?`}
+                  disabled={!storedKey()}
+                  onConfirm={() => props.onDelete(model.id)}
+                />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The fields both forms share: id, kind, version. */
+function RecordFields(props: { prefix: string }) {
+  return (
+    <>
+      <label>
+        Model ID <input name="id" required pattern="[A-Za-z0-9._-]+" autocomplete="off" />
+      </label>
+      <label>
+        Kind
+        <select name="kind">
+          {KINDS.map((kind) => <option key={kind} value={kind}>{kind}</option>)}
+        </select>
+      </label>
+      <label>
+        Version <input name="version" value="1.0.0" required id={`${props.prefix}-version`} />
+      </label>
+    </>
+  );
+}
+
+function recordOf(form: HTMLFormElement) {
+  const data = new FormData(form);
+  return {
+    id: String(data.get("id")),
+    kind: String(data.get("kind")) as Kind,
+    version: String(data.get("version")),
+  };
+}
+
+/** The models page. */
+export function ModelsPage() {
+  const models = usePolling(loadModels, 5000);
+  const [transfers, setTransfers] = useState<Transfer[]>([]);
+  const [problem, setProblem] = useState<string | undefined>();
+  const hasKey = Boolean(storedKey());
+
+  const track = (transfer: Transfer) =>
+    setTransfers((all) => [
+      ...all.filter((t) => !(t.id === transfer.id && t.file === transfer.file)),
+      transfer,
+    ]);
+
+  const download = async (event: Event) => {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    const record = recordOf(form);
+    const url = String(new FormData(form).get("url"));
+    const mmprojUrl = String(new FormData(form).get("mmproj") ?? "");
+    setProblem(undefined);
+    const files: Record<string, Transfer> = {};
+    try {
+      const { store } = clients();
+      await ensureModel(store, record);
+      models.reload();
+      const body = { url, ...(mmprojUrl ? { mmprojUrl } : {}) };
+      for await (const message of followDownload(store, record.id, body)) {
+        if ("done" in message) {
+          for (const file of Object.values(files)) track({ ...file, state: "done" });
+        } else {
+          const [file, progress] = "mmproj" in message
+            ? ["projector", message.mmproj]
+            : ["model", message];
+          files[file] = {
+            id: record.id,
+            file,
+            done: progress.size,
+            total: progress.totalSize,
+            state: "running",
+          };
+          track(files[file]);
+        }
+      }
+    } catch (error) {
+      setProblem(messageOf(error));
+      for (const file of Object.values(files)) track({ ...file, state: "failed" });
+    }
+    models.reload();
+  };
+
+  const upload = async (event: Event) => {
+    event.preventDefault();
+    const form = event.currentTarget as HTMLFormElement;
+    const record = recordOf(form);
+    const file = (form.elements.namedItem("file") as HTMLInputElement).files?.[0];
+    if (!file) return;
+    setProblem(undefined);
+    const progress: Transfer = { id: record.id, file: "upload", done: 0, state: "running" };
+    track(progress);
+    try {
+      await ensureModel(clients().store, record);
+      await uploadModelFile(record.id, file, (done, total) => track({ ...progress, done, total }));
+      track({ ...progress, done: file.size, total: file.size, state: "done" });
+    } catch (error) {
+      setProblem(messageOf(error));
+      track({ ...progress, state: "failed" });
+    }
+    models.reload();
+  };
+
+  const remove = async (id: string) => {
+    const { response, error } = await clients().store.DELETE("/models/{id}", {
+      params: { path: { id } },
+    });
+    if (!response.ok) setProblem(messageOf(error));
+    models.reload();
+  };
+
+  return (
+    <section aria-labelledby="models-title">
+      <h2 id="models-title">Models</h2>
+      {models.error && <Notice kind="error">{models.error}</Notice>}
+      {models.data && <ModelsTable models={models.data} onDelete={remove} />}
+      {problem && <Notice kind="error">{problem}</Notice>}
+      {transfers.length > 0 && (
+        <div class="transfers" aria-label="Transfers">
+          {transfers.map((t) => (
+            <ProgressBar
+              key={`${t.id}-${t.file}`}
+              label={`${t.id} ${t.file}`}
+              done={t.done}
+              total={t.total}
+              state={t.state}
+            />
+          ))}
+        </div>
+      )}
+      {!hasKey ? <NeedsKey what="download, upload or delete models" /> : (
+        <div class="forms">
+          <form onSubmit={download} aria-labelledby="download-title">
+            <h3 id="download-title">Download from a URL</h3>
+            <RecordFields prefix="download" />
+            <label>
+              File URL <input name="url" type="url" required placeholder="https://…/model.gguf" />
+            </label>
+            <label>
+              Projector URL (vlm, optional) <input name="mmproj" type="url" />
+            </label>
+            <button type="submit">Download</button>
+          </form>
+          <form onSubmit={upload} aria-labelledby="upload-title">
+            <h3 id="upload-title">Upload a file</h3>
+            <RecordFields prefix="upload" />
+            <label>
+              File <input name="file" type="file" required accept=".gguf,.onnx" />
+            </label>
+            <button type="submit">Upload</button>
+          </form>
+        </div>
+      )}
+    </section>
+  );
+}
