@@ -178,6 +178,7 @@ Deno.test("the page's headers, cached assets, and the dashboard turned off", asy
   const script = await fetch(`${node.url}/dashboard/assets/app.js`);
   const etag = script.headers.get("etag")!;
   assert.match(script.headers.get("content-type") ?? "", /^text\/javascript/);
+  assert.equal(script.headers.get("content-encoding"), "gzip", "fetch accepts gzip");
   assert.ok((await script.text()).length > 1000);
   const again = await fetch(`${node.url}/dashboard/assets/app.js`, {
     headers: { "If-None-Match": etag },

@@ -1,5 +1,6 @@
 /**
- * The dashboard (spec/dashboard.yaml): the page, its embedded assets, and its status endpoint.
+ * The dashboard (spec/dashboard.yaml): the page, its embedded assets (gzipped for browsers that
+ * take it), and its status endpoint.
  *
  * @module
  */
@@ -30,12 +31,45 @@ export function dashboardHandlers(sources: StatusSources): Handlers<typeof dashb
   return { getStatus: async () => jsonResponse(await nodeStatus(sources)) };
 }
 
-function serveAsset(asset: Asset, request: Request): Response {
-  const headers = { ...PAGE_HEADERS, "Content-Type": asset.type, ETag: asset.etag };
+/** An asset's bytes, plain and gzipped (compressed once, on first use). */
+interface Encoded {
+  plain: Uint8Array;
+  gzip: Promise<Uint8Array>;
+}
+
+const encoded = new Map<Asset, Encoded>();
+
+function encode(asset: Asset): Encoded {
+  let bytes = encoded.get(asset);
+  if (!bytes) {
+    const plain = new TextEncoder().encode(asset.body);
+    const gzip = new Response(
+      new Blob([plain]).stream().pipeThrough(new CompressionStream("gzip")),
+    ).bytes();
+    bytes = { plain, gzip };
+    encoded.set(asset, bytes);
+  }
+  return bytes;
+}
+
+async function serveAsset(asset: Asset, request: Request): Promise<Response> {
+  const headers: Record<string, string> = {
+    ...PAGE_HEADERS,
+    "Content-Type": asset.type,
+    ETag: asset.etag,
+    Vary: "Accept-Encoding",
+  };
   if (request.headers.get("If-None-Match") === asset.etag) {
     return new Response(null, { status: 304, headers });
   }
-  return new Response(request.method === "HEAD" ? null : asset.body, { headers });
+  const { plain, gzip } = encode(asset);
+  const gzipped = /\bgzip\b/.test(request.headers.get("Accept-Encoding") ?? "");
+  const body = gzipped ? await gzip : plain;
+  if (gzipped) headers["Content-Encoding"] = "gzip";
+  headers["Content-Length"] = String(body.length);
+  return new Response(request.method === "HEAD" ? null : body as Uint8Array<ArrayBuffer>, {
+    headers,
+  });
 }
 
 /** Serves the page at `path` and its assets under ASSETS_PATH, for GET and HEAD. */
