@@ -6,15 +6,27 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
+import axe from "axe-core";
 import type { Page } from "playwright-core";
 import { dashboardClient } from "../src/sdk/clients.ts";
 import { ARTIFACTS, chromiumPath, launchBrowser } from "./helpers/browser.ts";
 import { startFileServer } from "./helpers/file_server.ts";
-import { deployExample } from "./helpers/mcm.ts";
+import { deployExample, mcm } from "./helpers/mcm.ts";
 import { nodeIdOf, randomMdnsPort, startMeshNode, supernodeId } from "./helpers/mesh.ts";
 import { ggufBytes, startTestNode, waitFor } from "./helpers/node.ts";
 
 const SHOTS = `${ARTIFACTS}dashboard/`;
+
+/** Runs axe-core in the page; the rule violations of serious or critical impact. */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  await page.addScriptTag({ content: axe.source });
+  const results = await page.evaluate("axe.run(document)") as {
+    violations: { id: string; impact: string; help: string; nodes: unknown[] }[];
+  };
+  return results.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.impact}, ${v.nodes.length}×): ${v.help}`);
+}
 
 /** The percentages a progress bar showed until it reached 100 and its transfer was done. */
 async function watchBar(page: Page, label: string): Promise<number[]> {
@@ -51,7 +63,16 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
   await deployExample(node, "hello-mim", "hello");
   const browser = await launchBrowser(chromium.path);
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // bypassCSP: only so that the test can inject axe-core; the page itself runs under its CSP.
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      bypassCSP: true,
+    });
+    const page = await context.newPage();
+    const audits: string[] = [];
+    const audit = async (name: string) => {
+      for (const problem of await accessibilityProblems(page)) audits.push(`${name}: ${problem}`);
+    };
 
     await t.step("overview: who the node is, without a key", async () => {
       await page.goto(`${node.url}/`);
@@ -60,6 +81,7 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
       assert.match(await page.locator("main").textContent() ?? "", /den[\s\S]*free of/);
       assert.equal(await page.title(), "Overview · edgenode");
       await page.screenshot({ path: `${SHOTS}overview.png`, fullPage: true });
+      await audit("overview");
     });
 
     await t.step("the key is entered once and kept for the tab", async () => {
@@ -85,6 +107,7 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
       const row = page.locator('tr[data-model="pulled"]');
       await waitFor(async () => (await row.textContent())?.includes("yes") ?? false, "ready");
       await page.screenshot({ path: `${SHOTS}models.png`, fullPage: true });
+      await audit("models");
     });
 
     await t.step("models: an upload from this computer", async () => {
@@ -127,6 +150,23 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
       const link = row.getByRole("link");
       assert.match(await link.getAttribute("href") ?? "", /^\/[0-9a-f-]{36}\/hello\/$/);
       await page.screenshot({ path: `${SHOTS}microservices.png`, fullPage: true });
+      await audit("microservices");
+    });
+
+    await t.step("microservices: restart redeploys, remove asks first", async () => {
+      const row = page.locator('tr[data-container="hello"]');
+      const before = (await mcm(node, "/containers/api-hello").then((r) => r.json())).created;
+      await row.getByRole("button", { name: "Restart" }).click();
+      await waitFor(async () => {
+        const now = await mcm(node, "/containers/api-hello").then((r) => r.json());
+        return now.created > before && now.state === "started";
+      }, "the redeploy");
+      await row.getByRole("button", { name: "Remove" }).click();
+      await row.getByRole("button", { name: "Yes, remove" }).click();
+      await row.waitFor({ state: "detached" });
+      const gone = await mcm(node, "/containers/api-hello");
+      await gone.body?.cancel();
+      assert.equal(gone.status, 404);
     });
 
     await t.step("mesh: the other node, and the supernode marked", async () => {
@@ -141,6 +181,8 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
         /supernode/,
       );
       await page.screenshot({ path: `${SHOTS}mesh.png`, fullPage: true });
+      await audit("mesh");
+      assert.deepEqual(audits, [], "axe-core finds no serious or critical problem");
     });
 
     await t.step("keyboard and a phone-sized screen", async () => {
