@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { humanBytes } from "../sdk/human_units.ts";
 import { parseArgs } from "node:util";
 import { ConfigError, resolvePaths } from "../node/config.ts";
 import type { NodeConnection } from "../sdk/clients.ts";
@@ -75,19 +76,6 @@ export function invocation<
 /** Prints a value as JSON (the `--json` output of every command). */
 export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, null, 2));
-}
-
-/** Bytes in human units: 1.5 GiB, 300 MiB, 12 KiB, 512 B. */
-export function humanBytes(bytes: number | undefined): string {
-  if (bytes === undefined) return "-";
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
 
 /** Prints rows as a table with a header, columns padded to their widest cell. */

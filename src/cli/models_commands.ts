@@ -6,11 +6,11 @@
 import type { components } from "../../gen/store/types.ts";
 import { ConfigError } from "../node/config.ts";
 import { storeClient } from "../sdk/clients.ts";
+import { humanBytes } from "../sdk/human_units.ts";
 import { ensureModel, followDownload } from "../sdk/models.ts";
 import {
   answer,
   type Env,
-  humanBytes,
   invocation,
   printJson,
   printTable,

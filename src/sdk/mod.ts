@@ -23,3 +23,4 @@ export { downloadEvents, type DownloadMessage } from "./download_events.ts";
 export { rpcCall, RpcError, type RpcMethod, type RpcResult } from "./json_rpc.ts";
 export { decryptNodeListing, fetchLocalNodes } from "./local_nodes.ts";
 export { ensureModel, followDownload, NodeError } from "./models.ts";
+export { humanBytes } from "./human_units.ts";

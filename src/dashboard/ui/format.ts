@@ -5,16 +5,7 @@
  */
 
 /** 1536 → "1.5 KiB". */
-export function bytes(count: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let value = count;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${count} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
-}
+export { humanBytes as bytes } from "../../sdk/human_units.ts";
 
 /** 93784 → "1 d 2 h 3 min". */
 export function duration(seconds: number): string {

@@ -5,7 +5,7 @@
  * @module
  */
 import { clients, messageOf, storedKey } from "./node_api.ts";
-import { NeedsKey, Notice, usePolling } from "./widgets.tsx";
+import { NeedsKey, Notice, Table, usePolling } from "./widgets.tsx";
 
 /** A node as the insight service lists it (the fields the page shows). */
 interface ListedNode {
@@ -49,37 +49,26 @@ function NodesTable(
   return (
     <section class="nodes">
       <h3>{props.title}</h3>
-      {props.listing.nodes.length === 0 ? <Notice>None.</Notice> : (
-        <div class="scroll">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Node</th>
-                <th scope="col">Account</th>
-                <th scope="col">Address</th>
-                <th scope="col">Role</th>
+      {props.listing.nodes.length === 0
+        ? <Notice>None.</Notice>
+        : (
+          <Table columns={["Name", "Node", "Account", "Address", "Role"]}>
+            {props.listing.nodes.map((node) => (
+              <tr key={node.id} data-node={node.id}>
+                <th scope="row">{node.name ?? ""}</th>
+                <td class="mono">{node.id.slice(0, 16)}…</td>
+                <td>{node.accountId || "-"}</td>
+                <td class="mono">{node.addresses?.[0]?.url?.href ?? "-"}</td>
+                <td>
+                  {[
+                    node.id === props.supernode ? "supernode" : "",
+                    node.id === props.self ? "this node" : "",
+                  ].filter(Boolean).join(", ")}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {props.listing.nodes.map((node) => (
-                <tr key={node.id} data-node={node.id}>
-                  <th scope="row">{node.name ?? ""}</th>
-                  <td class="mono">{node.id.slice(0, 16)}…</td>
-                  <td>{node.accountId || "-"}</td>
-                  <td class="mono">{node.addresses?.[0]?.url?.href ?? "-"}</td>
-                  <td>
-                    {[
-                      node.id === props.supernode ? "supernode" : "",
-                      node.id === props.self ? "this node" : "",
-                    ].filter(Boolean).join(", ")}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+            ))}
+          </Table>
+        )}
     </section>
   );
 }

@@ -8,7 +8,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { components } from "../../../gen/mcm/types.ts";
 import { bytes, when } from "./format.ts";
 import { clients, messageOf, storedKey } from "./node_api.ts";
-import { ConfirmButton, NeedsKey, Notice, usePolling } from "./widgets.tsx";
+import { ConfirmButton, NeedsKey, Notice, Table, usePolling } from "./widgets.tsx";
 
 type Container = components["schemas"]["Container"];
 type Image = components["schemas"]["Image"];
@@ -47,88 +47,56 @@ function ContainersTable(
 ) {
   if (props.containers.length === 0) return <Notice>No microservice is deployed.</Notice>;
   return (
-    <div class="scroll">
-      <table>
-        <caption>Containers</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Image</th>
-            <th scope="col">Base path</th>
-            <th scope="col">State</th>
-            <th scope="col">Answers</th>
-            <th scope="col">Restarts</th>
-            <th scope="col">Deployed</th>
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.containers.map((container) => (
-            <tr key={container.id} data-container={container.name}>
-              <th scope="row">{container.name}</th>
-              <td>{container.image}</td>
-              <td class="mono">
-                <a href={`${basePath(container)}/`}>{basePath(container)}</a>
-              </td>
-              <td title={container.lastError}>{container.state}</td>
-              <td>
-                <Answers container={container} />
-              </td>
-              <td>{container.restarts}</td>
-              <td>{when(container.created)}</td>
-              <td class="actions">
-                <button
-                  type="button"
-                  onClick={() =>
-                    props.onRestart(container)}
-                >
-                  Restart
-                </button>
-                <ConfirmButton
-                  label="Remove"
-                  question={`Remove ${container.name}? Its storage is kept.`}
-                  onConfirm={() =>
-                    props.onRemove(container)}
-                />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table
+      caption="Containers"
+      columns={["Name", "Image", "Base path", "State", "Answers", "Restarts", "Deployed", ""]}
+    >
+      {props.containers.map((container) => (
+        <tr key={container.id} data-container={container.name}>
+          <th scope="row">{container.name}</th>
+          <td>{container.image}</td>
+          <td class="mono">
+            <a href={`${basePath(container)}/`}>{basePath(container)}</a>
+          </td>
+          <td title={container.lastError}>{container.state}</td>
+          <td>
+            <Answers container={container} />
+          </td>
+          <td>{container.restarts}</td>
+          <td>{when(container.created)}</td>
+          <td class="actions">
+            <button
+              type="button"
+              onClick={() => props.onRestart(container)}
+            >
+              Restart
+            </button>
+            <ConfirmButton
+              label="Remove"
+              question={`Remove ${container.name}? Its storage is kept.`}
+              onConfirm={() => props.onRemove(container)}
+            />
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
 function ImagesTable(props: { images: Image[] }) {
   if (props.images.length === 0) return <Notice>No image is uploaded.</Notice>;
   return (
-    <div class="scroll">
-      <table>
-        <caption>Images</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Size</th>
-            <th scope="col">Uploaded</th>
-            <th scope="col">Containers</th>
-            <th scope="col">Digest</th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.images.map((image) => (
-            <tr key={image.id}>
-              <th scope="row">{image.name}</th>
-              <td>{bytes(image.size)}</td>
-              <td>{when(image.created * 1000)}</td>
-              <td>{image.containers}</td>
-              <td class="mono">{image.digest.slice(0, 19)}…</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table caption="Images" columns={["Name", "Size", "Uploaded", "Containers", "Digest"]}>
+      {props.images.map((image) => (
+        <tr key={image.id}>
+          <th scope="row">{image.name}</th>
+          <td>{bytes(image.size)}</td>
+          <td>{when(image.created * 1000)}</td>
+          <td>{image.containers}</td>
+          <td class="mono">{image.digest.slice(0, 19)}…</td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 

@@ -9,7 +9,7 @@ import type { components } from "../../../gen/store/types.ts";
 import { ensureModel, followDownload } from "../../sdk/models.ts";
 import { bytes, when } from "./format.ts";
 import { clients, messageOf, storedKey, uploadModelFile } from "./node_api.ts";
-import { ConfirmButton, NeedsKey, Notice, ProgressBar, usePolling } from "./widgets.tsx";
+import { ConfirmButton, NeedsKey, Notice, ProgressBar, Table, usePolling } from "./widgets.tsx";
 
 type Model = components["schemas"]["Model"];
 type Kind = components["schemas"]["Kind"];
@@ -45,46 +45,30 @@ function facts(model: Model): string {
 function ModelsTable(props: { models: Model[]; onDelete(id: string): void }) {
   if (props.models.length === 0) return <Notice>No models yet.</Notice>;
   return (
-    <div class="scroll">
-      <table>
-        <caption>Models on this node</caption>
-        <thead>
-          <tr>
-            <th scope="col">ID</th>
-            <th scope="col">Kind</th>
-            <th scope="col">Version</th>
-            <th scope="col">Size</th>
-            <th scope="col">Ready</th>
-            <th scope="col">GGUF</th>
-            <th scope="col">Created</th>
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {props.models.map((model) => (
-            <tr key={model.id} data-model={model.id}>
-              <th scope="row">{model.id}</th>
-              <td>{model.kind}</td>
-              <td>{model.version}</td>
-              <td>{model.totalSize === undefined ? "-" : bytes(model.totalSize)}</td>
-              <td>{model.readyToUse ? "yes" : "no"}</td>
-              <td>{facts(model)}</td>
-              <td>{when(model.createdAt)}</td>
-              <td>
-                <ConfirmButton
-                  label="Delete"
-                  question={`Delete ${model.id} and its files?`}
-                  disabled={!storedKey()}
-                  onConfirm={() => props.onDelete(model.id)}
-                />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table
+      caption="Models on this node"
+      columns={["ID", "Kind", "Version", "Size", "Ready", "GGUF", "Created", ""]}
+    >
+      {props.models.map((model) => (
+        <tr key={model.id} data-model={model.id}>
+          <th scope="row">{model.id}</th>
+          <td>{model.kind}</td>
+          <td>{model.version}</td>
+          <td>{model.totalSize === undefined ? "-" : bytes(model.totalSize)}</td>
+          <td>{model.readyToUse ? "yes" : "no"}</td>
+          <td>{facts(model)}</td>
+          <td>{when(model.createdAt)}</td>
+          <td>
+            <ConfirmButton
+              label="Delete"
+              question={`Delete ${model.id} and its files?`}
+              disabled={!storedKey()}
+              onConfirm={() => props.onDelete(model.id)}
+            />
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 

@@ -105,3 +105,27 @@ export function Notice(props: { kind?: "error" | "info"; children: ComponentChil
 export function NeedsKey(props: { what: string }) {
   return <Notice>Enter the node's API key above to {props.what}.</Notice>;
 }
+
+/**
+ * A table that scrolls sideways on a narrow screen. An empty column title is an actions column,
+ * named for screen readers only.
+ */
+export function Table(props: { caption?: string; columns: string[]; children: ComponentChildren }) {
+  return (
+    <div class="scroll">
+      <table>
+        {props.caption && <caption>{props.caption}</caption>}
+        <thead>
+          <tr>
+            {props.columns.map((title) => (
+              <th scope="col" key={title}>
+                {title || <span class="visually-hidden">Actions</span>}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
+  );
+}
