@@ -8,14 +8,7 @@ import { ConfigError } from "../node/config.ts";
 import { storeClient } from "../sdk/clients.ts";
 import { humanBytes } from "../sdk/human_units.ts";
 import { ensureModel, followDownload } from "../sdk/models.ts";
-import {
-  answer,
-  type Env,
-  invocation,
-  printJson,
-  printTable,
-  Progress,
-} from "./cli_context.ts";
+import { answer, type Env, invocation, printJson, printTable, Progress } from "./cli_context.ts";
 
 type Model = components["schemas"]["Model"];
 type Kind = components["schemas"]["Kind"];
