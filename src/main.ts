@@ -183,11 +183,9 @@ async function runNode(flags: ServeFlags): Promise<number> {
     console.warn("warning: the API key is shorter than 16 characters; anyone nearby may guess it");
   }
   const node = await startNode(settings);
-  console.log(
-    `edgenode ${VERSION} listening on http://${
-      shownHost(node.hostname)
-    }:${node.port} (pid ${Deno.pid})`,
-  );
+  const url = `http://${shownHost(node.hostname)}:${node.port}`;
+  console.log(`edgenode ${VERSION} listening on ${url} (pid ${Deno.pid})`);
+  if (settings.dashboard.enabled) console.log(`dashboard at ${url}${settings.dashboard.path}`);
   return await runUntilStopped(node.shutdown);
 }
 
