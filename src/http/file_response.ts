@@ -82,13 +82,34 @@ function matchesEtag(header: string, etag: string): boolean {
  * file replaced or deleted meanwhile is still served whole from the open descriptor.
  */
 export async function fileResponse(request: Request, file: FileToServe): Promise<Response> {
-  const opened = await Deno.open(file.path, { read: true });
+  const opened = await openExactly(file.path);
   try {
     return await respond(request, file, opened, await opened.stat());
   } catch (error) {
     opened.close();
     throw error;
   }
+}
+
+/**
+ * Opens `path` only if it is a regular file reached without any symlink: `path` must be its own
+ * real path (callers give paths under a real root), and the file opened must be the one checked
+ * (same device and inode), so that a link swapped in between is not followed. Anything else is
+ * Deno.errors.NotFound, as if the file were not there: a planted link must not serve what it
+ * points to.
+ */
+async function openExactly(path: string): Promise<Deno.FsFile> {
+  const checked = await Deno.lstat(path);
+  if (!checked.isFile || await Deno.realPath(path) !== path) {
+    throw new Deno.errors.NotFound(`${path} is not a regular file of its own`);
+  }
+  const opened = await Deno.open(path, { read: true });
+  const info = await opened.stat();
+  if (info.ino !== checked.ino || info.dev !== checked.dev) {
+    opened.close();
+    throw new Deno.errors.NotFound(`${path} changed while it was opened`);
+  }
+  return opened;
 }
 
 async function respond(
