@@ -21,8 +21,8 @@ async function exists(path: string): Promise<boolean> {
 /** Chromium's path, installed with apt if need be; or why there is none. */
 export async function chromiumPath(): Promise<{ path: string } | { missing: string }> {
   if (await exists(CHROMIUM)) return { path: CHROMIUM };
-  if (Deno.uid() !== 0 || !(await exists("/usr/bin/apt-get"))) {
-    return { missing: `no ${CHROMIUM}, and apt-get cannot install it here (not root or no apt)` };
+  if (!(await exists("/usr/bin/apt-get"))) {
+    return { missing: `no ${CHROMIUM}, and no apt-get to install it with` };
   }
   const install = await new Deno.Command("apt-get", {
     args: ["install", "-y", "--no-install-recommends", "chromium"],
