@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { dashboardClient } from "../src/sdk/clients.ts";
 import { startFileServer } from "./helpers/file_server.ts";
 import { allMessages, startDownload } from "./helpers/events.ts";
 import { ggufBytes, startTestNode, type TestNode, withTempDir } from "./helpers/node.ts";
@@ -38,6 +39,12 @@ function streamed(bytes: Uint8Array): ReadableStream<Uint8Array> {
   });
 }
 
+/** Free bytes on the node's disk, as its status says. */
+async function freeBytes(node: TestNode): Promise<number> {
+  const { data } = await dashboardClient({ url: node.url }).GET("/dashboard/v1/status");
+  return data!.disk.freeBytes;
+}
+
 async function sha256Of(node: TestNode, id: string): Promise<string> {
   const file = await fetch(`${node.storeUrl}/models/${id}?alt=media`);
   assert.equal(file.status, 200);
@@ -61,6 +68,12 @@ Deno.test("a full disk fails uploads and downloads cleanly and loses nothing", a
     const keptModel = await readyModel(node, "kept", kept);
     const big = ggufBytes(30_000_000, 4);
 
+    const free = await freeBytes(node);
+    const nothingLeft = async () => {
+      // The partial file is gone: the space it took is free again.
+      assert.ok(Math.abs(await freeBytes(node) - free) < 1_000_000, "the partial file is removed");
+    };
+
     await t.step("an upload of undeclared size that fills the disk", async () => {
       await createModel(node, "big");
       const response = await fetch(`${node.storeUrl}/models/big/upload`, {
@@ -76,6 +89,7 @@ Deno.test("a full disk fails uploads and downloads cleanly and loses nothing", a
         parseAs: "json",
       });
       assert.equal((data as { readyToUse: boolean }).readyToUse, false);
+      await nothingLeft();
     });
 
     await using files = startFileServer();
@@ -86,6 +100,7 @@ Deno.test("a full disk fails uploads and downloads cleanly and loses nothing", a
       const last = messages.at(-1)!;
       assert.ok("error" in last, JSON.stringify(last));
       assert.match(last.error.message, /disk became full/);
+      await nothingLeft();
     });
 
     await t.step("what was there is intact, and space freed is used again", async () => {
