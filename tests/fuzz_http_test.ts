@@ -18,6 +18,7 @@ import { ErrorSchema as McmError } from "../gen/mcm/validators.ts";
 import { mdsRoutes } from "../gen/mds/routes.ts";
 import { storeRoutes } from "../gen/store/routes.ts";
 import { ErrorSchema as StoreError } from "../gen/store/validators.ts";
+import { HelloMessageSchema, RequestMessageSchema } from "../gen/hub/validators.ts";
 import type { RouteSpec } from "../src/http/routes.ts";
 import { startFileServer } from "./helpers/file_server.ts";
 import {
@@ -27,12 +28,22 @@ import {
   credential,
   fuzzRuns,
   hostileTar,
+  jsonNear,
   jwtLike,
   queryFor,
   segment,
 } from "./helpers/fuzz.ts";
+import { startTestHub } from "./helpers/hub.ts";
+import { makeIssuer } from "./helpers/identity.ts";
 import { readyModel } from "./helpers/store.ts";
-import { ggufBytes, listFiles, startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+import {
+  ggufBytes,
+  listFiles,
+  startTestNode,
+  type TestNode,
+  waitFor,
+  withTempDir,
+} from "./helpers/node.ts";
 
 const SERVICES: {
   name: string;
@@ -285,10 +296,54 @@ Deno.test("fuzz: download clients that go away at random leave no partial file",
         }, "no partial file");
       },
     ),
-    { numRuns: fuzzRuns(6) },
+    // Each case is a real transfer of about a second: a tenth of the other properties' count.
+    { numRuns: Math.max(6, Math.round(fuzzRuns(25) / 10)) },
   );
   await stillServing(open);
 });
+
+Deno.test("fuzz: the hub refuses malformed joins over its WebSocket and keeps serving", () =>
+  withTempDir(async (dir) => {
+    const issuer = await makeIssuer(`${dir}/issuer`);
+    const hub = await startTestHub(issuer, `${dir}/hub`);
+    try {
+      const wsUrl = `${hub.url.replace(/^http/, "ws")}/hub/v1/connect`;
+      const message = fc.oneof(
+        jsonNear(HelloMessageSchema).map((json) => json.replace("{", '{"t":"hello",')),
+        fc.record({ t: fc.constant("hello"), token: jwtLike, proof: jwtLike }).map((m) =>
+          JSON.stringify(m)
+        ),
+        jsonNear(RequestMessageSchema),
+        fc.string({ maxLength: 300 }),
+        fc.uint8Array({ maxLength: 300 }),
+      );
+      await fc.assert(
+        fc.asyncProperty(fc.array(message, { minLength: 1, maxLength: 4 }), async (messages) => {
+          const socket = new WebSocket(wsUrl);
+          const closed = new Promise<void>((resolve) => {
+            socket.addEventListener("close", () => resolve());
+          });
+          const opened = new Promise<boolean>((resolve) => {
+            socket.addEventListener("open", () => resolve(true));
+            socket.addEventListener("close", () => resolve(false));
+          });
+          if (await opened) {
+            for (const m of messages) socket.send(m as string);
+          }
+          // The hub answers a bad join by closing; otherwise the client closes after a moment.
+          const timer = setTimeout(() => socket.close(), 300);
+          await closed;
+          clearTimeout(timer);
+          count(101);
+        }),
+        { numRuns: fuzzRuns(40) },
+      );
+      const health = await fetch(`${hub.url}/hub/v1/health`);
+      assert.deepEqual(await health.json(), { status: "ok", nodes: 0 }, "no forged node joined");
+    } finally {
+      await hub.stop();
+    }
+  }));
 
 Deno.test("fuzz: the report", () => {
   const statuses = [...tally.statuses].sort(([a], [b]) => a - b)
