@@ -3,7 +3,7 @@
  * - load: 50 uploaders, 200 readers, 20 download clients, 20 JSON-RPC callers for
  *   EDGENODE_LOAD_SECONDS (default 120), with no failed request and flat memory;
  * - crash: EDGENODE_CRASH_ROUNDS SIGKILLs (default 300, within EDGENODE_CRASH_SECONDS, 900);
- * - fuzz: EDGENODE_FUZZ_RUNS generated cases per property (default 250).
+ * - fuzz: EDGENODE_FUZZ_RUNS generated cases per property (default 1000).
  * Each part's figures are printed at the end, for the README.
  *
  * @module
@@ -15,7 +15,7 @@ const PARTS = [
     env: { EDGENODE_CRASH_ROUNDS: "300", EDGENODE_CRASH_SECONDS: "900" },
     figure: /^crash: .*/m,
   },
-  { file: "tests/fuzz_http_test.ts", env: { EDGENODE_FUZZ_RUNS: "250" }, figure: /^fuzz: \d.*/m },
+  { file: "tests/fuzz_http_test.ts", env: { EDGENODE_FUZZ_RUNS: "1000" }, figure: /^fuzz: \d.*/m },
 ];
 
 const figures: string[] = [];
