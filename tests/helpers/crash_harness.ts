@@ -87,7 +87,7 @@ async function begin(
         call(node, `/ai/store/v1/models/${id}/upload`, {
           method: "POST",
           headers: { "Content-Type": "application/octet-stream" },
-          body: ggufBytes(3_000_000, i) as BodyInit,
+          body: trickle(ggufBytes(3_000_000, i)),
         }).then((r) => r.text()),
       );
       return;

@@ -66,7 +66,7 @@ export async function runLoad(
       ...init,
       headers: node.auth(init.headers as Record<string, string>),
     });
-  const loop = async (kind: keyof LoadShape, index: number, work: (n: number) => Promise<void>) => {
+  const loop = async (kind: keyof LoadShape, work: (n: number) => Promise<void>) => {
     for (let n = 0; performance.now() < deadline; n++) {
       await work(n);
       requests[kind]++;
@@ -74,7 +74,7 @@ export async function runLoad(
   };
   const clients = [
     ...Array.from({ length: shape.uploaders }, (_, k) =>
-      loop("uploaders", k, async (n) => {
+      loop("uploaders", async (n) => {
         const id = `up-${k}-${n}`;
         await expect(
           `create ${id}`,
@@ -96,8 +96,8 @@ export async function runLoad(
         );
         await expect(`delete ${id}`, call(`/models/${id}`, { method: "DELETE" }), 200);
       })),
-    ...Array.from({ length: shape.readers }, (_, k) =>
-      loop("readers", k, async (n) => {
+    ...Array.from({ length: shape.readers }, () =>
+      loop("readers", async (n) => {
         if (n % 3 === 0) await expect("list", call("/models"), 200);
         else if (n % 3 === 1) await expect("record", call("/models/seed"), 200);
         else {
@@ -109,7 +109,7 @@ export async function runLoad(
         }
       })),
     ...Array.from({ length: shape.downloaders }, (_, k) =>
-      loop("downloaders", k, async (n) => {
+      loop("downloaders", async (n) => {
         const id = `dl-${k}-${n}`;
         await expect(
           `create ${id}`,
@@ -130,8 +130,8 @@ export async function runLoad(
         }
         await expect(`delete ${id}`, call(`/models/${id}`, { method: "DELETE" }), 200);
       })),
-    ...Array.from({ length: shape.rpcCallers }, (_, k) =>
-      loop("rpcCallers", k, async () => {
+    ...Array.from({ length: shape.rpcCallers }, () =>
+      loop("rpcCallers", async () => {
         try {
           await rpcCall({ url: node.url }, "getMe");
         } catch (error) {
