@@ -66,6 +66,16 @@ export async function runLoad(
       ...init,
       headers: node.auth(init.headers as Record<string, string>),
     });
+  const create = (id: string) =>
+    expect(
+      `create ${id}`,
+      call("/models", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ id, version: "1", kind: "llm" }),
+      }),
+      201,
+    );
   const loop = async (kind: keyof LoadShape, work: (n: number) => Promise<void>) => {
     for (let n = 0; performance.now() < deadline; n++) {
       await work(n);
@@ -76,15 +86,7 @@ export async function runLoad(
     ...Array.from({ length: shape.uploaders }, (_, k) =>
       loop("uploaders", async (n) => {
         const id = `up-${k}-${n}`;
-        await expect(
-          `create ${id}`,
-          call("/models", {
-            method: "POST",
-            headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ id, version: "1", kind: "llm" }),
-          }),
-          201,
-        );
+        await create(id);
         await expect(
           `upload ${id}`,
           call(`/models/${id}/upload`, {
@@ -111,15 +113,7 @@ export async function runLoad(
     ...Array.from({ length: shape.downloaders }, (_, k) =>
       loop("downloaders", async (n) => {
         const id = `dl-${k}-${n}`;
-        await expect(
-          `create ${id}`,
-          call("/models", {
-            method: "POST",
-            headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ id, version: "1", kind: "llm" }),
-          }),
-          201,
-        );
+        await create(id);
         try {
           const messages = await allMessages(await startDownload(node, id, { url: source }));
           if (!("done" in messages.at(-1)!)) {
