@@ -30,26 +30,29 @@ function attempt(fn) {
   try { var value = fn(); return Promise.resolve(value).then(function (v) { return "LEAKED " + JSON.stringify(v).slice(0, 80); }, function (e) { return e.name; }); }
   catch (e) { return Promise.resolve(e.name); }
 }
+var NODE = "http://127.0.0.1:${new URL(node.url).port}";
+// A refusal by status is an outcome; a body the node served would be a leak.
+function status(response) { return response.status === 403 ? Promise.reject({ name: "status 403" }) : response.text(); }
 var probes = {
-  read: function () { return Deno.readTextFileSync(KEY); },
-  write: function () { Deno.writeTextFileSync(${
-    JSON.stringify(`${node.dataDir}/pwned`)
-  }, "x"); return "written"; },
-  env: function () { return Deno.env.toObject(); },
-  importKey: function () { return import("file://" + ${
-    JSON.stringify(key)
-  }, { with: { type: "json" } }); },
-  importLiteral: function () { return import(${
-    JSON.stringify(`file://${key}`)
-  }, { with: { type: "json" } }); },
-  importStatic: function () { return import("data:text/javascript,import k from '${`file://${key}`}' with { type: 'json' }; export default k;"); },
-  importNpm: function () { return import("npm:is-number@7.0.0"); },
-  spawn: function () { return new Deno.Command("/bin/sh", { args: ["-c", "id"] }).outputSync(); },
-  ffi: function () { return Deno.dlopen("libc.so.6", {}); },
+  deno: function () { return typeof Deno === "undefined" ? Promise.reject({ name: "NoDeno" }) : Deno.readTextFileSync(KEY); },
+  process: function () { return typeof process === "undefined" ? Promise.reject({ name: "NoProcess" }) : process.env; },
+  importKey: function () { return eval('import("file://' + KEY + '", { with: { type: "json" } })'); },
+  importFunction: function () { return Function('return import("node:fs")')(); },
+  importAsync: function () { return (async function () {}).constructor('return import("node:sqlite")')(); },
+  importData: function () { return eval("import('data:text/javascript,export default 1')"); },
+  importComment: function () { return eval("import/**/('node:fs')"); },
+  importMeta: function () { return new Function("return import.meta")(); },
+  timerString: function () { return setTimeout("globalThis.pwned = 1", 0); },
+  worker: function () { return new Worker("data:text/javascript,1", { type: "module" }); },
   fetchFile: function () { return fetch("file://" + KEY).then(function (r) { return r.text(); }); },
-  connect: function () { return Deno.connect({ hostname: "127.0.0.1", port: ${
+  nodeStore: function () { return fetch(NODE + "/ai/store/v1/models").then(status); },
+  nodeToken: function () { return fetch(NODE + "/jsonrpc/v1", { method: "POST", body: '{"jsonrpc":"2.0","id":1,"method":"getEdgeIdToken"}' }).then(status); },
+  loopback: function () { return fetch("http://127.0.0.2:${
     new URL(node.url).port
-  } }); },
+  }/").then(status); },
+  localhostName: function () { return fetch("http://localhost:1/").then(status); },
+  zeros: function () { return fetch("http://0.0.0.0:9/").then(status); },
+  metadata: function () { return fetch("http://169.254.169.254/latest/meta-data/").then(status); },
 };
 mimikModule.exports = function (context, req, res) {
   var path = req.url.split("?")[0];
@@ -64,7 +67,7 @@ mimikModule.exports = function (context, req, res) {
   if (path === "/loop") { while (true) {} }
   if (path === "/oom") { var hoard = []; while (true) hoard.push(new Array(1e6).fill(Math.random())); }
   if (path === "/throw") throw new Error("boom");
-  res.end(JSON.stringify({ ok: true, pid: typeof Deno !== "undefined" ? Deno.pid : 0 }));
+  res.end(JSON.stringify({ ok: true }));
 };`;
 }
 
@@ -110,12 +113,23 @@ Deno.test("a hostile microservice reaches none of the node's files, env, process
   for (const [probe, outcome] of Object.entries(body)) {
     assert.ok(!String(outcome).startsWith("LEAKED"), `${probe}: ${outcome}`);
   }
-  assert.equal(body.read, "NotCapable");
-  assert.equal(body.write, "NotCapable");
-  assert.equal(body.env, "NotCapable");
-  assert.equal(body.spawn, "NotCapable");
-  assert.equal(body.ffi, "NotCapable");
-  assert.equal(body.connect, "NotCapable");
+  assert.equal(body.deno, "NoDeno");
+  assert.equal(body.process, "NoProcess");
+  for (const probe of ["importKey", "importFunction", "importAsync", "importData"]) {
+    assert.equal(body[probe], "EvalError", probe);
+  }
+  assert.equal(body.importComment, "EvalError");
+  assert.equal(body.importMeta, "EvalError");
+  assert.equal(body.timerString, "TypeError");
+  assert.equal(body.worker, "ReferenceError");
+  assert.equal(body.fetchFile, "TypeError");
+  // The node's own API is not the microservice's: only its listing answers (403 otherwise),
+  // and no other loopback or link-local address is reached, by address or by name.
+  assert.equal(body.nodeStore, "status 403");
+  assert.equal(body.nodeToken, "status 403");
+  for (const probe of ["loopback", "localhostName", "zeros", "metadata"]) {
+    assert.equal(body[probe], "TypeError", probe);
+  }
   await assert.rejects(Deno.stat(`${node.dataDir}/pwned`), Deno.errors.NotFound);
   const failed = await getJson(`${url}/throw`);
   assert.equal(failed.status, 500);

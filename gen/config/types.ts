@@ -64,6 +64,16 @@ export interface components {
             /** @description Containers at most (each is a process). Default 32. */
             maxContainers?: number;
             /**
+             * @description The address classes microservices' outbound requests may reach: `public` (the
+             *     internet), `private` (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7: the LAN and
+             *     other nodes), `loopback` (127/8, ::1, 0.0.0.0), `link-local` (169.254/16, fe80::/10:
+             *     cloud metadata services live there) and `node` (the node's own addresses). Checked
+             *     for every address a name resolves to, at every redirect. Default ["public",
+             *     "private"]. A microservice reaches its own node's listing without this
+             *     (spec/mcm.yaml).
+             */
+            outboundNetworks?: ("public" | "private" | "loopback" | "link-local" | "node")[];
+            /**
              * @description Hosts (`name` or `name:port`) microservices may reach with context.http.request and
              *     fetch. Absent: any host.
              */

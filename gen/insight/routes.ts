@@ -10,7 +10,7 @@ export const insightRoutes = {
     auth: true,
     params: v.strictObject({  }),
     query: v.strictObject({  }),
-    body: { kind: "json", schema: PutTokenRequestSchema },
+    body: { kind: "json", schema: PutTokenRequestSchema, contentTypes: ["application/json"], untyped: false },
   },
   getInfo: {
     method: "GET",

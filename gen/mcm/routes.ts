@@ -42,7 +42,7 @@ export const mcmRoutes = {
     auth: false,
     params: v.strictObject({  }),
     query: v.strictObject({  }),
-    body: { kind: "json", schema: StartContainerRequestSchema },
+    body: { kind: "json", schema: StartContainerRequestSchema, contentTypes: ["application/json","application/x-www-form-urlencoded"], untyped: true },
   },
   getContainer: {
     method: "GET",
@@ -74,7 +74,7 @@ export const mcmRoutes = {
     auth: false,
     params: v.strictObject({  }),
     query: v.strictObject({  }),
-    body: { kind: "json", schema: StartContainerRequestSchema },
+    body: { kind: "json", schema: StartContainerRequestSchema, contentTypes: ["application/json","application/x-www-form-urlencoded"], untyped: true },
   },
   deleteMim: {
     method: "DELETE",

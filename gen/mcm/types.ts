@@ -141,6 +141,8 @@ export interface components {
             /** @description `<client>-<name>` */
             id: string;
             name: string;
+            /** @description The archive's RepoTags (docker-save manifest.json), else `<name>:latest`. */
+            repoTags: string[];
             /** @description `sha256:` and the hex SHA-256 of the archive */
             digest: string;
             /** @description Bytes of the archive. */
@@ -210,6 +212,36 @@ export interface components {
             /** @enum {string} */
             level: "debug" | "info" | "warn" | "error";
             message: string;
+        };
+        /**
+         * @description A microservice's call to its own node (the container is the caller: the channel is
+         *     its credential). `nodes`: the listing of `clusters` (or the ping), answered as the
+         *     `data` of GET /mds/v1/nodes. `decrypt`: a listing's `data` (JSON text, as the
+         *     reference's microservices pass it) decrypted with the caller's edge access token.
+         *     `bep`: the node's BEP URL. Answered by a ContainerAnswer of the same `id`.
+         */
+        ContainerCall: {
+            /** @constant */
+            t: "call";
+            id: number;
+            /** @enum {string} */
+            op: "nodes" | "decrypt" | "bep";
+            clusters?: string;
+            ping?: boolean;
+            type?: string;
+            data?: string;
+            token?: string;
+        };
+        /** @description The node's answer to a ContainerCall, `value` or `error`. */
+        ContainerAnswer: {
+            /** @constant */
+            t: "answer";
+            id: number;
+            value?: unknown;
+            error?: {
+                message: string;
+                status: number;
+            };
         };
         /** @description The code did not load (a syntax error, an exception, no handler); the process exits. */
         ContainerFatal: {
@@ -359,6 +391,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["StartContainerRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["StartContainerRequest"];
             };
         };
         responses: {
@@ -475,6 +508,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["StartContainerRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["StartContainerRequest"];
             };
         };
         responses: {

@@ -6,6 +6,16 @@ export const ContainerSchema = v.strictObject({ "id": v.string("must be a string
 /** Container as validated. */
 export type Container = v.InferOutput<typeof ContainerSchema>;
 
+/** The node's answer to a ContainerCall, `value` or `error`. */
+export const ContainerAnswerSchema = v.strictObject({ "t": v.literal("answer", "must be \"answer\""), "id": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "value": v.optional(v.unknown()), "error": v.optional(v.strictObject({ "message": v.string("must be a string"), "status": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")) })) });
+/** ContainerAnswer as validated. */
+export type ContainerAnswer = v.InferOutput<typeof ContainerAnswerSchema>;
+
+/** A microservice's call to its own node (the container is the caller: the channel is */
+export const ContainerCallSchema = v.strictObject({ "t": v.literal("call", "must be \"call\""), "id": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(1, "must be at least 1"), v.maxValue(9007199254740991, "must be at most 9007199254740991")), "op": v.picklist(["nodes","decrypt","bep"], "must be one of: nodes, decrypt, bep"), "clusters": v.optional(v.pipe(v.string("must be a string"), v.maxLength(100, "must be at most 100 characters"))), "ping": v.optional(v.boolean("must be true or false")), "type": v.optional(v.pipe(v.string("must be a string"), v.maxLength(100, "must be at most 100 characters"))), "data": v.optional(v.pipe(v.string("must be a string"), v.maxLength(4194304, "must be at most 4194304 characters"))), "token": v.optional(v.pipe(v.string("must be a string"), v.maxLength(16384, "must be at most 16384 characters"))) });
+/** ContainerCall as validated. */
+export type ContainerCall = v.InferOutput<typeof ContainerCallSchema>;
+
 /** The code did not load (a syntax error, an exception, no handler); the process exits. */
 export const ContainerFatalSchema = v.strictObject({ "t": v.literal("fatal", "must be \"fatal\""), "message": v.pipe(v.string("must be a string"), v.maxLength(4096, "must be at most 4096 characters")) });
 /** ContainerFatal as validated. */
@@ -32,7 +42,7 @@ export const ErrorSchema = v.strictObject({ "error": v.strictObject({ "code": v.
 export type Error = v.InferOutput<typeof ErrorSchema>;
 
 /** The Image schema. */
-export const ImageSchema = v.strictObject({ "id": v.string("must be a string"), "name": v.string("must be a string"), "digest": v.string("must be a string"), "size": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "created": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "containers": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")) });
+export const ImageSchema = v.strictObject({ "id": v.string("must be a string"), "name": v.string("must be a string"), "repoTags": v.array(v.string("must be a string"), "must be an array"), "digest": v.string("must be a string"), "size": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "created": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "containers": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")) });
 /** Image as validated. */
 export type Image = v.InferOutput<typeof ImageSchema>;
 

@@ -18,7 +18,7 @@ export const storeRoutes = {
     auth: true,
     params: v.strictObject({  }),
     query: v.strictObject({  }),
-    body: { kind: "json", schema: CreateModelRequestSchema },
+    body: { kind: "json", schema: CreateModelRequestSchema, contentTypes: ["application/json"], untyped: false },
   },
   updateModel: {
     method: "PUT",
@@ -26,7 +26,7 @@ export const storeRoutes = {
     auth: true,
     params: v.strictObject({  }),
     query: v.strictObject({  }),
-    body: { kind: "json", schema: UpdateModelRequestSchema },
+    body: { kind: "json", schema: UpdateModelRequestSchema, contentTypes: ["application/json"], untyped: false },
   },
   getModel: {
     method: "GET",
@@ -66,6 +66,6 @@ export const storeRoutes = {
     auth: true,
     params: v.strictObject({ "id": ModelIdSchema }),
     query: v.strictObject({  }),
-    body: { kind: "json", schema: DownloadModelRequestSchema },
+    body: { kind: "json", schema: DownloadModelRequestSchema, contentTypes: ["application/json"], untyped: false },
   },
 } as const;

@@ -39,17 +39,29 @@ function paramObject(params: Parameter[], spec: Spec, where: "path" | "query"): 
 
 function bodyOf(operation: Record<string, unknown>, spec: Spec): string {
   const requestBody = operation.requestBody
-    ? resolveRef<{ content: Record<string, { schema: JsonSchema }> }>(spec, operation.requestBody)
+    ? resolveRef<{
+      content: Record<string, { schema: JsonSchema }>;
+      "x-json-without-content-type"?: boolean;
+    }>(spec, operation.requestBody)
     : undefined;
   if (!requestBody) return `{ kind: "none" }`;
   const types = Object.keys(requestBody.content);
-  if (types.length === 1 && types[0] === JSON_TYPE) {
-    return `{ kind: "json", schema: ${valibotFor(requestBody.content[JSON_TYPE].schema)} }`;
+  if (!types.includes(JSON_TYPE)) {
+    return `{ kind: "stream", contentTypes: ${JSON.stringify(types)} }`;
   }
-  if (types.includes(JSON_TYPE)) {
-    throw new Error("a JSON body cannot share an operation with other content types");
+  // Other media types of a JSON operation carry the same JSON text (the reference's clients
+  // send it as form data): they must name the same schema.
+  const schema = requestBody.content[JSON_TYPE].schema;
+  const differing = types.find((type) =>
+    JSON.stringify(requestBody.content[type].schema) !== JSON.stringify(schema)
+  );
+  if (differing) {
+    throw new Error(`${differing} must have the same schema as ${JSON_TYPE} in a JSON operation`);
   }
-  return `{ kind: "stream", contentTypes: ${JSON.stringify(types)} }`;
+  const untyped = requestBody["x-json-without-content-type"] === true;
+  return `{ kind: "json", schema: ${valibotFor(schema)}, contentTypes: ${
+    JSON.stringify(types)
+  }, untyped: ${untyped} }`;
 }
 
 /** The TypeScript source of `gen/<service>/routes.ts`. */

@@ -181,6 +181,8 @@ export function valibotFor(schema: JsonSchema): string {
     case "object":
       return objectSchema(schema);
     default:
+      // `{}` (any JSON value) is what JSON Schema calls the schema without constraints.
+      if (Object.keys(schema).length === 0) return "v.unknown()";
       throw new Error(`unsupported schema: ${JSON.stringify(schema)}`);
   }
 }

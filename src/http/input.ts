@@ -84,9 +84,18 @@ export async function readText(
   return new TextDecoder().decode(await new Blob(chunks as BlobPart[]).arrayBuffer());
 }
 
-/** Reads a JSON body of at most MAX_JSON_BYTES; 413 when larger, 400 when not JSON. */
-export async function readJson(request: Request): Promise<unknown> {
-  requireContentType(request, ["application/json"]);
+/**
+ * Reads a JSON body of at most MAX_JSON_BYTES; 413 when larger, 400 when not JSON. The body is
+ * JSON text under any of `contentTypes`, and without a Content-Type when `untyped`.
+ */
+export async function readJson(
+  request: Request,
+  contentTypes: readonly string[] = ["application/json"],
+  untyped = false,
+): Promise<unknown> {
+  if (!(untyped && !request.headers.has("content-type"))) {
+    requireContentType(request, contentTypes);
+  }
   const text = await readText(request, MAX_JSON_BYTES, "JSON body");
   if (text.length === 0) throw new HttpError(400, "request body is empty: send a JSON object");
   try {

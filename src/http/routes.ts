@@ -14,7 +14,14 @@ import { queryObject, readJson, requireContentType, validate } from "./input.ts"
 /** How an operation's request body is read. */
 export type BodySpec =
   | { readonly kind: "none" }
-  | { readonly kind: "json"; readonly schema: v.GenericSchema }
+  | {
+    readonly kind: "json";
+    readonly schema: v.GenericSchema;
+    /** Media types whose body is JSON text (application/json and any the spec adds). */
+    readonly contentTypes: readonly string[];
+    /** Whether a body without a Content-Type is read as JSON too. */
+    readonly untyped: boolean;
+  }
   | { readonly kind: "stream"; readonly contentTypes: readonly string[] };
 
 /** One generated route table entry. */
@@ -91,7 +98,7 @@ export function mountRoutes<T extends Record<string, RouteSpec>>(
       const query = validate(route.query, queryObject(new URL(request.url)), "query");
       let body: unknown = undefined;
       if (route.body.kind === "json") {
-        const json = await readJson(request);
+        const json = await readJson(request, route.body.contentTypes, route.body.untyped);
         if (typeof json !== "object" || json === null || Array.isArray(json)) {
           throw new HttpError(400, "body must be a JSON object");
         }

@@ -7,6 +7,8 @@
  * @module
  */
 import {
+  type ContainerCall,
+  ContainerCallSchema,
   ContainerFatalSchema,
   ContainerLogSchema,
   ContainerReadySchema,
@@ -18,7 +20,11 @@ import { MessageError, MUX, parseMessage } from "../tunnel/messages.ts";
 import { MuxRequests, type RequestHead } from "../tunnel/mux_requests.ts";
 import { FrameDecoder, FrameWriter } from "../tunnel/pipe_frames.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
+import { checkBundle, LoadError } from "./bundle_check.ts";
+import type { HostSettings } from "./sandbox/container_host.ts";
 import type { ContextInfo } from "./sandbox/mimik_context.ts";
+import { deniedRanges } from "./sandbox/network_policy.ts";
+import { EXIT_CPU_BUDGET, EXIT_OUT_OF_MEMORY } from "./sandbox/watchdog.ts";
 
 /** What a container process may send. */
 const FROM_CONTAINER = {
@@ -27,7 +33,11 @@ const FROM_CONTAINER = {
   ready: ContainerReadySchema,
   log: ContainerLogSchema,
   fatal: ContainerFatalSchema,
+  call: ContainerCallSchema,
 };
+
+/** Calls a container may have waiting at once; more are refused (429). */
+const MAX_CALLS = 16;
 
 /** Variables the container process gets: where Deno keeps its cache. Nothing else. */
 const PASSED_ENV = ["HOME", "DENO_DIR", "XDG_CACHE_HOME"];
@@ -51,18 +61,26 @@ export interface ChannelOptions {
   memoryMb: number;
   /** Hosts outbound HTTP may reach; undefined: any. */
   outboundHosts: string[] | undefined;
+  /** Where outbound requests may go, and the process's limits. */
+  host: HostSettings;
   env: Record<string, string>;
   info: ContextInfo;
   maxBodyBytes: number;
   fetchTimeoutMs: number;
   /** Hears the microservice's log lines and the process's stderr. */
   onLog(level: string, message: string): void;
+  /** Answers the microservice's calls to its node; throws CallRefused for a refusal. */
+  onCall(call: ContainerCall): Promise<unknown>;
 }
 
-/** The bundle does not load: it is not retried until redeployed. */
-export class LoadError extends Error {
-  override name = "LoadError";
+/** A refused call to the node, with its HTTP-like status. */
+export class CallRefused extends Error {
+  constructor(message: string, readonly status: number) {
+    super(message);
+  }
 }
+
+export { LoadError };
 
 /** The Deno permission flags of a container process. */
 export function containerPermissions(options: ChannelOptions): string[] {
@@ -81,7 +99,15 @@ export function containerPermissions(options: ChannelOptions): string[] {
       : outboundHosts.length > 0
       ? [`--allow-net=${outboundHosts.join(",")}`]
       : []),
+    // Deno checks these against every address a name resolves to (IPv4 ranges; IPv6 only as
+    // single addresses): a second wall behind the host's own check.
+    ...denyNet(options.host),
   ];
+}
+
+function denyNet(host: HostSettings): string[] {
+  const denied = deniedRanges(host.networks, host.nodeAddresses);
+  return denied.length > 0 ? [`--deny-net=${denied.join(",")}`] : [];
 }
 
 /**
@@ -91,9 +117,10 @@ export function containerPermissions(options: ChannelOptions): string[] {
  */
 function containerCommand(options: ChannelOptions): { command: string; args: string[] } {
   const hostArgs = [options.bundlePath, options.storageDir, String(options.storageBytes)];
+  const settings = JSON.stringify(options.host);
   if (isExecutable()) {
     const net = options.outboundHosts === undefined ? "*" : options.outboundHosts.join(",");
-    return selfCommand(["__container", ...hostArgs, net]);
+    return selfCommand(["__container", ...hostArgs, net, settings]);
   }
   return {
     command: Deno.execPath(),
@@ -102,8 +129,22 @@ function containerCommand(options: ChannelOptions): { command: string; args: str
       ...containerPermissions(options),
       `${options.runtimeDir}/container_host.js`,
       ...hostArgs,
+      settings,
     ],
   };
+}
+
+/** Why a container process ended, in a user's words. */
+function exitReason(status: Deno.CommandStatus, stderr: string, memoryMb: number): string {
+  const lines = stderr.trim().split("\n");
+  const own = lines.findLast((line) => line.startsWith("edgenode: "))?.slice(10);
+  if (status.code === EXIT_OUT_OF_MEMORY || /out of memory|heap limit/i.test(stderr)) {
+    return `out of memory (MCM.MEMORY_MB ${memoryMb} MB)${own ? `: ${own}` : ""}`;
+  }
+  if (status.code === EXIT_CPU_BUDGET && own) return own;
+  const tail = lines.slice(-3).join(" | ");
+  const how = status.signal ? `killed by ${status.signal}` : `exit code ${status.code}`;
+  return tail ? `${how}: ${tail}` : how;
 }
 
 /** A running container process. */
@@ -115,6 +156,7 @@ export class ContainerChannel {
   readonly #requests: MuxRequests;
   readonly #ready = Promise.withResolvers<void>();
   #pongs: (() => void)[] = [];
+  #calls = 0;
   #stderrTail = "";
   /** Resolves with why the process ended. */
   readonly exited: Promise<string>;
@@ -146,9 +188,7 @@ export class ContainerChannel {
       const gone = new HttpError(502, "the microservice's process ended during the request");
       this.#requests.failAll(gone);
       this.#mux.abortAll(gone.message);
-      const tail = this.#stderrTail.trim().split("\n").slice(-3).join(" | ");
-      const how = status.signal ? `killed by ${status.signal}` : `exit code ${status.code}`;
-      const reason = tail ? `${how}: ${tail}` : how;
+      const reason = exitReason(status, this.#stderrTail, options.memoryMb);
       this.#ready.reject(new Error(`the process ended while starting (${reason})`));
       return reason;
     });
@@ -171,6 +211,7 @@ export class ContainerChannel {
     env: (name: string) => string | undefined,
     timeoutMs = 10_000,
   ): Promise<ContainerChannel> {
+    await checkBundle(options.bundlePath);
     const channel = new ContainerChannel(options, env);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
@@ -234,12 +275,36 @@ export class ContainerChannel {
       case "pong":
         for (const resolve of this.#pongs.splice(0)) resolve();
         return;
+      case "call":
+        return void this.#answer(message, options);
       case "ping":
         return this.#writer.send(JSON.stringify({ t: "pong" }));
       case "abort":
         return this.#requests.onAbort(message, "the microservice");
       default:
         this.#mux.onControl(message);
+    }
+  }
+
+  /** Answers a call of the microservice to its node, a bounded number at once. */
+  async #answer(call: ContainerCall, options: ChannelOptions): Promise<void> {
+    const send = (answer: Record<string, unknown>) =>
+      this.#writer.send(JSON.stringify({ t: "answer", id: call.id, ...answer }));
+    if (this.#calls >= MAX_CALLS) {
+      return send({ error: { message: "too many calls to the node at once", status: 429 } });
+    }
+    this.#calls++;
+    try {
+      send({ value: await options.onCall(call) });
+    } catch (error) {
+      if (!(error instanceof CallRefused)) {
+        options.onLog("node", `a call to the node failed: ${(error as Error).message}`);
+      }
+      const status = error instanceof CallRefused ? error.status : 500;
+      const message = error instanceof CallRefused ? error.message : "the node failed";
+      send({ error: { message, status } });
+    } finally {
+      this.#calls--;
     }
   }
 

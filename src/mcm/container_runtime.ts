@@ -7,18 +7,12 @@
  */
 import { HttpError } from "../http/errors.ts";
 import { type ChannelOptions, ContainerChannel, LoadError } from "./container_channel.ts";
+import { ContainerLog, type LogLine } from "./container_log.ts";
 
 /** The states of spec/mcm.yaml's Container. */
 export type ContainerState = "starting" | "started" | "restarting" | "failed" | "stopped";
 
-/** One line of spec/mcm.yaml's LogList. */
-export interface LogLine {
-  time: number;
-  level: "debug" | "info" | "warn" | "error" | "node";
-  message: string;
-}
-
-const LOG_LINES = 500;
+export type { LogLine };
 const FIRST_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 30_000;
 /** A process that ran this long resets the back-off. */
@@ -45,10 +39,11 @@ export class ContainerRuntime {
   #lastError: string | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #checking = false;
-  readonly #logs: LogLine[] = [];
+  readonly #log: ContainerLog;
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
+    this.#log = new ContainerLog(options.id);
   }
 
   get state(): ContainerState {
@@ -65,17 +60,12 @@ export class ContainerRuntime {
 
   /** The recent log lines, oldest first. */
   logs(): LogLine[] {
-    return [...this.#logs];
+    return this.#log.lines();
   }
 
   /** Adds a line to the log; the node's own lines, warnings and errors also go to its output. */
   log(level: string, message: string): void {
-    const line = { time: Date.now(), level: level as LogLine["level"], message };
-    this.#logs.push(line);
-    if (this.#logs.length > LOG_LINES) this.#logs.shift();
-    if (level === "node" || level === "error" || level === "warn") {
-      console.log(`[container ${this.#options.id}] ${message}`);
-    }
+    this.#log.add(level, message);
   }
 
   /**

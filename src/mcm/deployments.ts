@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Container, StartContainerRequest } from "../../gen/mcm/validators.ts";
+import type { Container, ContainerCall, StartContainerRequest } from "../../gen/mcm/validators.ts";
 import { HttpError } from "../http/errors.ts";
 import { KeyedLock } from "../node/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
@@ -13,6 +13,7 @@ import { LoadError } from "./container_channel.ts";
 import { ContainerRuntime, type LogLine } from "./container_runtime.ts";
 import type { Images } from "./images.ts";
 import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
+import type { NetworkClass } from "./sandbox/network_policy.ts";
 
 /** The node's mcm settings (spec/config.yaml, McmConfig). */
 export interface McmSettings {
@@ -24,6 +25,7 @@ export interface McmSettings {
   storageMb: number;
   maxContainers: number;
   outboundHosts: string[] | undefined;
+  outboundNetworks: NetworkClass[];
 }
 
 /** What deployments need to know about the node. */
@@ -34,7 +36,17 @@ export interface NodeFacts {
   /** Path prefixes the node serves itself: no alias may shadow them. */
   reservedPrefixes: string[];
   readEnv(name: string): string | undefined;
+  /** The node's own addresses (microservices may not reach them unless allowed). */
+  ownAddresses(): string[];
+  /** Answers a container's call to its node (spec/mcm.yaml, ContainerCall). */
+  answerCall(container: string, call: ContainerCall): Promise<unknown>;
 }
+
+/** The runtime's own share of a container process's memory, beyond MCM.MEMORY_MB. */
+const RUNTIME_MEMORY_MB = 128;
+/** CPU a microservice may use while serving no request: a share of a core, and its burst. */
+const IDLE_CPU_SHARE = 0.1;
+const IDLE_CPU_BURST_MS = 2000;
 
 /** Where a request path leads. */
 export type Match =
@@ -160,6 +172,17 @@ export class Deployments {
       storageBytes: this.#settings.storageMb * 1024 * 1024,
       memoryMb: limits.memoryMb,
       outboundHosts: this.#settings.outboundHosts,
+      host: {
+        networks: this.#settings.outboundNetworks,
+        nodeAddresses: this.#node.ownAddresses(),
+        limits: {
+          memoryBytes: (limits.memoryMb + RUNTIME_MEMORY_MB) * 2 ** 20,
+          idleCpuShare: IDLE_CPU_SHARE,
+          idleCpuBurstMs: IDLE_CPU_BURST_MS,
+          busySilenceMs: limits.executionMs + 2000,
+        },
+      },
+      onCall: (call) => this.#node.answerCall(record.id, call),
       env,
       info: {
         serviceType: record.imageName,
@@ -188,9 +211,10 @@ export class Deployments {
     if (record.alias) this.#routes.delete(record.alias);
   }
 
-  /** A container the caller may see; 404 otherwise. */
+  /** A container the caller may see, by id or (of its own client) by name; 404 otherwise. */
   #find(caller: Caller, id: string): ContainerRecord {
-    const record = this.#records.container(id);
+    const record = this.#records.container(id) ??
+      this.#records.container(`${caller.client}-${id}`);
     if (!record || (!caller.admin && record.client !== caller.client)) {
       throw new HttpError(404, `no container '${id}' for client '${caller.client}'`);
     }
@@ -300,12 +324,12 @@ export class Deployments {
   }
 
   logs(caller: Caller, id: string): LogLine[] {
-    this.#find(caller, id);
-    return this.#runtimes.get(id)?.logs() ?? [];
+    return this.#runtimes.get(this.#find(caller, id).id)?.logs() ?? [];
   }
 
   /** Stops and removes a container; its storage too when `purge`. */
-  delete(caller: Caller, id: string, purge: boolean): Promise<Container> {
+  delete(caller: Caller, idOrName: string, purge: boolean): Promise<Container> {
+    const id = this.#find(caller, idOrName).id;
     return this.#lock.exclusive(id, async () => {
       const record = this.#find(caller, id);
       const runtime = this.#runtimes.get(id);

@@ -208,7 +208,8 @@ function checkManifest(reading: Reading): string | undefined {
   if (from !== undefined && !layers.some((layer) => layer.replace(/^(\.\/)+/, "") === from)) {
     throw rejected(`index.js is in '${from}', which manifest.json does not list as a layer`);
   }
-  return Array.isArray(RepoTags) && typeof RepoTags[0] === "string" ? RepoTags[0] : undefined;
+  const tag = Array.isArray(RepoTags) ? RepoTags[0] : undefined;
+  return typeof tag === "string" && /^[\x21-\x7e]{1,256}$/.test(tag) ? tag : undefined;
 }
 
 /** Reads and checks an archive; the caller must commit or remove `bundleFile`. */

@@ -68,8 +68,8 @@ export class Images {
 
   /** The API view of a record. */
   view(record: ImageRecord, usage = this.#records.usage()): Image {
-    const { id, name, digest, size, created } = record;
-    return { id, name, digest, size, created, containers: usage.get(id) ?? 0 };
+    const { id, name, digest, size, created, repoTags } = record;
+    return { id, name, digest, size, created, repoTags, containers: usage.get(id) ?? 0 };
   }
 
   /** An image the caller may use, by id or (of its own client) by name; 404 otherwise. */
@@ -107,6 +107,7 @@ export class Images {
         size: archive.size,
         created: Math.floor(Date.now() / 1000),
         bundle: archive.bundleSha256,
+        repoTags: archive.repoTag ? [archive.repoTag] : [`${name}:latest`],
       };
       return await this.#lock.exclusive("bundles", async () => {
         await this.#files.commit(archive.bundleFile, archive.bundleSha256);

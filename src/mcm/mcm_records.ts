@@ -18,6 +18,8 @@ export interface ImageRecord {
   created: number;
   /** Hex SHA-256 of its index.js, the name of its bundle file. */
   bundle: string;
+  /** The archive's RepoTags (docker-save manifest), else `<name>:latest`. */
+  repoTags: string[];
 }
 
 /** A container as stored: what it takes to start it again. */
@@ -62,6 +64,7 @@ const imageOf = (row: Row): ImageRecord => ({
   size: Number(row.size),
   created: Number(row.created),
   bundle: row.bundle as string,
+  repoTags: row.repo_tags ? JSON.parse(row.repo_tags as string) : [`${row.name}:latest`],
 });
 
 /** Images, containers and clients in SQLite. */
@@ -80,6 +83,11 @@ export class McmRecords {
         base_path TEXT NOT NULL UNIQUE, alias TEXT UNIQUE, created INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS mcm_clients (client TEXT PRIMARY KEY, segment TEXT NOT NULL UNIQUE);
     `);
+    // Added after the first release: databases made before it get the column (NULL: derived).
+    const columns = db.prepare("PRAGMA table_info(mcm_images)").all() as Row[];
+    if (!columns.some((column) => column.name === "repo_tags")) {
+      db.exec("ALTER TABLE mcm_images ADD COLUMN repo_tags TEXT");
+    }
   }
 
   /** The path segment of a client, made (a random UUID) and kept at its first deployment. */
@@ -122,8 +130,8 @@ export class McmRecords {
   putImage(image: ImageRecord): string | undefined {
     const before = this.image(image.id)?.bundle;
     this.#db.prepare(
-      `INSERT OR REPLACE INTO mcm_images (id, client, name, digest, size, created, bundle)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR REPLACE INTO mcm_images (id, client, name, digest, size, created, bundle, repo_tags)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     ).run(
       image.id,
       image.client,
@@ -132,6 +140,7 @@ export class McmRecords {
       image.size,
       image.created,
       image.bundle,
+      JSON.stringify(image.repoTags),
     );
     return before;
   }

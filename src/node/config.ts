@@ -70,6 +70,7 @@ export const DEFAULTS = {
     maxRequestBodyBytes: 16 * 1024 * 1024,
     storageMb: 64,
     maxContainers: 32,
+    outboundNetworks: ["public", "private"],
   },
 } as const;
 
@@ -216,6 +217,7 @@ export async function loadSettings(
       ...file.mcm,
       apiKey: file.mcm?.apiKey ?? (env("EDGENODE_API_KEY") || file.apiKey),
       outboundHosts: file.mcm?.outboundHosts,
+      outboundNetworks: [...(file.mcm?.outboundNetworks ?? DEFAULTS.mcm.outboundNetworks)],
     },
     dashboard: {
       enabled: file.dashboard?.enabled ?? true,

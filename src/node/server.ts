@@ -16,6 +16,7 @@ import { Identity } from "../identity/identity.ts";
 import { insightError, insightHandlers, insightRoutes } from "../insight/routes.ts";
 import { JSONRPC_PATH, mountJsonRpc } from "../jsonrpc/routes.ts";
 import { mdsHandlers, mdsRoutes } from "../mds/routes.ts";
+import { NodeServices } from "../mcm/node_services.ts";
 import { errorResponse, responseForError } from "../http/errors.ts";
 import { BundleFiles } from "../mcm/bundle_files.ts";
 import { Deployments, type Match } from "../mcm/deployments.ts";
@@ -133,6 +134,8 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
       JSONRPC_PATH,
     ],
     readEnv,
+    ownAddresses: () => Deno.networkInterfaces().map((i) => i.address),
+    answerCall: (_container, call) => nodeServices.answer(call),
   });
   const linkLocal = new LinkLocal(
     selfDescriber(
@@ -151,6 +154,8 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
       port: () => boundPort,
     })
     : undefined;
+
+  const nodeServices = new NodeServices(identity, linkLocal, hub);
 
   const router = Router();
   const mountOptions = { apiKey: settings.apiKey, readsRequireKey: settings.readsRequireKey };

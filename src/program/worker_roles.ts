@@ -50,12 +50,12 @@ export function acceptRole(main: (args: string[]) => Promise<number>): void {
 }
 
 /**
- * `edgenode __container BUNDLE STORAGE_DIR STORAGE_MAX_BYTES NET`, the executable's container
+ * `edgenode __container BUNDLE STORAGE_DIR STORAGE_MAX_BYTES NET SETTINGS`, the executable's container
  * process: its host runs in a worker that may read the program, the bundle and the storage
  * folder, write that folder and connect to NET (`*`: anywhere; empty: nowhere; else comma-separated hosts).
  */
 export async function runContainerProcess(args: string[]): Promise<number> {
-  const [bundle, storageDir, storageBytes, net] = args;
+  const [bundle, storageDir, storageBytes, net, settings] = args;
   const permissions = workerPermissions({
     ...NO_PERMISSIONS,
     read: [bundle, storageDir],
@@ -66,7 +66,11 @@ export async function runContainerProcess(args: string[]): Promise<number> {
   // The sandbox first: it loads while the host opens the storage.
   const sandbox = startRoleWorker({ role: "sandbox", host: link.port1 }, "none", [link.port1]);
   const host = startRoleWorker(
-    { role: "container-host", args: [bundle, storageDir, storageBytes], sandbox: link.port2 },
+    {
+      role: "container-host",
+      args: [bundle, storageDir, storageBytes, settings],
+      sandbox: link.port2,
+    },
     permissions,
     [link.port2],
   );

@@ -16,7 +16,28 @@ export interface Storage {
   setItemWithTag(key: string, value: string, tag: string): void;
   eachItemByTag(tag: string, callback: (key: string, value: string) => void): void;
   removeItemsByTag(tag: string): number;
+  /** Saves a file (its bytes in base64) in the container's storage, replacing one of that name. */
+  saveFile(name: string, base64: string): void;
+  /** Deletes a file of the container's storage; nothing when there is none. */
+  deleteFile(name: string): void;
 }
+
+/** What `context.http.request` adds to a fetch (all optional). */
+export interface FetchExtras {
+  /** Save the body (of a status below 400) to this file of the storage instead of passing it. */
+  saveTo?: string;
+  /** Fail when the response's head has not come within this many milliseconds. */
+  connectMs?: number;
+  /** Fail when no bytes come for this many milliseconds. */
+  idleMs?: number;
+}
+
+/** The relayed fetch: `fetch`'s signature plus the extras. */
+export type RelayedFetch = (
+  input: RequestInfo | URL,
+  init?: RequestInit,
+  extras?: FetchExtras,
+) => Promise<Response>;
 
 const PAGE = 256;
 const STORAGE_WAIT_MS = 60_000;
@@ -85,11 +106,14 @@ export function syncStorage(port: MessagePort, buffer: SharedArrayBuffer): Stora
       void call({ op: "set", key: key(k), value: String(v), tag: String(tag) }),
     eachItemByTag: (tag, callback) => each(String(tag), callback),
     removeItemsByTag: (tag) => call({ op: "removeTag", tag: String(tag) }) as number,
+    saveFile: (name, base64) =>
+      void call({ op: "saveFile", name: String(name), base64: String(base64) }),
+    deleteFile: (name) => void call({ op: "deleteFile", name: String(name) }),
   };
 }
 
-/** A `fetch` that asks the main thread; requests time out after `timeoutMs`. */
-export function relayedFetch(port: MessagePort, timeoutMs: number): typeof fetch {
+/** The worker's side of the outbound port: fetches and reads of storage files. */
+export function outboundClient(port: MessagePort, timeoutMs: number) {
   let nextId = 1;
   const waiting = new Map<number, (answer: OutboundAnswer) => void>();
   port.onmessage = (event: MessageEvent<OutboundAnswer>) => {
@@ -104,21 +128,12 @@ export function relayedFetch(port: MessagePort, timeoutMs: number): typeof fetch
       port.postMessage(call);
     });
 
-  return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
-    const request = new Request(input, init);
-    const body = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
-    const id = nextId++;
-    const head = await ask({
-      t: "fetch",
-      id,
-      url: request.url,
-      method: request.method,
-      headers: [...request.headers],
-      body,
-      timeoutMs,
-    });
-    if (head.t === "error") throw new TypeError(`fetch ${request.url} failed: ${head.message}`);
-    if (head.t !== "head") throw new TypeError(`fetch ${request.url} failed`);
+  /** The answer to `call` as a Response whose body is pulled chunk by chunk. */
+  const respond = async (call: OutboundCall & { id: number }, what: string, nullBody: boolean) => {
+    const head = await ask(call);
+    if (head.t === "error") throw new TypeError(`${what} failed: ${head.message}`);
+    if (head.t !== "head") throw new TypeError(`${what} failed`);
+    const id = call.id;
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {
         const answer = await ask({ t: "pull", id });
@@ -130,9 +145,9 @@ export function relayedFetch(port: MessagePort, timeoutMs: number): typeof fetch
         port.postMessage({ t: "cancel", id } satisfies OutboundCall);
       },
     }, { highWaterMark: 0 });
-    const nullBody = head.status === 204 || head.status === 304 || request.method === "HEAD";
-    if (nullBody) stream.cancel().catch(() => {});
-    const response = new Response(nullBody ? null : stream, {
+    const empty = nullBody || head.status === 204 || head.status === 304;
+    if (empty) stream.cancel().catch(() => {});
+    const response = new Response(empty ? null : stream, {
       status: head.status,
       statusText: head.statusText,
       headers: head.headers,
@@ -140,4 +155,30 @@ export function relayedFetch(port: MessagePort, timeoutMs: number): typeof fetch
     Object.defineProperty(response, "url", { value: head.url });
     return response;
   };
+
+  /** A `fetch` that asks the main thread; requests time out after `timeoutMs`. */
+  const fetcher: RelayedFetch = async (input, init, extras = {}) => {
+    const request = new Request(input, init);
+    const body = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
+    return await respond(
+      {
+        t: "fetch",
+        id: nextId++,
+        url: request.url,
+        method: request.method,
+        headers: [...request.headers],
+        body,
+        timeoutMs,
+        ...extras,
+      },
+      `fetch ${request.url}`,
+      request.method === "HEAD",
+    );
+  };
+
+  /** A file of the container's storage as a Response (404 when there is none). */
+  const readFile = (name: string) =>
+    respond({ t: "file", id: nextId++, name }, `reading file '${name}'`, false);
+
+  return { fetch: fetcher, readFile };
 }

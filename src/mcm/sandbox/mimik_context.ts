@@ -1,10 +1,13 @@
 /**
- * The `context` a microservice gets (the reference's programming model): env, info, storage and
- * http.request. The same object goes to every request: it holds nothing of one request.
+ * The `context` a microservice gets (the reference's programming model): env, info, storage,
+ * http.request and edge. The same object goes to every request: it holds nothing of one
+ * request. `context.ml` is absent, as on a reference engine without the ml capability, so the
+ * reference's microservices take their own "not available" path.
  *
  * @module
  */
-import type { Storage } from "./context_services.ts";
+import type { RelayedFetch, Storage } from "./context_services.ts";
+import type { NodeCallError, NodeCalls } from "./node_calls.ts";
 
 /** `context.info`. */
 export interface ContextInfo {
@@ -16,18 +19,44 @@ export interface ContextInfo {
   nodeId: string;
 }
 
+type Headers_ = Record<string, string>;
+
+/** What `success` gets; `done` only in stream mode. */
+interface HttpResult {
+  data: string;
+  status: number;
+  headers: Headers_;
+  done?: boolean;
+}
+
+/** What `error` gets: `status` 0 when there is no response. */
+interface HttpFailure {
+  message: string;
+  status: number;
+  content?: string;
+  headers?: Headers_;
+}
+
 /** The options of `context.http.request`. */
 interface HttpRequestOptions {
   url: string;
   type?: string;
   data?: unknown;
-  headers?: Record<string, string>;
+  headers?: Headers_;
   authorization?: string;
-  success?: (result: { data: string; status: number; headers: Record<string, string> }) => void;
-  error?: (
-    error: { message: string; status: number; content?: string; headers?: Record<string, string> },
-  ) => void;
+  /** "stream": `success` per chunk with `done: false`, then once with `done: true`. */
+  mode?: string;
+  /** Save the body to this file of the container's storage (never held in memory). */
+  outputFile?: string;
+  /** Milliseconds until the response's head must have come. */
+  connectionTimeout?: number;
+  /** Milliseconds the response may go without data. */
+  socketTimeout?: number;
+  success?: (result: HttpResult) => void;
+  error?: (error: HttpFailure) => void;
 }
+
+type Callbacks<T> = { success?: (value: T) => void; error?: (error: HttpFailure) => void };
 
 /** The context object. */
 export interface MimikContext {
@@ -35,6 +64,8 @@ export interface MimikContext {
   info: ContextInfo;
   storage: Storage;
   http: { request(options: HttpRequestOptions): void };
+  edge: Record<string, unknown>;
+  dispatchWebSocketEvent(event?: unknown): boolean;
 }
 
 /** Runs a callback of the microservice; its exception is logged, not left to kill the worker. */
@@ -42,58 +73,125 @@ function callBack<T>(callback: ((value: T) => void) | undefined, value: T): void
   try {
     callback?.(value);
   } catch (error) {
-    console.error("a context.http.request callback threw:", error);
+    console.error("a context callback threw:", error);
   }
+}
+
+function positive(value: unknown): number | undefined {
+  const n = Number(value);
+  return value !== undefined && Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+/** The request `options` describe, or the message of what is wrong with them. */
+function requestOf(options: HttpRequestOptions): Request | string {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    headers.set(name, String(value));
+  }
+  if (options.authorization !== undefined) {
+    // The reference's old trick of smuggling headers through CR/LF here is refused, as the
+    // reference's newer engines do.
+    if (/[\r\n]/.test(options.authorization)) {
+      return "authorization must not contain CR or LF; pass extra headers in 'headers'";
+    }
+    headers.set("authorization", options.authorization);
+  }
+  const data = options.data;
+  const body = data === undefined || data === null
+    ? undefined
+    : typeof data === "string"
+    ? data
+    : JSON.stringify(data);
+  // The reference sends data as JSON unless told otherwise, strings included.
+  if (body !== undefined && !headers.has("content-type")) {
+    headers.set("content-type", "application/json");
+  }
+  // Reference microservices write URLs without a scheme ("127.0.0.1:8083/mcm/v1").
+  const raw = String(options.url ?? "");
+  const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`;
+  try {
+    return new Request(url, { method: (options.type ?? "GET").toUpperCase(), headers, body });
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** Hands the body to `success` chunk by chunk (`done: false`), then `done: true`. */
+async function streamTo(options: HttpRequestOptions, response: Response, headers: Headers_) {
+  const decoder = new TextDecoder();
+  const status = response.status;
+  for await (const chunk of response.body ?? []) {
+    const data = decoder.decode(chunk, { stream: true });
+    if (data) callBack(options.success, { data, status, headers, done: false });
+  }
+  callBack(options.success, { data: decoder.decode(), status, headers, done: true });
 }
 
 /**
  * `context.http.request`: `success` for a response below 400, `error` with `status` and the body
  * in `content` otherwise, and `error` with status 0 when there is no response.
  */
-function httpRequest(fetcher: typeof fetch) {
+function httpRequest(fetcher: RelayedFetch) {
   return (options: HttpRequestOptions): void => {
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(options.headers ?? {})) {
-      headers.set(name, String(value));
+    const request = requestOf(options);
+    if (typeof request === "string") {
+      return callBack(options.error, { message: request, status: 400 });
     }
-    if (options.authorization !== undefined) {
-      // The reference's old trick of smuggling headers through CR/LF here is refused.
-      if (/[\r\n]/.test(options.authorization)) {
-        return callBack(options.error, {
-          message: "authorization must not contain CR or LF; pass extra headers in 'headers'",
-          status: 400,
-        });
-      }
-      headers.set("authorization", options.authorization);
-    }
-    const data = options.data;
-    const body = data === undefined || data === null
-      ? undefined
-      : typeof data === "string"
-      ? data
-      : JSON.stringify(data);
-    if (body !== undefined && !headers.has("content-type") && typeof data !== "string") {
-      headers.set("content-type", "application/json");
-    }
-    fetcher(options.url, { method: (options.type ?? "GET").toUpperCase(), headers, body })
-      .then(async (response) => {
+    const saveTo = options.outputFile === undefined ? undefined : String(options.outputFile);
+    fetcher(request, undefined, {
+      saveTo,
+      connectMs: positive(options.connectionTimeout),
+      idleMs: positive(options.socketTimeout),
+    }).then(async (response) => {
+      const headers = Object.fromEntries(response.headers);
+      const status = response.status;
+      if (status >= 400) {
         const content = await response.text();
-        const responseHeaders = Object.fromEntries(response.headers);
-        if (response.status < 400) {
-          callBack(options.success, {
-            data: content,
-            status: response.status,
-            headers: responseHeaders,
-          });
-        } else {
-          callBack(options.error, {
-            message: `HTTP ${response.status} ${response.statusText}`.trim(),
-            status: response.status,
-            content,
-            headers: responseHeaders,
-          });
-        }
-      }, (error: Error) => callBack(options.error, { message: error.message, status: 0 }));
+        const message = `HTTP ${status} ${response.statusText}`.trim();
+        return callBack(options.error, { message, status, content, headers });
+      }
+      if (options.mode === "stream") return await streamTo(options, response, headers);
+      // With outputFile the body went to the file: its end says it is complete.
+      const data = await response.text();
+      callBack(options.success, { data: saveTo === undefined ? data : "", status, headers });
+    }).catch((error: Error) => callBack(options.error, { message: error.message, status: 0 }));
+  };
+}
+
+/** A node call answered through a callback pair, as the reference's `context.edge` does. */
+function answered<T>(
+  work: Promise<unknown>,
+  callbacks: Callbacks<{ data: T }>,
+): void {
+  work.then(
+    (value) => callBack(callbacks.success, { data: value as T }),
+    (error: NodeCallError) =>
+      callBack(callbacks.error, { message: error.message, status: error.status ?? 500 }),
+  );
+}
+
+/**
+ * `context.edge`: a plain object (helper libraries `Object.assign` their own functions onto it)
+ * with the reference's decryption of node listings and BEP request.
+ */
+function edgeOf(calls: NodeCalls): Record<string, unknown> {
+  return {
+    decryptEncryptedNodesJson(
+      options: { type?: string; data?: unknown; token?: unknown } & Callbacks<{ data: string }>,
+    ) {
+      answered(
+        calls.call({
+          op: "decrypt",
+          type: String(options?.type ?? "local"),
+          data: String(options?.data ?? ""),
+          token: String(options?.token ?? ""),
+        }),
+        options ?? {},
+      );
+    },
+    requestBep(options: { code?: unknown } & Callbacks<{ data: string }>) {
+      answered(calls.call({ op: "bep" }), options ?? {});
+    },
   };
 }
 
@@ -102,7 +200,16 @@ export function mimikContext(
   env: Record<string, string>,
   info: ContextInfo,
   storage: Storage,
-  fetcher: typeof fetch,
+  fetcher: RelayedFetch,
+  calls: NodeCalls,
 ): MimikContext {
-  return { env: { ...env }, info: { ...info }, storage, http: { request: httpRequest(fetcher) } };
+  return {
+    env: { ...env },
+    info: { ...info },
+    storage,
+    http: { request: httpRequest(fetcher) },
+    edge: edgeOf(calls),
+    // MCM.WEBSOCKET_SUPPORT is "false": events have nowhere to go.
+    dispatchWebSocketEvent: () => false,
+  };
 }

@@ -1,11 +1,15 @@
 /**
- * Outbound HTTP for the sandboxed worker, which has no network permission of its own: its
- * `fetch` and `context.http.request` ask the container process's main thread, whose permission
- * is the node's `mcm.outboundHosts` (or any host). Response bodies come over in chunks as the
- * worker reads them, so a large download is never held whole.
+ * Outbound HTTP and file reads for the sandboxed worker, which has no permission of its own:
+ * its `fetch`, `context.http.request` and `res.writeMimeFile` ask the container process's main
+ * thread. Where requests may go is decided twice: here, with a clear message, and by the
+ * process's own Deno permissions (container_channel.ts), which also hold for names that
+ * resolve to a refused address. Bodies come over in chunks as the worker reads them, or go
+ * straight to a storage file (`outputFile`), so a large download is never held whole.
  *
  * @module
  */
+import { type NetworkPolicy, RefusedDestination } from "./network_policy.ts";
+import type { StorageFiles } from "./storage_files.ts";
 
 /** What the worker sends on the outbound port. */
 export type OutboundCall =
@@ -17,7 +21,11 @@ export type OutboundCall =
     headers: [string, string][];
     body: Uint8Array | null;
     timeoutMs: number;
+    saveTo?: string;
+    connectMs?: number;
+    idleMs?: number;
   }
+  | { t: "file"; id: number; name: string }
   | { t: "pull"; id: number }
   | { t: "cancel"; id: number };
 
@@ -35,66 +43,186 @@ export type OutboundAnswer =
   | { t: "done"; id: number }
   | { t: "error"; id: number; message: string };
 
+type FetchCall = Extract<OutboundCall, { t: "fetch" }>;
+
+/** How a response's body is handed over: read by the worker, or saved to a file first. */
+type Body = ReadableStreamDefaultReader<Uint8Array> | Promise<number>;
+
+/** Aborts when `idleMs` pass without a call to `touch`, and on `abort`. */
+function idleWatch(idleMs: number | undefined) {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const touch = () => {
+    if (idleMs === undefined) return;
+    clearTimeout(timer);
+    timer = setTimeout(
+      () => controller.abort(new DOMException(`no data for ${idleMs} ms`, "TimeoutError")),
+      idleMs,
+    );
+  };
+  return { signal: controller.signal, touch, stop: () => clearTimeout(timer) };
+}
+
+/** A body stream that touches the idle watch at every chunk and stops it at the end. */
+function watched(body: ReadableStream<Uint8Array>, watch: ReturnType<typeof idleWatch>) {
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        watch.touch();
+        controller.enqueue(chunk);
+      },
+      flush: () => watch.stop(),
+    }),
+  );
+}
+
 /** Serves the worker's outbound calls on `port`. */
-export function serveOutbound(port: MessagePort): void {
-  const readers = new Map<number, ReadableStreamDefaultReader<Uint8Array>>();
+export function serveOutbound(
+  port: MessagePort,
+  files: StorageFiles,
+  policy: NetworkPolicy,
+): void {
+  const bodies = new Map<number, Body>();
   const answer = (message: OutboundAnswer, transfer: Transferable[] = []) =>
     port.postMessage(message, transfer);
 
+  const head = (id: number, response: Response) =>
+    answer({
+      t: "head",
+      id,
+      status: response.status,
+      statusText: response.statusText,
+      headers: [...response.headers],
+      url: response.url,
+    });
+
+  const fetchFor = async (call: FetchCall) => {
+    // Downloads to a file are bounded by their idle time (socketTimeout, else the execution
+    // time), not their total time: a large model takes minutes.
+    const idle = idleWatch(call.idleMs ?? (call.saveTo !== undefined ? call.timeoutMs : undefined));
+    const limits = [idle.signal];
+    if (call.saveTo === undefined) limits.push(AbortSignal.timeout(call.timeoutMs));
+    if (call.connectMs !== undefined) limits.push(AbortSignal.timeout(call.connectMs));
+    idle.touch();
+    const response = await followed(call, policy, AbortSignal.any(limits));
+    // Connected: from now on only the idle time and the total time count.
+    const body = response.body ? watched(response.body, idle) : null;
+    if (!body) idle.stop();
+    head(call.id, response);
+    if (!body) return answer({ t: "done", id: call.id });
+    if (call.saveTo !== undefined && response.status < 400) {
+      bodies.set(call.id, files.write(call.saveTo, body));
+    } else {
+      bodies.set(call.id, body.getReader());
+    }
+  };
+
+  const openFile = async (id: number, name: string) => {
+    const file = await files.open(name);
+    if (!file) {
+      answer({
+        t: "head",
+        id,
+        status: 404,
+        statusText: "Not Found",
+        headers: [],
+        url: `file:${name}`,
+      });
+      return answer({ t: "done", id });
+    }
+    answer({
+      t: "head",
+      id,
+      status: 200,
+      statusText: "OK",
+      headers: [["content-length", String(file.size)]],
+      url: `file:${name}`,
+    });
+    bodies.set(id, file.body.getReader());
+  };
+
+  const pull = async (id: number) => {
+    const body = bodies.get(id);
+    if (!body) return answer({ t: "done", id });
+    try {
+      if (body instanceof Promise) {
+        bodies.delete(id);
+        await body;
+        return answer({ t: "done", id });
+      }
+      const { value, done } = await body.read();
+      if (done) {
+        bodies.delete(id);
+        answer({ t: "done", id });
+      } else {
+        answer({ t: "chunk", id, bytes: value }, [value.buffer as ArrayBuffer]);
+      }
+    } catch (error) {
+      bodies.delete(id);
+      answer({ t: "error", id, message: describe(error) });
+    }
+  };
+
   port.onmessage = async (event: MessageEvent<OutboundCall>) => {
     const call = event.data;
-    if (call.t === "fetch") {
-      try {
-        const url = new URL(call.url);
-        if (url.protocol !== "http:" && url.protocol !== "https:") {
-          throw new TypeError(`only http: and https: URLs can be fetched, not ${url.protocol}`);
-        }
-        const response = await fetch(url, {
-          method: call.method,
-          headers: call.headers,
-          body: call.body as Uint8Array<ArrayBuffer> | null,
-          signal: AbortSignal.timeout(call.timeoutMs),
-        });
-        if (response.body) readers.set(call.id, response.body.getReader());
-        answer({
-          t: "head",
-          id: call.id,
-          status: response.status,
-          statusText: response.statusText,
-          headers: [...response.headers],
-          url: response.url,
-        });
-        if (!response.body) answer({ t: "done", id: call.id });
-      } catch (error) {
-        answer({ t: "error", id: call.id, message: describe(error) });
-      }
-    } else if (call.t === "pull") {
-      const reader = readers.get(call.id);
-      if (!reader) return answer({ t: "done", id: call.id });
-      try {
-        const { value, done } = await reader.read();
-        if (done) {
-          readers.delete(call.id);
-          answer({ t: "done", id: call.id });
-        } else {
-          answer({ t: "chunk", id: call.id, bytes: value }, [value.buffer as ArrayBuffer]);
-        }
-      } catch (error) {
-        readers.delete(call.id);
-        answer({ t: "error", id: call.id, message: describe(error) });
-      }
-    } else {
-      readers.get(call.id)?.cancel().catch(() => {});
-      readers.delete(call.id);
+    if (call.t === "pull") return await pull(call.id);
+    if (call.t === "cancel") {
+      const body = bodies.get(call.id);
+      bodies.delete(call.id);
+      if (body && !(body instanceof Promise)) body.cancel().catch(() => {});
+      return;
+    }
+    try {
+      if (call.t === "fetch") await fetchFor(call);
+      else await openFile(call.id, call.name);
+    } catch (error) {
+      answer({ t: "error", id: call.id, message: describe(error) });
     }
   };
 }
 
+const REDIRECTS = 10;
+
+/**
+ * Fetches, following redirects itself so that every hop passes the policy. A 303 (and a 301 or
+ * 302 of a POST) continues as a GET without a body, as browsers and curl do.
+ */
+async function followed(call: FetchCall, policy: NetworkPolicy, signal: AbortSignal) {
+  let url = new URL(call.url);
+  let method = call.method;
+  let body = call.body as Uint8Array<ArrayBuffer> | null;
+  for (let hop = 0;; hop++) {
+    if (url.protocol !== "http:" && url.protocol !== "https:") {
+      throw new TypeError(`only http: and https: URLs can be fetched, not ${url.protocol}`);
+    }
+    await policy.check(url);
+    const response = await fetch(url, {
+      method,
+      headers: call.headers,
+      body,
+      signal,
+      redirect: "manual",
+    });
+    const location = response.headers.get("location");
+    if (response.status < 300 || response.status > 399 || location === null) return response;
+    await response.body?.cancel();
+    if (hop === REDIRECTS) throw new TypeError(`more than ${REDIRECTS} redirects from ${call.url}`);
+    url = new URL(location, url);
+    if (response.status === 303 || (method === "POST" && response.status < 303)) {
+      method = "GET";
+      body = null;
+    }
+  }
+}
+
 function describe(error: unknown): string {
   const e = error as Error;
-  if (e?.name === "TimeoutError") return "the request timed out";
+  if (e?.name === "TimeoutError") return `the request timed out (${e.message})`;
+  if (e instanceof RefusedDestination) return e.message;
   if (e?.name === "NotCapable" || /Requires net access/.test(e?.message ?? "")) {
-    return `${e.message.split(",")[0]} (the node's mcm.outboundHosts does not list it)`;
+    return `${
+      e.message.split(",")[0]
+    } (refused by the node's mcm.outboundNetworks or mcm.outboundHosts)`;
   }
   return e?.message ?? String(error);
 }

@@ -59,8 +59,20 @@ function validStatus(status: unknown): number {
   return n;
 }
 
+/** What the models need besides the bundle. */
+export interface ModelSurroundings {
+  /** The origin of requests' URLs in the fetch model. */
+  origin: string;
+  /** A file of the container's storage as a Response (404 when there is none). */
+  readFile(name: string): Promise<Response>;
+}
+
 /** The reference model: `req` and `res` objects, the handler ends the response. */
-function mimikModel(handler: MimikHandler, context: unknown): Model {
+function mimikModel(
+  handler: MimikHandler,
+  context: unknown,
+  readFile: ModelSurroundings["readFile"],
+): Model {
   return {
     kind: "mimik",
     handle: (incoming) =>
@@ -117,6 +129,22 @@ function mimikModel(handler: MimikHandler, context: unknown): Model {
             if (chunk !== undefined) controller!.enqueue(bytesOf(chunk));
             controller!.close();
           },
+          /** Sends a file of the container's storage (streamed), 404 when there is none. */
+          writeMimeFile(path: unknown, mimeType?: unknown): void {
+            if (finished || started) return;
+            finished = true;
+            readFile(String(path).replace(/^.*\//, "")).then((file) => {
+              if (file.status === 404) {
+                res.statusCode = 404;
+                out.set("content-type", "application/json; charset=utf-8");
+                return begin(encoder.encode(JSON.stringify({ code: 404, message: "not found" })));
+              }
+              out.set("content-type", mimeType ? String(mimeType) : "application/octet-stream");
+              const length = file.headers.get("content-length");
+              if (length) out.set("content-length", length);
+              begin(file.body);
+            }, reject);
+          },
         };
         try {
           handler(context, req, res);
@@ -129,7 +157,12 @@ function mimikModel(handler: MimikHandler, context: unknown): Model {
 }
 
 /** The modern model: `fetch(request, env, context)` returns a Response. */
-function fetchModel(target: FetchHandler, env: unknown, context: unknown, origin: string): Model {
+function fetchModel(
+  target: FetchHandler,
+  env: unknown,
+  context: unknown,
+  origin: string,
+): Model {
   return {
     kind: "fetch",
     async handle(incoming) {
@@ -156,13 +189,15 @@ export function loadModel(
   exported: unknown,
   env: Record<string, string>,
   context: unknown,
-  origin: string,
+  surroundings: ModelSurroundings,
 ): Model {
   const candidates = [exported, (exported as { default?: unknown } | null)?.default];
   for (const candidate of candidates) {
-    if (typeof candidate === "function") return mimikModel(candidate as MimikHandler, context);
+    if (typeof candidate === "function") {
+      return mimikModel(candidate as MimikHandler, context, surroundings.readFile);
+    }
     if (typeof (candidate as FetchHandler | null)?.fetch === "function") {
-      return fetchModel(candidate as FetchHandler, env, context, origin);
+      return fetchModel(candidate as FetchHandler, env, context, surroundings.origin);
     }
   }
   throw new TypeError(

@@ -1,8 +1,11 @@
 /**
- * The globals a microservice sees besides the web platform: `console` (its lines go to the
- * node's container log, not to the process's stdout, which carries the channel), `fetch` (relayed
- * by the main thread), `setImmediate`, and the `Duktape` base64/hex helpers that code written for
- * the reference's Duktape engine calls.
+ * The global scope a microservice sees. The reference runs bundles in an ES5 engine (Duktape),
+ * and bundles probe `typeof process`, `typeof Deno`, `typeof window`… to pick a platform, so the
+ * worker's scope is cut down to an allowlist: ECMAScript's own globals, a few web ones kept on
+ * purpose (README, "Microservices"), and the reference's additions: `console` (its lines go to
+ * the node's container log, not to the process's stdout, which carries the channel), `fetch`
+ * (relayed by the process's main thread), `setImmediate`/`clearImmediate`, and the `Duktape`
+ * base64/hex helpers. Code generation from strings is kept but cannot reach `import()`.
  *
  * @module
  */
@@ -11,6 +14,148 @@
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 const MAX_LINE = 16_384;
+
+/** ECMAScript's globals: all kept. */
+const ECMASCRIPT = [
+  "AggregateError",
+  "Array",
+  "ArrayBuffer",
+  "AsyncDisposableStack",
+  "Atomics",
+  "BigInt",
+  "BigInt64Array",
+  "BigUint64Array",
+  "Boolean",
+  "DataView",
+  "Date",
+  "DisposableStack",
+  "Error",
+  "EvalError",
+  "FinalizationRegistry",
+  "Float16Array",
+  "Float32Array",
+  "Float64Array",
+  "Function",
+  "Infinity",
+  "Int16Array",
+  "Int32Array",
+  "Int8Array",
+  "Intl",
+  "Iterator",
+  "JSON",
+  "Map",
+  "Math",
+  "NaN",
+  "Number",
+  "Object",
+  "Promise",
+  "Proxy",
+  "RangeError",
+  "ReferenceError",
+  "Reflect",
+  "RegExp",
+  "Set",
+  "SharedArrayBuffer",
+  "String",
+  "SuppressedError",
+  "Symbol",
+  "SyntaxError",
+  "Temporal",
+  "TypeError",
+  "URIError",
+  "Uint16Array",
+  "Uint32Array",
+  "Uint8Array",
+  "Uint8ClampedArray",
+  "WeakMap",
+  "WeakRef",
+  "WeakSet",
+  "WebAssembly",
+  "decodeURI",
+  "decodeURIComponent",
+  "encodeURI",
+  "encodeURIComponent",
+  "escape",
+  "eval",
+  "globalThis",
+  "isFinite",
+  "isNaN",
+  "parseFloat",
+  "parseInt",
+  "undefined",
+  "unescape",
+] as const;
+
+/**
+ * Web globals kept on purpose: encoding, URLs, streams, fetch's classes (fetch itself is
+ * relayed), crypto, timers, events and structured cloning. Nothing that stores data across
+ * containers (caches, localStorage, indexedDB, BroadcastChannel), opens connections of its own
+ * (WebSocket, EventSource), starts code (Worker) or describes the host (navigator, location).
+ */
+const WEB = [
+  "AbortController",
+  "AbortSignal",
+  "Blob",
+  "ByteLengthQueuingStrategy",
+  "CompressionStream",
+  "CountQueuingStrategy",
+  "Crypto",
+  "CryptoKey",
+  "CustomEvent",
+  "DOMException",
+  "DecompressionStream",
+  "Event",
+  "EventTarget",
+  "File",
+  "FormData",
+  "Headers",
+  "MessageChannel",
+  "MessageEvent",
+  "MessagePort",
+  "ReadableByteStreamController",
+  "ReadableStream",
+  "ReadableStreamBYOBReader",
+  "ReadableStreamBYOBRequest",
+  "ReadableStreamDefaultController",
+  "ReadableStreamDefaultReader",
+  "Request",
+  "Response",
+  "SubtleCrypto",
+  "TextDecoder",
+  "TextDecoderStream",
+  "TextEncoder",
+  "TextEncoderStream",
+  "TransformStream",
+  "TransformStreamDefaultController",
+  "URL",
+  "URLPattern",
+  "URLSearchParams",
+  "WritableStream",
+  "WritableStreamDefaultController",
+  "WritableStreamDefaultWriter",
+  "atob",
+  "btoa",
+  "clearInterval",
+  "clearTimeout",
+  "console",
+  "crypto",
+  "fetch",
+  "performance",
+  "queueMicrotask",
+  "setInterval",
+  "setTimeout",
+  "structuredClone",
+] as const;
+
+/** The reference's own globals, set by installGlobals. */
+const REFERENCE = ["Duktape", "setImmediate", "clearImmediate", "mimikModule"] as const;
+
+/** Every global a microservice may see (README, "Microservices"). */
+export const SANDBOX_GLOBALS: ReadonlySet<string> = new Set<string>([
+  ...ECMASCRIPT,
+  ...WEB,
+  ...REFERENCE,
+]);
 
 function hex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -42,15 +187,104 @@ const duktape = {
   },
 };
 
-/** Sets the globals; `log` receives every console line. */
+/**
+ * Code that could load a module: the keyword `import` followed by `(`, `.` or a comment that
+ * hides the parenthesis, wherever a string becomes code. Conservative on purpose: such strings
+ * are refused even inside a string literal of the evaluated code.
+ */
+const MODULE_LOADING = /(^|[^.\w$])import\s*[(./]/;
+
+function refuseModuleLoading(source: string): string {
+  if (MODULE_LOADING.test(source)) {
+    throw new EvalError(
+      "import() is not available to microservices: bundle every dependency into index.js",
+    );
+  }
+  return source;
+}
+
+/**
+ * `eval`, `Function` and its async and generator kin, checked: a string that loads a module is
+ * refused. The constructors stay reachable through every function's `constructor`, so those
+ * are replaced too; `instanceof Function` still holds. `eval` becomes indirect (global scope).
+ */
+function tameCodeGeneration(global: Record<string, unknown>): void {
+  const nativeEval = global.eval as (source: string) => unknown;
+  global.eval = function evaluate(source: unknown) {
+    return typeof source === "string" ? nativeEval(refuseModuleLoading(source)) : source;
+  };
+  const kinds = [
+    Function,
+    Object.getPrototypeOf(async function () {}).constructor,
+    Object.getPrototypeOf(function* () {}).constructor,
+    Object.getPrototypeOf(async function* () {}).constructor,
+  ] as ((...args: string[]) => unknown)[];
+  for (const native of kinds) {
+    const tamed = function (...args: unknown[]) {
+      return native(...args.map((arg) => refuseModuleLoading(String(arg))));
+    };
+    Object.defineProperty(tamed, "prototype", { value: native.prototype });
+    Object.defineProperty(native.prototype, "constructor", {
+      value: tamed,
+      writable: true,
+      configurable: true,
+    });
+    if (native === Function) global.Function = tamed;
+  }
+}
+
+/** Timers that take functions only (a string would be evaluated past tameCodeGeneration). */
+function functionTimers(global: Record<string, unknown>) {
+  const nativeSetTimeout = setTimeout;
+  const nativeSetInterval = setInterval;
+  const nativeClearTimeout = clearTimeout;
+  const checked = (callback: unknown) => {
+    if (typeof callback !== "function") {
+      throw new TypeError("timers take a function, not a string of code");
+    }
+    return callback as (...args: unknown[]) => void;
+  };
+  global.setTimeout = (callback: unknown, ms?: number, ...args: unknown[]) =>
+    nativeSetTimeout(checked(callback), ms, ...args);
+  global.setInterval = (callback: unknown, ms?: number, ...args: unknown[]) =>
+    nativeSetInterval(checked(callback), ms, ...args);
+  // The runtime's own: bundles that replace setTimeout with one built on setImmediate (the
+  // reference's language-model microservice does) must not make it call itself.
+  global.setImmediate = (callback: unknown, ...args: unknown[]) =>
+    nativeSetTimeout(checked(callback), 0, ...args);
+  global.clearImmediate = (id: number) => nativeClearTimeout(id);
+}
+
+/** Deletes every global outside SANDBOX_GLOBALS, on the global object and its scope classes. */
+function removeHostGlobals(global: Record<string, unknown>): void {
+  for (
+    let scope: object | null = global;
+    scope && scope !== EventTarget.prototype && scope !== Object.prototype;
+    scope = Object.getPrototypeOf(scope)
+  ) {
+    for (const name of Object.getOwnPropertyNames(scope)) {
+      if (SANDBOX_GLOBALS.has(name) || name === "constructor") continue;
+      delete (scope as Record<string, unknown>)[name];
+    }
+  }
+  // EventTarget's methods are shared with every event target; hide them on the global only.
+  for (const name of ["addEventListener", "removeEventListener", "dispatchEvent"]) {
+    Object.defineProperty(global, name, { value: undefined, writable: true, configurable: true });
+  }
+}
+
+/**
+ * Makes the worker's scope the microservice's. `log` receives every console line. Call it once,
+ * after the sandbox took what it needs of the host's globals (Deno's stdio, postMessage).
+ */
 export function installGlobals(
   fetcher: typeof fetch,
   log: (level: LogLevel, line: string) => void,
+  inspect: (value: unknown) => string,
 ) {
-  const inspect = Deno.inspect;
+  const global = globalThis as unknown as Record<string, unknown>;
   const format = (args: unknown[]) =>
-    args.map((arg) => typeof arg === "string" ? arg : inspect(arg, { depth: 4, colors: false }))
-      .join(" ").slice(0, MAX_LINE);
+    args.map((arg) => typeof arg === "string" ? arg : inspect(arg)).join(" ").slice(0, MAX_LINE);
   const line = (level: LogLevel) => (...args: unknown[]) => log(level, format(args));
   Object.assign(console, {
     log: line("info"),
@@ -59,13 +293,6 @@ export function installGlobals(
     trace: line("debug"),
     warn: line("warn"),
     error: line("error"),
-  });
-  Object.assign(globalThis, {
-    fetch: fetcher,
-    Duktape: duktape,
-    setImmediate: (callback: (...args: unknown[]) => void, ...args: unknown[]) =>
-      setTimeout(callback, 0, ...args),
-    clearImmediate: (id: number) => clearTimeout(id),
   });
   // A callback that throws later (a timer, a promise nobody awaits) is logged; the container
   // goes on serving, as one request's failure must not end the others.
@@ -77,4 +304,8 @@ export function installGlobals(
     event.preventDefault();
     log("error", `unhandled rejection: ${format([event.reason])}`);
   });
+  removeHostGlobals(global);
+  functionTimers(global);
+  tameCodeGeneration(global);
+  Object.assign(global, { fetch: fetcher, Duktape: duktape });
 }

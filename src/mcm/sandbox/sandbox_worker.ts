@@ -9,10 +9,12 @@
 import { concatBytes } from "../../tunnel/bytes.ts";
 import { FrameDecoder, FrameWriter } from "../../tunnel/pipe_frames.ts";
 import { type MuxMessage, StreamMux } from "../../tunnel/stream_mux.ts";
-import { relayedFetch, syncStorage } from "./context_services.ts";
+import { outboundClient, syncStorage } from "./context_services.ts";
 import { type ContextInfo, mimikContext } from "./mimik_context.ts";
+import { type NodeAnswer, nodeAwareFetch, NodeCalls } from "./node_calls.ts";
 import { type Incoming, loadModel, type Model, type Outgoing } from "./programming_models.ts";
 import { installGlobals, type LogLevel } from "./sandbox_globals.ts";
+import { type CpuSample, SAMPLE_MS } from "./watchdog.ts";
 
 /** What the container process's main thread hands the worker. */
 interface Setup {
@@ -43,17 +45,32 @@ interface RequestMessage {
 
 class BodyTooLarge extends Error {}
 
-// Taken by serveSandbox before the microservice's code runs, which could replace them.
-let stdin: ReadableStream<Uint8Array>;
-let stdout: WritableStreamDefaultWriter<Uint8Array>;
-const evaluate = eval;
 /** Where the setup comes from and "exit" goes: the worker's scope, or a port to the host. */
 export interface HostLink {
   postMessage(message: unknown): void;
   onmessage: ((event: MessageEvent) => void) | null;
 }
 
-let host: HostLink;
+/**
+ * What the sandbox takes from the host's globals before the microservice's code runs, which
+ * then no longer sees them (sandbox_globals.ts) and could replace what is shared.
+ */
+interface Taken {
+  stdin: ReadableStream<Uint8Array>;
+  stdout: WritableStreamDefaultWriter<Uint8Array>;
+  /** Posts to the host. */
+  post(message: unknown): void;
+  inspect(value: unknown): string;
+  /** Microseconds of CPU this thread used. */
+  threadCpu(): number;
+  setInterval: typeof setInterval;
+}
+
+let taken: Taken;
+const evaluate = eval;
+/** Requests in flight, and whether any was since the last CPU sample. */
+let inFlight = 0;
+let busySinceSample = false;
 
 async function readBody(body: BodyInit | null, max: number): Promise<Uint8Array | null> {
   if (body === null) return null;
@@ -86,17 +103,35 @@ function describe(error: unknown): string {
 }
 
 /** Loads the bundle: the model, or the reason it cannot serve. */
-function boot(setup: Setup, start: StartMessage, log: (level: LogLevel, line: string) => void) {
-  const fetcher = relayedFetch(setup.outboundPort, start.fetchTimeoutMs);
-  installGlobals(fetcher, log);
+function boot(
+  setup: Setup,
+  start: StartMessage,
+  log: (level: LogLevel, line: string) => void,
+  calls: NodeCalls,
+) {
+  const outbound = outboundClient(setup.outboundPort, start.fetchTimeoutMs);
+  const fetcher = nodeAwareFetch(outbound.fetch, calls, start.info.httpPort);
+  installGlobals(fetcher as typeof fetch, log, taken.inspect);
   const storage = syncStorage(setup.storagePort, setup.storageAnswers);
-  const context = mimikContext(start.env, start.info, storage, fetcher);
+  const context = mimikContext(start.env, start.info, storage, fetcher, calls);
   const global = globalThis as Record<string, unknown>;
   global.mimikModule = { exports: undefined };
   evaluate(setup.code);
   const exported = (global.mimikModule as { exports?: unknown }).exports ??
     global.__edgenode_module;
-  return loadModel(exported, { ...start.env }, context, `http://localhost:${start.info.httpPort}`);
+  return loadModel(exported, { ...start.env }, context, {
+    origin: `http://localhost:${start.info.httpPort}`,
+    readFile: outbound.readFile,
+  });
+}
+
+/** Reports this thread's CPU use to the host's watchdog, from a timer the code cannot stop. */
+function reportCpu(): void {
+  taken.setInterval(() => {
+    const sample: CpuSample = { micros: taken.threadCpu(), busy: busySinceSample };
+    busySinceSample = inFlight > 0;
+    taken.post(sample);
+  }, SAMPLE_MS);
 }
 
 async function serve(
@@ -109,6 +144,8 @@ async function serve(
   const s = message.s;
   const body = mux.bodyOf(s, message);
   let out: Outgoing;
+  inFlight++;
+  busySinceSample = true;
   try {
     const incoming: Incoming = {
       method: message.method,
@@ -137,17 +174,20 @@ async function serve(
     // The node aborted the stream (the client left, or the time limit passed).
   }
   if (mux.receiving(s)) mux.cancel(s, "the response is complete");
+  inFlight--;
 }
 
 async function run(setup: Setup): Promise<void> {
-  const writer = new FrameWriter((bytes) => stdout.write(bytes), () => host.postMessage("exit"));
+  const writer = new FrameWriter((bytes) => taken.stdout.write(bytes), () => taken.post("exit"));
   const send = (message: Record<string, unknown>) => writer.send(JSON.stringify(message));
   const log = (level: LogLevel, line: string) => send({ t: "log", level, message: line });
   const mux = new StreamMux((frame) => writer.send(frame));
+  const calls = new NodeCalls(send);
   const decoder = new FrameDecoder();
   let model: Model | undefined;
   let start: StartMessage | undefined;
-  for await (const chunk of stdin) {
+  reportCpu();
+  for await (const chunk of taken.stdin) {
     for (const frame of decoder.push(chunk)) {
       if (typeof frame !== "string") {
         mux.onData(frame);
@@ -158,10 +198,12 @@ async function run(setup: Setup): Promise<void> {
         serve(message, mux, model, start, log);
       } else if (message.t === "ping") {
         send({ t: "pong" });
+      } else if (message.t === "answer") {
+        calls.onAnswer(message as NodeAnswer);
       } else if (message.t === "start" && !start) {
         start = message as StartMessage;
         try {
-          model = boot(setup, start, log);
+          model = boot(setup, start, log, calls);
           send({ t: "ready", model: model.kind });
         } catch (error) {
           send({ t: "fatal", message: describe(error).slice(0, 4096) });
@@ -172,7 +214,7 @@ async function run(setup: Setup): Promise<void> {
     }
   }
   // The node closed the channel: it is stopping this container.
-  host.postMessage("exit");
+  taken.post("exit");
 }
 
 /**
@@ -181,14 +223,28 @@ async function run(setup: Setup): Promise<void> {
  * and runs the microservice until the node closes the channel.
  */
 export function serveSandbox(link: HostLink = self as unknown as HostLink): void {
-  host = link;
-  stdin = Deno.stdin.readable;
-  stdout = Deno.stdout.writable.getWriter();
-  host.onmessage = (event: MessageEvent<Setup>) => {
-    host.onmessage = null;
+  const global = globalThis as unknown as {
+    Deno: typeof Deno;
+    process: { threadCpuUsage(): { user: number; system: number } };
+  };
+  const cpu = global.process.threadCpuUsage.bind(global.process);
+  const inspect = global.Deno.inspect;
+  taken = {
+    stdin: Deno.stdin.readable,
+    stdout: Deno.stdout.writable.getWriter(),
+    post: link.postMessage.bind(link),
+    inspect: (value) => inspect(value, { depth: 4, colors: false }),
+    threadCpu: () => {
+      const { user, system } = cpu();
+      return user + system;
+    },
+    setInterval,
+  };
+  link.onmessage = (event: MessageEvent<Setup>) => {
+    link.onmessage = null;
     run(event.data).catch((error) => {
       console.error(`the container channel failed: ${describe(error)}`);
-      host.postMessage("exit");
+      taken.post("exit");
     });
   };
 }

@@ -1,11 +1,13 @@
 /**
- * A container's `context.storage`, kept by its process's main thread in its own SQLite file:
- * the container process may read and write only its own storage folder, so no microservice can
- * reach another's. The sandboxed worker calls it synchronously (see sync_call.ts).
+ * A container's `context.storage`, kept by its process's main thread in its own SQLite file
+ * and files folder: the container process may read and write only its own storage folder, so
+ * no microservice can reach another's. The sandboxed worker calls it synchronously (see
+ * context_services.ts).
  *
  * @module
  */
 import { DatabaseSync } from "node:sqlite";
+import { StorageFileError, StorageFiles } from "./storage_files.ts";
 
 /** A storage call from the worker. */
 export type StorageCall =
@@ -13,7 +15,9 @@ export type StorageCall =
   | { op: "set"; key: string; value: string; tag?: string }
   | { op: "remove"; key: string }
   | { op: "page"; after: string | null; tag: string | null; limit: number }
-  | { op: "removeTag"; tag: string };
+  | { op: "removeTag"; tag: string }
+  | { op: "saveFile"; name: string; base64: string }
+  | { op: "deleteFile"; name: string };
 
 /** The answer: a value, or the message of an error to throw in the worker. */
 export type StorageAnswer = { value: unknown } | { error: string };
@@ -24,6 +28,8 @@ const PAGE_SIZE_BYTES = 4096;
 export class StorageHost {
   readonly #db: DatabaseSync;
   readonly #statements;
+  /** The container's files, sharing the quota with the items. */
+  readonly files: StorageFiles;
 
   /** Opens (creating) `<dir>/storage.db`; the file may grow to `maxBytes` at most. */
   constructor(dir: string, maxBytes: number) {
@@ -56,14 +62,36 @@ export class StorageHost {
       ),
       removeTag: this.#db.prepare("DELETE FROM items WHERE tag = ?"),
     };
+    const pages = this.#db.prepare("PRAGMA page_count");
+    this.files = new StorageFiles(
+      dir,
+      maxBytes,
+      () => Number((pages.get() as { page_count: number }).page_count) * PAGE_SIZE_BYTES,
+    );
   }
 
   /** Runs one call; errors (the storage is full) become the answer's message. */
-  run(call: StorageCall): StorageAnswer {
+  async run(call: StorageCall): Promise<StorageAnswer> {
     try {
+      if (call.op === "saveFile") {
+        let bytes: Uint8Array;
+        try {
+          bytes = (Uint8Array as unknown as { fromBase64(text: string): Uint8Array })
+            .fromBase64(call.base64);
+        } catch {
+          return { error: "saveFile takes the file's bytes as base64" };
+        }
+        await this.files.save(call.name, bytes);
+        return { value: null };
+      }
+      if (call.op === "deleteFile") {
+        await this.files.delete(call.name);
+        return { value: null };
+      }
       return { value: this.#run(call) };
     } catch (error) {
       const message = (error as Error).message;
+      if (error instanceof StorageFileError) return { error: message };
       return {
         error: /full/i.test(message)
           ? "the container's storage is full (mcm.storageMb in the node's config)"
@@ -93,6 +121,8 @@ export class StorageHost {
       }
       case "removeTag":
         return Number(s.removeTag.run(call.tag).changes);
+      default:
+        throw new Error(`unknown storage call`);
     }
   }
 }

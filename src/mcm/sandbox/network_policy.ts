@@ -1,0 +1,109 @@
+/**
+ * Where a microservice's outbound requests may go, by the class of the address they reach
+ * (`mcm.outboundNetworks`, like workerd's `allow = ["public", "private"]`). By default a
+ * microservice reaches the internet and the LAN (other nodes), but not this machine's loopback,
+ * link-local addresses (cloud metadata services live there) or the node's own addresses: the
+ * node's API is not its to call (its own listing comes through node_calls.ts). A name is
+ * checked by every address it resolves to.
+ *
+ * @module
+ */
+import { lookup } from "node:dns/promises";
+import ipaddr from "ipaddr.js";
+
+/** The classes of spec/config.yaml's McmConfig.outboundNetworks. */
+export type NetworkClass = "public" | "private" | "loopback" | "link-local" | "node";
+
+/** The default of mcm.outboundNetworks. */
+export const DEFAULT_NETWORKS: readonly NetworkClass[] = ["public", "private"];
+
+/** A destination the policy refuses. */
+export class RefusedDestination extends Error {
+  override name = "RefusedDestination";
+}
+
+const RANGE_CLASSES: Record<string, NetworkClass | "never"> = {
+  unicast: "public",
+  loopback: "loopback",
+  unspecified: "loopback",
+  linkLocal: "link-local",
+  private: "private",
+  uniqueLocal: "private",
+  carrierGradeNat: "private",
+  // Multicast, broadcast and reserved ranges are no destination for an HTTP request.
+  multicast: "never",
+  broadcast: "never",
+  reserved: "never",
+};
+
+/** The policy of one container. */
+export class NetworkPolicy {
+  readonly #allowed: ReadonlySet<NetworkClass>;
+  readonly #own: ReadonlySet<string>;
+
+  constructor(allowed: readonly NetworkClass[], nodeAddresses: readonly string[]) {
+    this.#allowed = new Set(allowed);
+    this.#own = new Set(
+      nodeAddresses.filter((a) => ipaddr.isValid(a)).map((a) => ipaddr.process(a).toString()),
+    );
+  }
+
+  /** The class of an IP address. */
+  classify(address: string): NetworkClass | "never" {
+    const parsed = ipaddr.process(address);
+    if (this.#own.has(parsed.toString())) return "node";
+    return RANGE_CLASSES[parsed.range()] ?? "public";
+  }
+
+  /** Refuses (RefusedDestination) a URL whose host is, or resolves to, a refused address. */
+  async check(url: URL): Promise<void> {
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    const addresses = ipaddr.isValid(host)
+      ? [host]
+      : (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
+    for (const address of addresses) {
+      const kind = this.classify(address);
+      if (kind === "never" || !this.#allowed.has(kind)) {
+        throw new RefusedDestination(
+          `${url.host} is ${
+            address === host ? "" : `${address}, `
+          }a ${kind} address, which microservices may not reach (mcm.outboundNetworks allows ${
+            [...this.#allowed].join(", ") || "none"
+          })`,
+        );
+      }
+    }
+  }
+}
+
+/** IPv4 ranges and single addresses of each class, as Deno's --deny-net takes them. */
+const DENY_NET: Partial<Record<NetworkClass, string[]>> = {
+  // 0.0.0.0 reaches loopback too.
+  loopback: ["127.0.0.0/8", "0.0.0.0/8", "[::1]", "[::]"],
+  "link-local": ["169.254.0.0/16"],
+  private: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"],
+};
+
+/**
+ * The --deny-net list for a container process whose policy allows `allowed`: every refused
+ * class Deno can express (IPv4 ranges, IPv6 single addresses) and the node's own addresses.
+ */
+export function deniedRanges(
+  allowed: readonly NetworkClass[],
+  nodeAddresses: readonly string[],
+): string[] {
+  const denied: string[] = [];
+  for (const [kind, ranges] of Object.entries(DENY_NET)) {
+    if (!allowed.includes(kind as NetworkClass)) denied.push(...ranges);
+  }
+  if (!allowed.includes("node")) {
+    for (const address of nodeAddresses) {
+      if (!ipaddr.isValid(address) || address.includes("%")) continue;
+      const parsed = ipaddr.process(address);
+      // Deno takes no zone or range for IPv6; the host's own check covers those.
+      if (parsed.kind() === "ipv6" && parsed.range() === "linkLocal") continue;
+      denied.push(parsed.kind() === "ipv6" ? `[${parsed.toString()}]` : parsed.toString());
+    }
+  }
+  return [...new Set(denied)];
+}

@@ -1,0 +1,112 @@
+/**
+ * The microservice's calls to its own node, over the container's channel (spec/mcm.yaml,
+ * ContainerCall): the node listing that the reference's microservices fetch from
+ * `http://localhost:<httpPort>/mds/v1/nodes`, its decryption, and the BEP. A request to the
+ * node's own port never reaches the network: it is answered here, on the channel the node gave
+ * this container, so the node knows which container asks without any credential on the wire.
+ *
+ * @module
+ */
+import type { RelayedFetch } from "./context_services.ts";
+
+/** A call of spec/mcm.yaml's ContainerCall, without its `t` and `id`. */
+export type NodeCall =
+  | { op: "nodes"; clusters?: string; ping?: boolean }
+  | { op: "decrypt"; type: string; data: string; token: string }
+  | { op: "bep" };
+
+/** The node's answer: a value, or an error with an HTTP-like status. */
+export type NodeAnswer =
+  | { t: "answer"; id: number; value: unknown }
+  | { t: "answer"; id: number; error: { message: string; status: number } };
+
+/** A failed node call, shaped as the reference's callbacks' errors. */
+export class NodeCallError extends Error {
+  constructor(message: string, readonly status: number) {
+    super(message);
+  }
+}
+
+/** At most this many calls wait at once (the node also bounds them). */
+const MAX_PENDING = 64;
+
+/** The worker's side: sends calls, matches answers. */
+export class NodeCalls {
+  readonly #send: (message: Record<string, unknown>) => void;
+  readonly #pending = new Map<number, PromiseWithResolvers<unknown>>();
+  #nextId = 1;
+
+  constructor(send: (message: Record<string, unknown>) => void) {
+    this.#send = send;
+  }
+
+  /** Asks the node; rejects with NodeCallError when it refuses. */
+  call(call: NodeCall): Promise<unknown> {
+    if (this.#pending.size >= MAX_PENDING) {
+      return Promise.reject(new NodeCallError("too many calls to the node at once", 429));
+    }
+    const id = this.#nextId++;
+    const waiting = Promise.withResolvers<unknown>();
+    this.#pending.set(id, waiting);
+    this.#send({ t: "call", id, ...call });
+    return waiting.promise;
+  }
+
+  /** Takes an answer from the channel. */
+  onAnswer(answer: NodeAnswer): void {
+    const waiting = this.#pending.get(answer.id);
+    if (!waiting) return;
+    this.#pending.delete(answer.id);
+    if ("error" in answer) {
+      waiting.reject(new NodeCallError(answer.error.message, answer.error.status));
+    } else {
+      waiting.resolve(answer.value);
+    }
+  }
+}
+
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]", "0.0.0.0"]);
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+/**
+ * A `fetch` that answers requests to the node's own port (`localhost:<httpPort>`) through
+ * `calls` and passes every other one to `fetcher`. Of the node's API only GET /mds/v1/nodes is
+ * there; any other path is 403.
+ */
+export function nodeAwareFetch(
+  fetcher: RelayedFetch,
+  calls: NodeCalls,
+  httpPort: string,
+): RelayedFetch {
+  return async (input, init, extras) => {
+    const request = new Request(input, init);
+    const url = new URL(request.url);
+    const port = url.port || (url.protocol === "https:" ? "443" : "80");
+    if (!LOOPBACK_NAMES.has(url.hostname) || port !== httpPort) {
+      return await fetcher(request, undefined, extras);
+    }
+    if (request.method !== "GET" || url.pathname !== "/mds/v1/nodes") {
+      return json(403, {
+        error: {
+          code: 403,
+          message:
+            `microservices reach only GET /mds/v1/nodes of their node, not ${request.method} ${url.pathname}`,
+        },
+      });
+    }
+    const ping = url.searchParams.get("ping") === "true";
+    const clusters = url.searchParams.get("clusters") ?? undefined;
+    try {
+      return json(200, { data: await calls.call({ op: "nodes", clusters, ping }) });
+    } catch (error) {
+      const { message, status } = error as NodeCallError;
+      return json(status ?? 500, { error: { code: status ?? 500, message } });
+    }
+  };
+}
