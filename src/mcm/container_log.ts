@@ -15,10 +15,10 @@ export interface LogLine {
   message: string;
 }
 
+import { droppedLine, LogRate } from "./sandbox/log_rate.ts";
+
 const KEPT_LINES = 500;
 const MAX_LINE_CHARS = 16_384;
-const LINES_PER_SECOND = 100;
-const BYTES_PER_SECOND = 64 * 1024;
 
 /** C0 and C1 controls (but tab), DEL, line and paragraph separators, bidi overrides. */
 // deno-lint-ignore no-control-regex
@@ -40,10 +40,7 @@ export function safeLine(text: string): string {
 export class ContainerLog {
   readonly #id: string;
   readonly #lines: LogLine[] = [];
-  #windowStart = 0;
-  #windowLines = 0;
-  #windowBytes = 0;
-  #dropped = 0;
+  readonly #rate = new LogRate();
 
   constructor(id: string) {
     this.#id = id;
@@ -57,29 +54,11 @@ export class ContainerLog {
   /** Adds a line; the node's own lines are never dropped. */
   add(level: string, message: string): void {
     const now = Date.now();
-    if (now - this.#windowStart >= 1000) {
-      this.#windowStart = now;
-      this.#windowLines = 0;
-      this.#windowBytes = 0;
-      if (this.#dropped > 0) {
-        const dropped = this.#dropped;
-        this.#dropped = 0;
-        this.#keep(
-          now,
-          "node",
-          `dropped ${dropped} log lines (over ${LINES_PER_SECOND} lines or ${BYTES_PER_SECOND} bytes a second)`,
-        );
-      }
-    }
-    if (level !== "node") {
-      this.#windowLines++;
-      this.#windowBytes += Math.min(message.length, MAX_LINE_CHARS);
-      if (this.#windowLines > LINES_PER_SECOND || this.#windowBytes > BYTES_PER_SECOND) {
-        this.#dropped++;
-        return;
-      }
-    }
-    this.#keep(now, level, safeLine(message));
+    const admitted = this.#rate.admit(
+      Math.min(message.length, MAX_LINE_CHARS),
+      (count) => this.#keep(now, "node", droppedLine(count)),
+    );
+    if (admitted || level === "node") this.#keep(now, level, safeLine(message));
   }
 
   #keep(time: number, level: string, message: string): void {

@@ -13,6 +13,7 @@ import { outboundClient, syncStorage } from "./context_services.ts";
 import { type ContextInfo, mimikContext } from "./mimik_context.ts";
 import { type NodeAnswer, nodeAwareFetch, NodeCalls } from "./node_calls.ts";
 import { type Incoming, loadModel, type Model, type Outgoing } from "./programming_models.ts";
+import { droppedLine, LogRate } from "./log_rate.ts";
 import { installGlobals, type LogLevel } from "./sandbox_globals.ts";
 import { type CpuSample, SAMPLE_MS } from "./watchdog.ts";
 
@@ -128,10 +129,21 @@ function boot(
 /** Reports this thread's CPU use to the host's watchdog, from a timer the code cannot stop. */
 function reportCpu(): void {
   taken.setInterval(() => {
-    const sample: CpuSample = { micros: taken.threadCpu(), busy: busySinceSample };
+    const sample: CpuSample = {
+      micros: taken.threadCpu(),
+      busy: busySinceSample,
+      active: inFlight,
+    };
     busySinceSample = inFlight > 0;
     taken.post(sample);
   }, SAMPLE_MS);
+}
+
+/** A request ended: the watchdog hears at once when none is left (its allowance shrinks). */
+function requestEnded(): void {
+  if (--inFlight === 0) {
+    taken.post({ micros: taken.threadCpu(), busy: true, active: 0 } satisfies CpuSample);
+  }
 }
 
 async function serve(
@@ -174,13 +186,23 @@ async function serve(
     // The node aborted the stream (the client left, or the time limit passed).
   }
   if (mux.receiving(s)) mux.cancel(s, "the response is complete");
-  inFlight--;
+  requestEnded();
 }
 
 async function run(setup: Setup): Promise<void> {
   const writer = new FrameWriter((bytes) => taken.stdout.write(bytes), () => taken.post("exit"));
   const send = (message: Record<string, unknown>) => writer.send(JSON.stringify(message));
-  const log = (level: LogLevel, line: string) => send({ t: "log", level, message: line });
+  const rate = new LogRate();
+  const log = (level: LogLevel, line: string) => {
+    if (
+      rate.admit(
+        line.length,
+        (count) => send({ t: "log", level: "warn", message: droppedLine(count) }),
+      )
+    ) {
+      send({ t: "log", level, message: line });
+    }
+  };
   const mux = new StreamMux((frame) => writer.send(frame));
   const calls = new NodeCalls(send);
   const decoder = new FrameDecoder();

@@ -30,6 +30,8 @@ export interface CpuSample {
   micros: number;
   /** Whether a request was in flight at any time since the last sample. */
   busy: boolean;
+  /** Requests in flight now. */
+  active: number;
 }
 
 /** How often the worker reports, and how long silence is allowed while it serves nothing. */
@@ -43,7 +45,7 @@ export function watchContainer(
   stop: (code: number, why: string) => void,
 ): (sample: CpuSample) => void {
   const limitMb = Math.round(limits.memoryBytes / 2 ** 20);
-  let last: { at: number; micros: number; busy: boolean } | undefined;
+  let last: { at: number; micros: number; active: number } | undefined;
   let bucketMs = limits.idleCpuBurstMs;
 
   const timer = setInterval(() => {
@@ -57,13 +59,14 @@ export function watchContainer(
     }
     if (!last) return;
     const silence = Date.now() - last.at;
-    const allowed = last.busy ? limits.busySilenceMs : IDLE_SILENCE_MS;
+    const serving = last.active > 0;
+    const allowed = serving ? limits.busySilenceMs : IDLE_SILENCE_MS;
     if (silence > allowed) {
       clearInterval(timer);
       stop(
         EXIT_CPU_BUDGET,
         `the microservice's thread ran ${silence} ms without yielding${
-          last.busy ? "" : " while serving no request"
+          serving ? "" : " while serving no request"
         } (a runaway loop?)`,
       );
     }
@@ -87,6 +90,6 @@ export function watchContainer(
         );
       }
     }
-    last = { at: now, micros: sample.micros, busy: sample.busy };
+    last = { at: now, micros: sample.micros, active: sample.active };
   };
 }

@@ -1,0 +1,226 @@
+/**
+ * What a hostile microservice must not do to other clients, the node or the machine, each
+ * attack reproduced as it was found: shared web storage, log floods and forged log lines,
+ * memory outside the JavaScript heap, CPU burnt after the response, and module loading.
+ */
+import assert from "node:assert/strict";
+import { packTar } from "modern-tar";
+import { ContainerSchema } from "../gen/mcm/validators.ts";
+import { expectError, expectJson } from "./helpers/contract.ts";
+import {
+  getJson,
+  mcm,
+  postContainer,
+  serviceUrl,
+  startContainer,
+  uploadImage,
+} from "./helpers/mcm.ts";
+import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+
+const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
+
+/** Uploads `script` as index.js of image `name` and starts it for client `client`. */
+async function deploy(
+  node: TestNode,
+  name: string,
+  script: string,
+  env: Record<string, string> = {},
+  client = "api",
+) {
+  const body = new TextEncoder().encode(script);
+  const tar = await packTar([{
+    header: { name: "index.js", size: body.length, type: "file" },
+    body,
+  }]);
+  const form = new FormData();
+  form.append("image", new Blob([tar as Uint8Array<ArrayBuffer>]), `${name}.tar`);
+  const headers = { authorization: `Bearer ${node.apiKey}`, "x-client-id": client };
+  const uploaded = await fetch(`${node.url}/mcm/v1/images`, {
+    method: "POST",
+    body: form,
+    headers,
+  });
+  assert.equal(uploaded.status, 201, await uploaded.text());
+  const started = await fetch(`${node.url}/mcm/v1/containers`, {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json" },
+    body: JSON.stringify({ name, image: name, env }),
+  });
+  const container = await expectJson(started, 201, ContainerSchema);
+  return { container, url: serviceUrl(node, container) };
+}
+
+async function container(node: TestNode, id: string) {
+  return await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
+}
+
+async function logsOf(node: TestNode, id: string): Promise<{ level: string; message: string }[]> {
+  return (await (await mcm(node, `/containers/${id}/logs`)).json()).data;
+}
+
+/** The node process's resident memory, MiB. */
+async function nodeRssMb(node: TestNode): Promise<number> {
+  const ps = await new Deno.Command("ps", { args: ["-o", "rss=", "-p", String(node.pid)] })
+    .output();
+  return Number(new TextDecoder().decode(ps.stdout).trim()) / 1024;
+}
+
+Deno.test("no web storage is shared between containers: caches, localStorage and kin do not exist", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const probe = `mimikModule.exports = function (context, req, res) {
+    var names = ["caches", "localStorage", "sessionStorage", "indexedDB", "BroadcastChannel",
+      "navigator", "Deno", "process", "Buffer", "global", "self", "Worker", "WebSocket"];
+    var seen = {};
+    names.forEach(function (n) { seen[n] = typeof globalThis[n]; });
+    var key = "secret";
+    if (req.url === "/write") context.storage.setItem(key, "of " + context.info.apiRoot);
+    seen.stored = context.storage.getItem(key);
+    res.end(JSON.stringify(seen));
+  };`;
+  const a = await deploy(node, "writer", probe, {}, "client-a");
+  const b = await deploy(node, "reader", probe, {}, "client-b");
+  const wrote = await getJson(`${a.url}/write`);
+  assert.match(wrote.body.stored, /^of \//);
+  const read = await getJson(`${b.url}/read`);
+  assert.equal(read.body.stored, null, "client B does not see client A's storage");
+  for (const [name, type] of Object.entries(read.body)) {
+    if (name !== "stored") assert.equal(type, "undefined", name);
+  }
+});
+
+Deno.test("a log flood is capped per line and per second, and cannot forge lines or escapes", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const { url, container: c } = await deploy(
+    node,
+    "noisy",
+    `mimikModule.exports = function (context, req, res) {
+      if (req.url === "/forge") {
+        console.error("first\\n[container api-victim] forged\\u001b[31m red\\r\\u2028");
+        return res.end("forged");
+      }
+      var line = new Array(65536).join("x");
+      var until = Date.now() + 2000;
+      while (Date.now() < until) console.log(line);
+      res.end("flooded");
+    };`,
+  );
+  const before = await nodeRssMb(node);
+  assert.equal(await (await fetch(`${url}/flood`)).text(), "flooded");
+  assert.equal(await (await fetch(`${url}/forge`)).text(), "forged");
+  await new Promise((resolve) => setTimeout(resolve, 1200));
+  assert.equal(await (await fetch(`${url}/forge`)).text(), "forged");
+  const after = await nodeRssMb(node);
+  assert.ok(after - before < 60, `the node's RSS grew from ${before} to ${after} MB`);
+
+  const lines = await logsOf(node, c.id);
+  assert.ok(lines.every((line) => line.message.length <= 16_384 + 40), "lines are cut at 16 KiB");
+  assert.ok(lines.filter((l) => l.level === "info").length <= 120, "at most 100 lines a second");
+  assert.ok(lines.some((l) => /dropped \d+ log lines/.test(l.message)), "drops are counted");
+  const forged = lines.find((line) => line.message.startsWith("first"));
+  assert.ok(forged, "the forging line is kept, as one line");
+  assert.equal(
+    forged.message,
+    "first\\n[container api-victim] forged\\u001b[31m red\\r\\u2028",
+  );
+  const output = node.output();
+  assert.ok(!/^\[container api-victim\] forged/m.test(output), "no forged line in the output");
+  assert.ok(!output.includes("\u001b[31m"), "no terminal escape in the output");
+});
+
+Deno.test("memory outside the heap counts: ArrayBuffers and WebAssembly memory end the container", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const { url, container: c } = await deploy(
+    node,
+    "hoarder",
+    `var kept = [];
+    mimikModule.exports = function (context, req, res) {
+      if (req.url === "/buffers") {
+        for (var i = 0; i < 16; i++) { var b = new Uint8Array(64 * 1024 * 1024); b.fill(1); kept.push(b); }
+      }
+      if (req.url === "/wasm") {
+        var memory = new WebAssembly.Memory({ initial: 1024, maximum: 65536 });
+        for (var j = 0; j < 32; j++) { memory.grow(256); new Uint8Array(memory.buffer).fill(1); }
+        kept.push(memory);
+      }
+      res.end("held " + kept.length);
+    };`,
+    { "MCM.MEMORY_MB": "32" },
+  );
+  for (const [path, restarts] of [["/buffers", 1], ["/wasm", 2]] as const) {
+    const response = await fetch(`${url}${path}`);
+    await response.body?.cancel();
+    assert.ok([502, 503].includes(response.status), `${path} answered ${response.status}`);
+    await waitFor(
+      async () => {
+        const now = await container(node, c.id);
+        return now.restarts >= restarts && now.state === "started";
+      },
+      `restarted after ${path}`,
+      15_000,
+    );
+    const now = await container(node, c.id);
+    assert.match(now.lastError ?? "", /out of memory \(MCM.MEMORY_MB 32 MB\)/);
+    assert.equal(await (await fetch(`${url}/`)).text(), "held 0", "it serves again, empty");
+  }
+});
+
+Deno.test("CPU burnt after the response is bounded: the container is stopped and restarted", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const { url, container: c } = await deploy(
+    node,
+    "spinner",
+    `mimikModule.exports = function (context, req, res) {
+      if (req.url === "/spin") {
+        setInterval(function () { var t = Date.now(); while (Date.now() - t < 45) {} }, 50);
+      }
+      if (req.url === "/block") setTimeout(function () { while (true) {} }, 10);
+      res.end("answered");
+    };`,
+  );
+  for (
+    const [path, restarts, reason] of [
+      ["/spin", 1, /more CPU than its budget while serving no request/],
+      ["/block", 2, /without yielding while serving no request/],
+    ] as const
+  ) {
+    await waitFor(async () => (await container(node, c.id)).state === "started", "up", 10_000);
+    const started = Date.now();
+    assert.equal(await (await fetch(`${url}${path}`)).text(), "answered");
+    await waitFor(async () => (await container(node, c.id)).restarts >= restarts, path, 15_000);
+    const seconds = (Date.now() - started) / 1000;
+    assert.ok(seconds < 10, `${path}: stopped after ${seconds} s`);
+    assert.match((await container(node, c.id)).lastError ?? "", reason);
+  }
+  await waitFor(async () => (await container(node, c.id)).state === "started", "back", 10_000);
+  assert.equal(await (await fetch(`${url}/`)).text(), "answered");
+});
+
+Deno.test("a bundle that loads modules does not start: 422 with the place", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const body = new TextEncoder().encode(
+    'mimikModule.exports = function (c, q, r) {\n  import("node:fs").then(function () { r.end("x"); });\n};',
+  );
+  const tar = await packTar([{
+    header: { name: "index.js", size: body.length, type: "file" },
+    body,
+  }]);
+  await uploadImage(node, tar, "loader.tar");
+  await expectError(
+    await postContainer(node, { name: "loader", image: "loader" }),
+    422,
+    /uses import\(\) \(line 2, column 3\).*bundle every dependency/,
+  );
+  await startContainer(node, {
+    name: "plain",
+    image: (await uploadImage(
+      node,
+      await packTar([{
+        header: { name: "index.js", size: 61, type: "file" },
+        body: new TextEncoder().encode(
+          'var s = "import(\\"x\\")"; mimikModule.exports = function(){};'.padEnd(61),
+        ),
+      }]),
+      "plain.tar",
+    )).name,
+  });
+});
