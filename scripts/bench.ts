@@ -22,6 +22,7 @@ import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
 import { discoveryRows } from "./bench_discovery.ts";
 import { hubRows } from "./bench_hub.ts";
 import { mcmRows } from "./bench_mcm.ts";
+import { mcmDownloadRows } from "./bench_mcm_download.ts";
 import { makeModelFile, p99, peakRssMib, run, timed, wrk } from "./bench_tools.ts";
 
 const { values } = parseArgs({
@@ -93,7 +94,7 @@ async function main() {
   if (!only || only === "store") rows.push(...await storeRows());
   if (!only || only === "discovery") rows.push(...await discoveryRows());
   if (!only || only === "hub") rows.push(...await hubRows(SMALL_MIB));
-  if (!only || only === "mcm") rows.push(...await mcmRows());
+  if (!only || only === "mcm") rows.push(...await mcmRows(), ...await mcmDownloadRows(SIZE_MIB));
   const cpu = (await run("sh", ["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"])).trim();
   console.log(
     `\nedgenode benchmark, ${

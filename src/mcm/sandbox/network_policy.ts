@@ -51,8 +51,9 @@ export class NetworkPolicy {
   /** The class of an IP address. */
   classify(address: string): NetworkClass | "never" {
     const parsed = ipaddr.process(address);
-    if (this.#own.has(parsed.toString())) return "node";
-    return RANGE_CLASSES[parsed.range()] ?? "public";
+    const kind = RANGE_CLASSES[parsed.range()] ?? "public";
+    // Loopback stays loopback: "node" is the node's addresses on its networks.
+    return kind !== "loopback" && this.#own.has(parsed.toString()) ? "node" : kind;
   }
 
   /** Refuses (RefusedDestination) a URL whose host is, or resolves to, a refused address. */
@@ -100,6 +101,7 @@ export function deniedRanges(
     for (const address of nodeAddresses) {
       if (!ipaddr.isValid(address) || address.includes("%")) continue;
       const parsed = ipaddr.process(address);
+      if (RANGE_CLASSES[parsed.range()] === "loopback") continue;
       // Deno takes no zone or range for IPv6; the host's own check covers those.
       if (parsed.kind() === "ipv6" && parsed.range() === "linkLocal") continue;
       denied.push(parsed.kind() === "ipv6" ? `[${parsed.toString()}]` : parsed.toString());
