@@ -163,7 +163,7 @@ Deno.test("a runaway loop or memory exhaustion harms only its own container, whi
 
   const logs = await (await mcm(node, "/containers/api-hostile/logs")).json();
   const said = logs.data.map((line: { message: string }) => line.message).join("\n");
-  assert.match(said, /no answer to a ping/);
+  assert.match(said, /no answer to a ping|ran \d+ ms without yielding/);
   assert.match(said, /restarting in/);
 });
 

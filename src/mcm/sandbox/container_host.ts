@@ -19,7 +19,7 @@ import { answerBuffer, answerSync } from "./context_services.ts";
 import { type NetworkClass, NetworkPolicy } from "./network_policy.ts";
 import { serveOutbound } from "./outbound_relay.ts";
 import { StorageHost } from "./storage_host.ts";
-import { type CpuSample, watchContainer, type WatchdogLimits } from "./watchdog.ts";
+import { activityBuffer, type CpuSample, watchContainer, type WatchdogLimits } from "./watchdog.ts";
 
 /** The host's end of its link to the sandboxed worker: the Worker itself, or a port to it. */
 export interface SandboxLink {
@@ -57,7 +57,8 @@ export function hostContainer(args: string[], surroundings: HostSurroundings): v
     console.error(`edgenode: ${why}`);
     surroundings.exit(code);
   };
-  const sample = watchContainer(settings.limits, stop);
+  const activity = activityBuffer();
+  const sample = watchContainer(settings.limits, stop, activity);
   const code = Deno.readTextFileSync(bundle);
   const storage = new StorageHost(storageDir, Number(storageBytes));
 
@@ -81,5 +82,6 @@ export function hostContainer(args: string[], surroundings: HostSurroundings): v
     storagePort: storageChannel.port2,
     storageAnswers,
     outboundPort: outboundChannel.port2,
+    activity,
   }, [storageChannel.port2, outboundChannel.port2]);
 }

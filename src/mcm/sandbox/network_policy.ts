@@ -8,7 +8,6 @@
  *
  * @module
  */
-import { lookup } from "node:dns/promises";
 import ipaddr from "ipaddr.js";
 
 /** The classes of spec/config.yaml's McmConfig.outboundNetworks. */
@@ -36,6 +35,12 @@ const RANGE_CLASSES: Record<string, NetworkClass | "never"> = {
   reserved: "never",
 };
 
+/** getaddrinfo, as fetch resolves; node:dns is loaded at the first name (it costs a start). */
+async function resolve(host: string): Promise<{ address: string }[]> {
+  const { lookup } = await import("node:dns/promises");
+  return await lookup(host, { all: true, verbatim: true });
+}
+
 /** The policy of one container. */
 export class NetworkPolicy {
   readonly #allowed: ReadonlySet<NetworkClass>;
@@ -61,7 +66,7 @@ export class NetworkPolicy {
     const host = url.hostname.replace(/^\[|\]$/g, "");
     const addresses = ipaddr.isValid(host)
       ? [host]
-      : (await lookup(host, { all: true, verbatim: true })).map((entry) => entry.address);
+      : (await resolve(host)).map((entry) => entry.address);
     for (const address of addresses) {
       const kind = this.classify(address);
       if (kind === "never" || !this.#allowed.has(kind)) {

@@ -102,9 +102,17 @@ export function serveOutbound(
     const idle = idleWatch(call.idleMs ?? (call.saveTo !== undefined ? call.timeoutMs : undefined));
     const limits = [idle.signal];
     if (call.saveTo === undefined) limits.push(AbortSignal.timeout(call.timeoutMs));
-    if (call.connectMs !== undefined) limits.push(AbortSignal.timeout(call.connectMs));
+    const connect = new AbortController();
+    const connectTimer = call.connectMs === undefined ? undefined : setTimeout(
+      () =>
+        connect.abort(new DOMException(`no response within ${call.connectMs} ms`, "TimeoutError")),
+      call.connectMs,
+    );
+    limits.push(connect.signal);
     idle.touch();
-    const response = await followed(call, policy, AbortSignal.any(limits));
+    const response = await followed(call, policy, AbortSignal.any(limits)).finally(() =>
+      clearTimeout(connectTimer)
+    );
     // Connected: from now on only the idle time and the total time count.
     const body = response.body ? watched(response.body, idle) : null;
     if (!body) idle.stop();

@@ -15,7 +15,7 @@ import { type NodeAnswer, nodeAwareFetch, NodeCalls } from "./node_calls.ts";
 import { type Incoming, loadModel, type Model, type Outgoing } from "./programming_models.ts";
 import { droppedLine, LogRate } from "./log_rate.ts";
 import { installGlobals, type LogLevel } from "./sandbox_globals.ts";
-import { type CpuSample, SAMPLE_MS } from "./watchdog.ts";
+import { type CpuSample, REQUESTS_BEGUN, REQUESTS_IN_FLIGHT, SAMPLE_MS } from "./watchdog.ts";
 
 /** What the container process's main thread hands the worker. */
 interface Setup {
@@ -23,6 +23,8 @@ interface Setup {
   storagePort: MessagePort;
   storageAnswers: SharedArrayBuffer;
   outboundPort: MessagePort;
+  /** Shared with the host's watchdog: requests in flight, and requests begun (REQUESTS_*). */
+  activity: SharedArrayBuffer;
 }
 
 /** The node's first message (spec/mcm.yaml): the env and info of this container. */
@@ -69,9 +71,8 @@ interface Taken {
 
 let taken: Taken;
 const evaluate = eval;
-/** Requests in flight, and whether any was since the last CPU sample. */
-let inFlight = 0;
-let busySinceSample = false;
+/** The shared activity counters (watchdog.ts), set at setup. */
+let activity: Int32Array;
 
 async function readBody(body: BodyInit | null, max: number): Promise<Uint8Array | null> {
   if (body === null) return null;
@@ -128,22 +129,9 @@ function boot(
 
 /** Reports this thread's CPU use to the host's watchdog, from a timer the code cannot stop. */
 function reportCpu(): void {
-  taken.setInterval(() => {
-    const sample: CpuSample = {
-      micros: taken.threadCpu(),
-      busy: busySinceSample,
-      active: inFlight,
-    };
-    busySinceSample = inFlight > 0;
-    taken.post(sample);
-  }, SAMPLE_MS);
-}
-
-/** A request ended: the watchdog hears at once when none is left (its allowance shrinks). */
-function requestEnded(): void {
-  if (--inFlight === 0) {
-    taken.post({ micros: taken.threadCpu(), busy: true, active: 0 } satisfies CpuSample);
-  }
+  const report = () => taken.post({ micros: taken.threadCpu() } satisfies CpuSample);
+  report();
+  taken.setInterval(report, SAMPLE_MS);
 }
 
 async function serve(
@@ -156,8 +144,9 @@ async function serve(
   const s = message.s;
   const body = mux.bodyOf(s, message);
   let out: Outgoing;
-  inFlight++;
-  busySinceSample = true;
+  // Counted in shared memory, not by message: a request costs the watchdog nothing.
+  Atomics.add(activity, REQUESTS_IN_FLIGHT, 1);
+  Atomics.add(activity, REQUESTS_BEGUN, 1);
   try {
     const incoming: Incoming = {
       method: message.method,
@@ -174,6 +163,9 @@ async function serve(
       out = errorOutgoing(500, `the microservice failed: ${(error as Error)?.message ?? error}`);
     }
   }
+  // A whole body is the end of the microservice's work; a stream ends when it is sent.
+  const streamed = out.body instanceof ReadableStream;
+  if (!streamed) Atomics.sub(activity, REQUESTS_IN_FLIGHT, 1);
   try {
     await mux.send(s, {
       t: "res",
@@ -186,7 +178,7 @@ async function serve(
     // The node aborted the stream (the client left, or the time limit passed).
   }
   if (mux.receiving(s)) mux.cancel(s, "the response is complete");
-  requestEnded();
+  if (streamed) Atomics.sub(activity, REQUESTS_IN_FLIGHT, 1);
 }
 
 async function run(setup: Setup): Promise<void> {
@@ -208,7 +200,7 @@ async function run(setup: Setup): Promise<void> {
   const decoder = new FrameDecoder();
   let model: Model | undefined;
   let start: StartMessage | undefined;
-  reportCpu();
+  activity = new Int32Array(setup.activity);
   for await (const chunk of taken.stdin) {
     for (const frame of decoder.push(chunk)) {
       if (typeof frame !== "string") {
@@ -226,6 +218,8 @@ async function run(setup: Setup): Promise<void> {
         start = message as StartMessage;
         try {
           model = boot(setup, start, log, calls);
+          // The first report once the code loaded: the watchdog's load allowance ends.
+          reportCpu();
           send({ t: "ready", model: model.kind });
         } catch (error) {
           send({ t: "fatal", message: describe(error).slice(0, 4096) });

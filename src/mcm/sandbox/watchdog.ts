@@ -28,25 +28,38 @@ export interface WatchdogLimits {
 export interface CpuSample {
   /** Microseconds of CPU its thread used since it started. */
   micros: number;
-  /** Whether a request was in flight at any time since the last sample. */
-  busy: boolean;
-  /** Requests in flight now. */
-  active: number;
+}
+
+/** Slots of the activity counters the worker shares with the watchdog (an Int32Array). */
+export const REQUESTS_IN_FLIGHT = 0;
+export const REQUESTS_BEGUN = 1;
+
+/** The shared activity counters. */
+export function activityBuffer(): SharedArrayBuffer {
+  return new SharedArrayBuffer(8);
 }
 
 /** How often the worker reports, and how long silence is allowed while it serves nothing. */
 export const SAMPLE_MS = 250;
 const IDLE_SILENCE_MS = 3000;
+/** Silence allowed before the first sample, which comes once the code loaded. */
+const LOAD_SILENCE_MS = 10_000;
 const MEMORY_CHECK_MS = 100;
 
-/** Watches the process; `stop(code, why)` ends it. Returns the sink for the worker's samples. */
+/**
+ * Watches the process; `stop(code, why)` ends it. `activity` holds the worker's request
+ * counters. Returns the sink for the worker's samples.
+ */
 export function watchContainer(
   limits: WatchdogLimits,
   stop: (code: number, why: string) => void,
+  activity: SharedArrayBuffer,
 ): (sample: CpuSample) => void {
   const limitMb = Math.round(limits.memoryBytes / 2 ** 20);
-  let last: { at: number; micros: number; active: number } | undefined;
+  const counters = new Int32Array(activity);
+  let last: { at: number; micros: number; begun: number } | undefined;
   let bucketMs = limits.idleCpuBurstMs;
+  const started = Date.now();
 
   const timer = setInterval(() => {
     const rss = Deno.memoryUsage().rss;
@@ -57,10 +70,9 @@ export function watchContainer(
         `out of memory: the process used ${Math.round(rss / 2 ** 20)} MB of its ${limitMb} MB`,
       );
     }
-    if (!last) return;
-    const silence = Date.now() - last.at;
-    const serving = last.active > 0;
-    const allowed = serving ? limits.busySilenceMs : IDLE_SILENCE_MS;
+    const silence = Date.now() - (last?.at ?? started);
+    const serving = Atomics.load(counters, REQUESTS_IN_FLIGHT) > 0;
+    const allowed = !last ? LOAD_SILENCE_MS : serving ? limits.busySilenceMs : IDLE_SILENCE_MS;
     if (silence > allowed) {
       clearInterval(timer);
       stop(
@@ -74,11 +86,14 @@ export function watchContainer(
 
   return (sample) => {
     const now = Date.now();
+    const begun = Atomics.load(counters, REQUESTS_BEGUN);
     if (last) {
+      // CPU counts against the budget only in a period without any request.
+      const busy = begun !== last.begun || Atomics.load(counters, REQUESTS_IN_FLIGHT) > 0;
       const usedMs = (sample.micros - last.micros) / 1000;
       bucketMs = Math.min(
         limits.idleCpuBurstMs,
-        bucketMs + (now - last.at) * limits.idleCpuShare - (sample.busy ? 0 : usedMs),
+        bucketMs + (now - last.at) * limits.idleCpuShare - (busy ? 0 : usedMs),
       );
       if (bucketMs < 0) {
         clearInterval(timer);
@@ -90,6 +105,6 @@ export function watchContainer(
         );
       }
     }
-    last = { at: now, micros: sample.micros, active: sample.active };
+    last = { at: now, micros: sample.micros, begun };
   };
 }
