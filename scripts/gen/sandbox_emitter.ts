@@ -17,7 +17,10 @@ async function bundle(entry: string): Promise<string> {
   if (!output.success) {
     throw new Error(`deno bundle failed: ${new TextDecoder().decode(output.stderr)}`);
   }
-  return new TextDecoder().decode(output.stdout);
+  // esbuild names npm modules by their path in the Deno cache, relative to the working
+  // directory: made the same on every machine and checkout, so that gen/ checks fresh anywhere.
+  return new TextDecoder().decode(output.stdout)
+    .replace(/(?:\.\.\/)*[^\s"'`]*?\/npm\/registry\.npmjs\.org\//g, "npm:");
 }
 
 /** The source of gen/sandbox/sources.ts. */
