@@ -48,19 +48,20 @@ type FetchCall = Extract<OutboundCall, { t: "fetch" }>;
 /** How a response's body is handed over: read by the worker, or saved to a file first. */
 type Body = ReadableStreamDefaultReader<Uint8Array> | Promise<number>;
 
-/** Aborts when `idleMs` pass without a call to `touch`, and on `abort`. */
+/**
+ * Aborts when `idleMs` pass without a call to `touch`. One timer checks a timestamp, so that a
+ * touch per chunk costs no timer of its own.
+ */
 function idleWatch(idleMs: number | undefined) {
   const controller = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const touch = () => {
-    if (idleMs === undefined) return;
-    clearTimeout(timer);
-    timer = setTimeout(
-      () => controller.abort(new DOMException(`no data for ${idleMs} ms`, "TimeoutError")),
-      idleMs,
-    );
-  };
-  return { signal: controller.signal, touch, stop: () => clearTimeout(timer) };
+  let lastTouch = Date.now();
+  const timer = idleMs === undefined ? undefined : setInterval(() => {
+    if (Date.now() - lastTouch <= idleMs) return;
+    clearInterval(timer);
+    controller.abort(new DOMException(`no data for ${idleMs} ms`, "TimeoutError"));
+  }, Math.max(10, Math.min(1000, idleMs / 4)));
+  const touch = () => void (lastTouch = Date.now());
+  return { signal: controller.signal, touch, stop: () => clearInterval(timer) };
 }
 
 /** A body stream that touches the idle watch at every chunk and stops it at the end. */
@@ -114,14 +115,16 @@ export function serveOutbound(
       clearTimeout(connectTimer)
     );
     // Connected: from now on only the idle time and the total time count.
-    const body = response.body ? watched(response.body, idle) : null;
-    if (!body) idle.stop();
     head(call.id, response);
-    if (!body) return answer({ t: "done", id: call.id });
+    if (!response.body) {
+      idle.stop();
+      return answer({ t: "done", id: call.id });
+    }
     if (call.saveTo !== undefined && response.status < 400) {
-      bodies.set(call.id, files.write(call.saveTo, body));
+      const saving = files.write(call.saveTo, response.body, idle.touch);
+      bodies.set(call.id, saving.finally(idle.stop));
     } else {
-      bodies.set(call.id, body.getReader());
+      bodies.set(call.id, watched(response.body, idle).getReader());
     }
   };
 

@@ -75,9 +75,14 @@ export class StorageFiles {
 
   /**
    * Streams `body` into the file `name`, within the quota (the file it replaces counts as
-   * freed). The body is never held whole; on any failure nothing of it is kept.
+   * freed); `onChunk` hears every chunk. The body is never held whole; on any failure nothing
+   * of it is kept.
    */
-  async write(name: string, body: ReadableStream<Uint8Array>): Promise<number> {
+  async write(
+    name: string,
+    body: ReadableStream<Uint8Array>,
+    onChunk: () => void = () => {},
+  ): Promise<number> {
     const path = this.path(name);
     const temp = `${this.#dir}/${TEMP_PREFIX}${this.#nextTemp++}`;
     const budget = this.#free() + this.#sizeOf(path);
@@ -85,6 +90,7 @@ export class StorageFiles {
     const file = await Deno.open(temp, { write: true, createNew: true });
     try {
       for await (const chunk of body) {
+        onChunk();
         written += chunk.length;
         if (written > budget) throw this.#full();
         for (let done = 0; done < chunk.length;) done += await file.write(chunk.subarray(done));
