@@ -30,8 +30,14 @@ Deno.test("when the last client disconnects the transfer stops and its partial f
   await createModel(node, "m");
   const client = new AbortController();
   await untilProgress(await startDownload(node, "m", { url }, client.signal));
-  // Progress counts bytes received; the partial file appears with the first buffered write.
-  await waitFor(async () => (await partials(node.dataDir)).length === 1, "a partial file", 5000);
+  // The partial file is opened before the first byte is read.
+  const seen = await listFiles(`${node.dataDir}/models`);
+  assert.equal(
+    seen.filter((name) => name.endsWith(".partial")).length,
+    1,
+    `a partial file while downloading; the models folder holds ${JSON.stringify(seen)}; ` +
+      `the node said:\n${node.output().slice(-3000)}`,
+  );
   client.abort();
   await waitFor(() => source.abandoned === 1, "the node to stop reading the source");
   await waitFor(async () => (await listFiles(`${node.dataDir}/models`)).length === 0, "cleanup");
