@@ -5,24 +5,25 @@
  * modes and failures, storage files, and the reference's deploy calls.
  */
 import assert from "node:assert/strict";
-import { packTar } from "modern-tar";
 import { packImage } from "../src/cli/image_build.ts";
 import { ImageListSchema } from "../gen/mcm/validators.ts";
 import { expectJson } from "./helpers/contract.ts";
 import { startFileServer } from "./helpers/file_server.ts";
 import { cliToken, makeIssuer, rpc } from "./helpers/identity.ts";
-import { getJson, mcm, serviceUrl, startContainer, uploadImage } from "./helpers/mcm.ts";
+import {
+  getJson,
+  mcm,
+  scriptImage,
+  serviceUrl,
+  startContainer,
+  uploadImage,
+} from "./helpers/mcm.ts";
 import { sha256Hex, startTestNode, type TestNode, withTempDir } from "./helpers/node.ts";
 import { REFERENCE_MIM } from "./helpers/reference_mims.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 const LOOPBACK = { ...CONFIG, mcm: { outboundNetworks: ["public", "private", "loopback"] } };
 const encoder = new TextEncoder();
-
-async function scriptImage(script: string): Promise<Uint8Array> {
-  const body = encoder.encode(script);
-  return await packTar([{ header: { name: "index.js", size: body.length, type: "file" }, body }]);
-}
 
 /** Uploads and starts the reference-style microservice; returns its URL. */
 async function deployReference(node: TestNode, name = "refmim"): Promise<string> {

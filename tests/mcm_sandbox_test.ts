@@ -5,7 +5,6 @@
  * back.
  */
 import assert from "node:assert/strict";
-import { packTar } from "modern-tar";
 import { ContainerSchema } from "../gen/mcm/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
 import {
@@ -13,6 +12,7 @@ import {
   getJson,
   mcm,
   postContainer,
+  scriptImage,
   serviceUrl,
   startContainer,
   uploadImage,
@@ -69,12 +69,6 @@ mimikModule.exports = function (context, req, res) {
   if (path === "/throw") throw new Error("boom");
   res.end(JSON.stringify({ ok: true }));
 };`;
-}
-
-/** A plain image holding `script` as index.js. */
-async function scriptImage(script: string): Promise<Uint8Array> {
-  const body = new TextEncoder().encode(script);
-  return await packTar([{ header: { name: "index.js", size: body.length, type: "file" }, body }]);
 }
 
 async function deployHostile(node: TestNode) {

@@ -5,6 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { packTar } from "modern-tar";
 import { ContainerSchema, ImageSchema } from "../../gen/mcm/validators.ts";
 import { mcmClient } from "../../src/sdk/clients.ts";
 import { expectJson, wire } from "./contract.ts";
@@ -25,6 +26,12 @@ export async function buildExample(dir: string, out: string, name?: string): Pro
   ]);
   assert.equal(result.code, 0, result.stderr);
   return await Deno.readFile(out);
+}
+
+/** A plain image archive holding `script` as its index.js. */
+export async function scriptImage(script: string): Promise<Uint8Array> {
+  const body = new TextEncoder().encode(script);
+  return await packTar([{ header: { name: "index.js", size: body.length, type: "file" }, body }]);
 }
 
 /** POST /mcm/v1/images with the archive as the multipart field `image`. */
