@@ -19,13 +19,13 @@ export interface ContextInfo {
   nodeId: string;
 }
 
-type Headers_ = Record<string, string>;
+type HeaderMap = Record<string, string>;
 
 /** What `success` gets; `done` only in stream mode. */
 interface HttpResult {
   data: string;
   status: number;
-  headers: Headers_;
+  headers: HeaderMap;
   done?: boolean;
 }
 
@@ -34,7 +34,7 @@ interface HttpFailure {
   message: string;
   status: number;
   content?: string;
-  headers?: Headers_;
+  headers?: HeaderMap;
 }
 
 /** The options of `context.http.request`. */
@@ -42,7 +42,7 @@ interface HttpRequestOptions {
   url: string;
   type?: string;
   data?: unknown;
-  headers?: Headers_;
+  headers?: HeaderMap;
   authorization?: string;
   /** "stream": `success` per chunk with `done: false`, then once with `done: true`. */
   mode?: string;
@@ -117,7 +117,7 @@ function requestOf(options: HttpRequestOptions): Request | string {
 }
 
 /** Hands the body to `success` chunk by chunk (`done: false`), then `done: true`. */
-async function streamTo(options: HttpRequestOptions, response: Response, headers: Headers_) {
+async function streamTo(options: HttpRequestOptions, response: Response, headers: HeaderMap) {
   const decoder = new TextDecoder();
   const status = response.status;
   for await (const chunk of response.body ?? []) {
