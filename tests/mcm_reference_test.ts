@@ -238,6 +238,30 @@ Deno.test("reference: storage.saveFile and deleteFile, served with writeMimeFile
   }
 });
 
+Deno.test("reference: req.handleFormRequest stores file parts and reads fields, as curl -F sends them", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const url = await deployReference(node);
+  const bytes = new Uint8Array(200_000).map((_, i) => (i * 7919) % 251);
+  await withTempDir(async (dir) => {
+    await Deno.writeFile(`${dir}/model.bin`, bytes);
+    // curl writes the multipart body (nobody here wrote its encoder).
+    const curl = await new Deno.Command("curl", {
+      args: ["-sS", "-F", 'title=a "quoted" name', "-F", `model=@${dir}/model.bin`, `${url}/form`],
+      stdout: "piped",
+    }).output();
+    const answer = JSON.parse(new TextDecoder().decode(curl.stdout));
+    assert.deepEqual(answer, {
+      fields: { title: 'a "quoted" name' },
+      stored: [{ path: "upload-model", size: bytes.length }],
+    });
+  });
+  const served = await fetch(`${url}/file?name=upload-model`);
+  assert.equal(await sha256Hex(new Uint8Array(await served.arrayBuffer())), await sha256Hex(bytes));
+  const plain = await getJson(`${url}/form`, { method: "POST", body: "not a form" });
+  assert.equal(plain.status, 400);
+  assert.match(plain.body.message, /not multipart\/form-data/);
+});
+
 /** A raw HTTP/1.1 request (fetch always labels a string body); returns status and body. */
 async function rawRequest(
   node: TestNode,

@@ -179,6 +179,23 @@ var routes = {
       send(res, 400, { message: e.message });
     }
   },
+  '/form': function (context, req, res) {
+    // mModelShare's upload: the file part goes to storage under an id, the fields are read.
+    var fields = {};
+    var stored = [];
+    try {
+      req.handleFormRequest({
+        found: function (key, filename) {
+          return filename ? { action: 'store', path: 'upload-' + key } : { action: 'get' };
+        },
+        get: function (key, value) { fields[key] = value; },
+        store: function (path, size) { stored.push({ path: path, size: size }); }
+      });
+    } catch (e) {
+      return send(res, 400, { message: e.message });
+    }
+    send(res, 201, { fields: fields, stored: stored });
+  },
   '/delete': function (context, req, res) {
     try {
       context.storage.deleteFile(query(req.url).name);

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { type FormHandlers, formParts, handleForm } from "./form_request.ts";
 
 /** A request as the node passes it: path relative to the base path, body read whole. */
 export interface Incoming {
@@ -65,13 +66,15 @@ export interface ModelSurroundings {
   origin: string;
   /** A file of the container's storage as a Response (404 when there is none). */
   readFile(name: string): Promise<Response>;
+  /** Saves a file in the container's storage, synchronously. */
+  saveFile(name: string, bytes: Uint8Array): void;
 }
 
 /** The reference model: `req` and `res` objects, the handler ends the response. */
 function mimikModel(
   handler: MimikHandler,
   context: unknown,
-  readFile: ModelSurroundings["readFile"],
+  { readFile, saveFile }: ModelSurroundings,
 ): Model {
   return {
     kind: "mimik",
@@ -88,6 +91,13 @@ function mimikModel(
           headers,
           body: incoming.body ? decoder.decode(incoming.body) : "",
           authorization: headers.authorization,
+          handleFormRequest(handlers: FormHandlers): void {
+            const parts = formParts(
+              headers["content-type"] ?? "",
+              incoming.body ?? new Uint8Array(),
+            );
+            handleForm(parts, handlers ?? {}, saveFile);
+          },
         };
         const out = new Headers();
         let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
@@ -194,7 +204,7 @@ export function loadModel(
   const candidates = [exported, (exported as { default?: unknown } | null)?.default];
   for (const candidate of candidates) {
     if (typeof candidate === "function") {
-      return mimikModel(candidate as MimikHandler, context, surroundings.readFile);
+      return mimikModel(candidate as MimikHandler, context, surroundings);
     }
     if (typeof (candidate as FetchHandler | null)?.fetch === "function") {
       return fetchModel(candidate as FetchHandler, env, context, surroundings.origin);

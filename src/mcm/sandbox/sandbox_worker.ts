@@ -124,6 +124,8 @@ function boot(
   return loadModel(exported, { ...start.env }, context, {
     origin: `http://localhost:${start.info.httpPort}`,
     readFile: outbound.readFile,
+    saveFile: (name, bytes) =>
+      storage.saveFile(name, (bytes as Uint8Array & { toBase64(): string }).toBase64()),
   });
 }
 
