@@ -19,6 +19,7 @@ import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 import { localLinkListing, mdsNode } from "../mds/listing.ts";
 import { decryptListing } from "../mds/listing_crypto.ts";
+import { HttpError } from "../http/errors.ts";
 import { CallRefused } from "./container_channel.ts";
 
 const KID = "edgenode-container";
@@ -68,7 +69,15 @@ export class NodeServices {
         503,
       );
     }
-    const nodes = (await this.#hub.list(clusters as "account")).map((node) => mdsNode(node, []));
+    let listed;
+    try {
+      listed = await this.#hub.list(clusters as "account");
+    } catch (error) {
+      // Not connected, no token stored: the hub link says why, with a status.
+      if (error instanceof HttpError) throw new CallRefused(error.message, error.status);
+      throw error;
+    }
+    const nodes = listed.map((node) => mdsNode(node, []));
     if (clusters === "proximity") return await this.#seal({ proximity: { nodes } });
     // The reference's shape: the nodes are ciphered once more, opened with type "account".
     return await this.#seal({

@@ -121,8 +121,10 @@ export function serveOutbound(
       return answer({ t: "done", id: call.id });
     }
     if (call.saveTo !== undefined && response.status < 400) {
-      const saving = files.write(call.saveTo, response.body, idle.touch);
-      bodies.set(call.id, saving.finally(idle.stop));
+      const saving = files.write(call.saveTo, response.body, idle.touch).finally(idle.stop);
+      // Its failure is answered when the worker pulls; unheard it must not end the process.
+      saving.catch(() => {});
+      bodies.set(call.id, saving);
     } else {
       bodies.set(call.id, watched(response.body, idle).getReader());
     }
