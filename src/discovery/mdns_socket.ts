@@ -11,7 +11,7 @@
  */
 import dgram from "node:dgram";
 import dnsPacket from "dns-packet";
-import { ConfigError } from "../node/config.ts";
+import { ConfigError } from "../config/config_error.ts";
 
 /** The IPv4 mDNS group (RFC 6762 §3). */
 export const MDNS_GROUP = "224.0.0.251";

@@ -6,7 +6,7 @@
  * @module
  */
 import { calculateJwkThumbprint, importJWK, type JWK, SignJWT } from "jose";
-import { ConfigError } from "../node/config.ts";
+import { ConfigError } from "../config/config_error.ts";
 import { newEd25519Jwks, writeSecretFile } from "./key_files.ts";
 
 /** The issuer's key file and trust file in its folder. */

@@ -7,6 +7,7 @@
 import { Buffer } from "node:buffer";
 import { join, resolve } from "node:path";
 import * as v from "valibot";
+import { ConfigError } from "../config/config_error.ts";
 import type { DiscoverySettings } from "../discovery/link_local.ts";
 import type { McmSettings } from "../mcm/deployments.ts";
 import {
@@ -77,10 +78,7 @@ export const DEFAULTS = {
 /** Reads an environment variable; injected so that callers can decide which ones are allowed. */
 export type EnvReader = (name: string) => string | undefined;
 
-/** A setting or file the user must fix; main prints the message and exits 2. */
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+export { ConfigError };
 
 /** The data directory and config file paths, before anything is read. */
 export function resolvePaths(
