@@ -10,7 +10,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import type * as esbuild from "esbuild";
 import { isExecutable } from "../program/self_program.ts";
 import { packTar } from "modern-tar";
-import { ConfigError } from "../node/config.ts";
+import { ConfigError } from "../config/config_error.ts";
 
 /** A built image. */
 export interface BuiltImage {

@@ -6,7 +6,7 @@
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import type { Image } from "../../gen/mcm/validators.ts";
-import { ConfigError } from "../node/config.ts";
+import { ConfigError } from "../config/config_error.ts";
 import { mcmClient } from "../sdk/clients.ts";
 import { answer, type Env, invocation, printJson } from "./cli_context.ts";
 import { buildImage } from "./image_build.ts";

@@ -4,7 +4,7 @@
  * @module
  */
 import type { components } from "../../gen/store/types.ts";
-import { ConfigError } from "../node/config.ts";
+import { ConfigError } from "../config/config_error.ts";
 import { storeClient } from "../sdk/clients.ts";
 import { humanBytes } from "../sdk/human_units.ts";
 import { ensureModel, followDownload } from "../sdk/models.ts";

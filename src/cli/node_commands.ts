@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { ConfigError } from "../node/config.ts";
+import { ConfigError } from "../config/config_error.ts";
 import { insightClient } from "../sdk/clients.ts";
 import { rpcCall } from "../sdk/json_rpc.ts";
 import { answer, type Env, invocation, printJson, printTable } from "./cli_context.ts";

@@ -6,7 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { decryptNodeListing } from "../sdk/local_nodes.ts";
-import { ConfigError } from "../node/config.ts";
+import { ConfigError } from "../config/config_error.ts";
 
 /** Usage lines for the program's help. */
 export const NODES_HELP =

@@ -11,7 +11,7 @@ import { HttpError, jsonResponse, responseForError, statusCodeError } from "../h
 import { mountRoutes } from "../http/routes.ts";
 import { SCOPES } from "../identity/identity.ts";
 import { TokenError, TokenVerifier } from "../identity/token_verifier.ts";
-import { openDatabase } from "../node/database.ts";
+import { openDatabase } from "../storage/database.ts";
 import {
   CALLER_ACCOUNT_HEADER,
   FORWARDED_FOR_HEADER,

@@ -33,7 +33,10 @@ export async function checkBundle(path: string): Promise<void> {
     // Not parsed here (a syntax this parser does not know, or no script at all: V8 then says
     // what is wrong): refused only if it names import at all.
     if (/\bimport\s*(\(|\.\s*meta\b)/.test(code)) {
-      throw new LoadError("index.js uses import(): microservices cannot load modules");
+      throw new LoadError(
+        "index.js uses import() or import.meta: microservices cannot load modules; " +
+          "bundle every dependency into index.js",
+      );
     }
     checked.add(path);
     return;

@@ -6,7 +6,7 @@
  */
 import type { Container, ContainerCall, StartContainerRequest } from "../../gen/mcm/validators.ts";
 import { HttpError } from "../http/errors.ts";
-import { KeyedLock } from "../node/keyed_lock.ts";
+import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
 import type { Caller } from "./caller.ts";
 import { LoadError } from "./container_channel.ts";

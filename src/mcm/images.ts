@@ -7,7 +7,7 @@
 import type { Image } from "../../gen/mcm/validators.ts";
 import { HttpError } from "../http/errors.ts";
 import { uploadBody } from "../http/upload_body.ts";
-import { KeyedLock } from "../node/keyed_lock.ts";
+import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
 import type { Caller } from "./caller.ts";
 import { type ArchiveLimits, readImageArchive } from "./image_archive.ts";

@@ -33,7 +33,7 @@ import { Transfers } from "../store/transfers.ts";
 import { storeHandlers, storeRoutes } from "../store/routes.ts";
 import { VIA_HEADER } from "../tunnel/routing.ts";
 import type { Settings } from "./config.ts";
-import { openDatabase } from "./database.ts";
+import { openDatabase } from "../storage/database.ts";
 
 /** A node that is serving. */
 export interface RunningNode {

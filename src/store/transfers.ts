@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { KeyedLock } from "../node/keyed_lock.ts";
+import { KeyedLock } from "../storage/keyed_lock.ts";
 
 /** Locks and running transfers, keyed by model id. */
 export class Transfers {

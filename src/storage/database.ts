@@ -1,6 +1,6 @@
 /**
- * The node's SQLite database (`<dataDir>/edgenode.db`), shared by the services, each of which
- * creates its own tables.
+ * The SQLite database of the node (`<dataDir>/edgenode.db`) or the hub (`hub.db`), shared by
+ * the services, each of which creates its own tables.
  *
  * @module
  */
