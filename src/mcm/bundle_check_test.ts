@@ -9,7 +9,10 @@ Deno.test("checkBundle refuses import() and import.meta, wherever they stand, an
       ['var s = "import(\'x\')"; // import("y")', null],
       ["var o = { import: 1 }; o.import;", null],
       ['import("node:fs");', /import\(\) \(line 1, column 1\)/],
-      ["function f() {\n  return import/* hidden */('data:x');\n}", /import\(\) \(line 2, column 10\)/],
+      [
+        "function f() {\n  return import/* hidden */('data:x');\n}",
+        /import\(\) \(line 2, column 10\)/,
+      ],
       ["new Function('return 1'); void import.meta", /import\.meta/],
       // Not a script for this parser: refused only if it names an import.
       ["export default {}", null],
@@ -19,7 +22,8 @@ Deno.test("checkBundle refuses import() and import.meta, wherever they stand, an
       const path = `${dir}/${i}.js`;
       await Deno.writeTextFile(path, code);
       if (want === null) await checkBundle(path);
-      else await assert.rejects(checkBundle(path), (e) => e instanceof LoadError && want.test(e.message), code);
+      else {await assert.rejects(checkBundle(path), (e) =>
+          e instanceof LoadError && want.test(e.message), code);}
     }
   } finally {
     await Deno.remove(dir, { recursive: true });

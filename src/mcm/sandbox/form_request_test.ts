@@ -12,7 +12,7 @@ async function encoded(form: FormData): Promise<{ type: string; body: Uint8Array
 
 Deno.test("formParts reads what Request encodes: fields, files, empty parts, CRLF in data", async () => {
   const form = new FormData();
-  form.append("title", "a \"quoted\" name");
+  form.append("title", 'a "quoted" name');
   form.append("empty", "");
   const bytes = new Uint8Array([13, 10, 45, 45, 0, 255, 13, 10]);
   form.append("model", new File([bytes], "model.bin"));
@@ -38,9 +38,11 @@ Deno.test("handleForm stores, gets or skips each part as found() decides", async
   const seen: string[] = [];
   handleForm(formParts(type, body), {
     found: (key, filename) =>
-      key === "file" ? { action: "store", path: `up-${filename}` } : key === "keep"
-      ? { action: "get" }
-      : { action: "skip" },
+      key === "file"
+        ? { action: "store", path: `up-${filename}` }
+        : key === "keep"
+        ? { action: "get" }
+        : { action: "skip" },
     get: (key, value) => seen.push(`get ${key}=${value}`),
     store: (path, size) => seen.push(`store ${path} ${size}`),
   }, (path, bytes) => saved.push([path, new TextDecoder().decode(bytes)]));

@@ -37,8 +37,16 @@ Deno.test("NetworkPolicy.check refuses what is not allowed, names resolved first
 });
 
 Deno.test("deniedRanges: Deno's --deny-net list for the refused classes", () => {
-  assert.deepEqual(deniedRanges(["public", "private", "loopback", "link-local", "node"], ["1.2.3.4"]), []);
-  const denied = deniedRanges(["public", "private"], ["192.168.1.20", "127.0.0.1", "fe80::1%eth0", "2001:db8::5"]);
+  assert.deepEqual(
+    deniedRanges(["public", "private", "loopback", "link-local", "node"], ["1.2.3.4"]),
+    [],
+  );
+  const denied = deniedRanges(["public", "private"], [
+    "192.168.1.20",
+    "127.0.0.1",
+    "fe80::1%eth0",
+    "2001:db8::5",
+  ]);
   assert.deepEqual(denied, [
     "127.0.0.0/8",
     "0.0.0.0/8",
