@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { EnvReader } from "../node/config.ts";
-import { netAddress, realConfigPath } from "../node/launcher.ts";
+import { type EnvReader, realConfigPath } from "../config/mod.ts";
+import { netAddress } from "../program/permission_set.ts";
 import { HUB_ENV_VARS } from "../program/env_vars.ts";
 import { NO_PERMISSIONS, type PermissionSet } from "../program/permission_set.ts";
 import { runNarrowed } from "../program/self_program.ts";

@@ -8,7 +8,7 @@
 import { join, resolve } from "node:path";
 import { type HubConfig, HubConfigSchema } from "../../gen/config/validators.ts";
 import type { TrustedIssuer } from "../../gen/config/validators.ts";
-import { ConfigError, type EnvReader, readJsonFile, readTrustFiles } from "../node/config.ts";
+import { ConfigError, type EnvReader, readJsonFile, readTrustFiles } from "../config/mod.ts";
 
 /** Flags of `edgenode hub`. */
 export interface HubFlags {

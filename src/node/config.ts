@@ -6,15 +6,18 @@
  */
 import { Buffer } from "node:buffer";
 import { join, resolve } from "node:path";
-import * as v from "valibot";
-import { ConfigError } from "../config/config_error.ts";
+import {
+  ConfigError,
+  type EnvReader,
+  readJsonFile,
+  readTrustFiles,
+} from "../config/mod.ts";
 import type { DiscoverySettings } from "../discovery/link_local.ts";
 import type { McmSettings } from "../mcm/deployments.ts";
 import {
   type NodeConfig,
   NodeConfigSchema,
   type TrustedIssuer,
-  TrustedIssuerSchema,
 } from "../../gen/config/validators.ts";
 
 /** Flags of `edgenode serve`. */
@@ -75,10 +78,7 @@ export const DEFAULTS = {
   },
 } as const;
 
-/** Reads an environment variable; injected so that callers can decide which ones are allowed. */
-export type EnvReader = (name: string) => string | undefined;
-
-export { ConfigError };
+export { ConfigError, type EnvReader, readJsonFile, readTrustFiles };
 
 /** The data directory and config file paths, before anything is read. */
 export function resolvePaths(
@@ -109,47 +109,8 @@ export function generateApiKey(): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 }
 
-/** Reads a JSON file and validates it; ConfigError naming every problem otherwise. */
-export async function readJsonFile<S extends v.GenericSchema>(
-  path: string,
-  schema: S,
-  what: string,
-): Promise<v.InferOutput<S>> {
-  const text = await Deno.readTextFile(path);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`${path} is not valid JSON: ${(error as Error).message}`);
-  }
-  const result = v.safeParse(schema, parsed);
-  if (!result.success) {
-    const problems = result.issues.map((issue) =>
-      `${(issue.path ?? []).map((p) => p.key).join(".") || "(file)"}: ${issue.message}`
-    );
-    throw new ConfigError(`${path} is not a valid ${what}: ${problems.join("; ")}`);
-  }
-  return result.output;
-}
-
 function readConfigFile(path: string): Promise<NodeConfig> {
   return readJsonFile(path, NodeConfigSchema, "config file");
-}
-
-/** The issuers of trust files given with --trust. */
-export async function readTrustFiles(paths: string[]): Promise<TrustedIssuer[]> {
-  const issuers: TrustedIssuer[] = [];
-  for (const path of paths) {
-    try {
-      issuers.push(await readJsonFile(path, TrustedIssuerSchema, "trust file"));
-    } catch (error) {
-      if (error instanceof Deno.errors.NotFound) {
-        throw new ConfigError(`trust file ${path} does not exist`);
-      }
-      throw error;
-    }
-  }
-  return issuers;
 }
 
 /**

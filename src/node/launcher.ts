@@ -7,17 +7,13 @@
  *
  * @module
  */
-import { basename, dirname, join } from "node:path";
 import { MDNS_GROUP } from "../discovery/mdns_socket.ts";
 import { NODE_ENV_VARS } from "../program/env_vars.ts";
-import type { PermissionSet } from "../program/permission_set.ts";
+import { netAddress, type PermissionSet } from "../program/permission_set.ts";
 import { runNarrowed } from "../program/self_program.ts";
+import { realConfigPath } from "../config/mod.ts";
 import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
 
-/** `host:port` as Deno's --allow-net takes it. */
-export function netAddress(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-}
 
 /**
  * The Deno permissions of a node with these settings. Downloads fetch from any host the user
@@ -82,7 +78,3 @@ export async function launch(
   ]);
 }
 
-/** A config file's path with its folder's symlinks resolved (the file may not exist yet). */
-export async function realConfigPath(path: string): Promise<string> {
-  return join(await Deno.realPath(dirname(path)), basename(path));
-}

@@ -16,6 +16,11 @@ export interface PermissionSet {
   sys: NonNullable<Deno.SysPermissionDescriptor["kind"]>[];
 }
 
+/** `host:port` as Deno's --allow-net takes it. */
+export function netAddress(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 /** Nothing at all; fields are then added. */
 export const NO_PERMISSIONS: PermissionSet = {
   read: [],

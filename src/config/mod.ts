@@ -1,0 +1,14 @@
+/**
+ * Configuration pieces shared by the node, the hub and the CLI, with no dependency on either
+ * composition root: the error a user must fix, and reading checked JSON, trust and config files.
+ *
+ * @example
+ * ```ts
+ * import { ConfigError } from "./mod.ts";
+ * throw new ConfigError("no data directory: pass --data-dir or set EDGENODE_DATA_DIR");
+ * ```
+ *
+ * @module
+ */
+export { ConfigError } from "./config_error.ts";
+export { type EnvReader, readJsonFile, readTrustFiles, realConfigPath } from "./config_files.ts";
