@@ -6,12 +6,7 @@
  */
 import { Buffer } from "node:buffer";
 import { join, resolve } from "node:path";
-import {
-  ConfigError,
-  type EnvReader,
-  readJsonFile,
-  readTrustFiles,
-} from "../config/mod.ts";
+import { ConfigError, type EnvReader, readJsonFile, readTrustFiles } from "../config/mod.ts";
 import type { DiscoverySettings } from "../discovery/link_local.ts";
 import type { McmSettings } from "../mcm/deployments.ts";
 import {

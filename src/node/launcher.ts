@@ -14,7 +14,6 @@ import { runNarrowed } from "../program/self_program.ts";
 import { realConfigPath } from "../config/mod.ts";
 import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
 
-
 /**
  * The Deno permissions of a node with these settings. Downloads fetch from any host the user
  * names and discovery checks any peer on the LAN, so the node may connect anywhere unless
@@ -77,4 +76,3 @@ export async function launch(
     ...settings.trustFiles.map((path) => `--trust=${path}`),
   ]);
 }
-
