@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
 import type { GpsPoint, WelcomeMessage } from "../../gen/hub/validators.ts";
 import type { NodeDescription } from "../../gen/mds/validators.ts";
 import { HttpError } from "../http/errors.ts";
@@ -14,8 +15,8 @@ import { PORT_HEADER, ROUTING_HEADER, routingHeader } from "../tunnel/routing.ts
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import { serveTunnelled } from "./tunnel_requests.ts";
 
-const FIRST_RETRY_MS = 500;
-const MAX_RETRY_MS = 30_000;
+/** Reconnections wait 0.5 s, doubling up to 30 s, ±20% so that nodes do not come back in step. */
+const RECONNECT_BACKOFF: BackoffOptions = { minTimeout: 500, maxTimeout: 30_000, jitter: 0.2 };
 /** How long a listing, or the sep's self-check, may take. */
 const LIST_TIMEOUT_MS = 5000;
 
@@ -55,7 +56,8 @@ export class HubLink {
   #mux: StreamMux | undefined;
   #welcome: WelcomeMessage | undefined;
   #reason = "not connected yet";
-  #retryMs = FIRST_RETRY_MS;
+  /** Failed connections since the last welcome. */
+  #retries = 0;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #ticker: ReturnType<typeof setInterval> | undefined;
   #lastHeard = 0;
@@ -228,7 +230,7 @@ export class HubLink {
       }
       case "welcome":
         this.#welcome = message;
-        this.#retryMs = FIRST_RETRY_MS;
+        this.#retries = 0;
         // A fix or description that changed since the hello.
         return this.#sendUpdate();
       case "refused":
@@ -258,14 +260,13 @@ export class HubLink {
 
   #retryLater(): void {
     if (this.#stopped) return;
-    const jitter = 0.8 + Math.random() * 0.4;
-    this.#retryTimer = setTimeout(() => this.#connect(), this.#retryMs * jitter);
-    this.#retryMs = Math.min(this.#retryMs * 2, MAX_RETRY_MS);
+    const delay = backoffDelay(++this.#retries, RECONNECT_BACKOFF);
+    this.#retryTimer = setTimeout(() => this.#connect(), delay);
   }
 
   /** Drops the connection (if any) and connects again at once with the current token. */
   #reconnect(why: string): void {
-    this.#retryMs = FIRST_RETRY_MS;
+    this.#retries = 0;
     const socket = this.#socket;
     if (socket) {
       this.#socket = undefined;

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
 import { HttpError } from "../http/errors.ts";
 import { type ChannelOptions, ContainerChannel, LoadError } from "./container_channel.ts";
 import { ContainerLog, type LogLine } from "./container_log.ts";
@@ -13,8 +14,8 @@ import { ContainerLog, type LogLine } from "./container_log.ts";
 export type ContainerState = "starting" | "started" | "restarting" | "failed" | "stopped";
 
 export type { LogLine };
-const FIRST_BACKOFF_MS = 250;
-const MAX_BACKOFF_MS = 30_000;
+/** Restarts wait 0.25 s, doubling up to 30 s. */
+const RESTART_BACKOFF: BackoffOptions = { minTimeout: 250, maxTimeout: 30_000 };
 /** A process that ran this long resets the back-off. */
 const STABLE_MS = 60_000;
 /** A microservice thread that does not answer a ping this soon is stuck. */
@@ -112,7 +113,7 @@ export class ContainerRuntime {
 
   #scheduleRestart(why: string): void {
     this.#state = "restarting";
-    const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** Math.max(0, this.#failures - 1));
+    const delay = backoffDelay(this.#failures, RESTART_BACKOFF);
     this.log("node", `${why}; restarting in ${delay} ms`);
     this.#timer = setTimeout(async () => {
       if (this.#state !== "restarting") return;

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
 import { HttpError } from "../http/errors.ts";
 
 /** How hard to try. */
@@ -37,9 +38,8 @@ class Stalled extends Error {}
 const TRANSIENT_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
 
 /** Back-off before retry `n` (1-based): 0.5 s doubling, at most 8 s. */
-export function backoffMs(n: number): number {
-  return Math.min(500 * 2 ** (n - 1), 8000);
-}
+const RETRY_BACKOFF: BackoffOptions = { minTimeout: 500, maxTimeout: 8000 };
+const backoffMs = (n: number) => backoffDelay(n, RETRY_BACKOFF);
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
