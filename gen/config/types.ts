@@ -6,20 +6,40 @@ export interface components {
         NodeConfig: {
             /** @description Bearer key for mutating calls. Generated (32 random bytes, base64url) at first start. */
             apiKey: string;
-            /** @description Address to listen on. Default 0.0.0.0 (every interface). */
-            host?: string;
-            /** @description Port to listen on. Default 8083; 0 picks a free port. */
-            port?: number;
-            /** @description Path prefixes the model registry answers under. Default ["/ai/store/v1"]. */
-            storePrefixes?: string[];
-            /** @description When true, GET and HEAD need the API key too. Default false (as the spec). */
-            readsRequireKey?: boolean;
+            /**
+             * @description Address to listen on. Default 0.0.0.0 (every interface).
+             * @default 0.0.0.0
+             */
+            host: string;
+            /**
+             * @description Port to listen on. Default 8083; 0 picks a free port.
+             * @default 8083
+             */
+            port: number;
+            /**
+             * @description Path prefixes the model registry answers under. Default ["/ai/store/v1"].
+             * @default [
+             *       "/ai/store/v1"
+             *     ]
+             */
+            storePrefixes: string[];
+            /**
+             * @description When true, GET and HEAD need the API key too. Default false (as the spec).
+             * @default false
+             */
+            readsRequireKey: boolean;
             /** @description Largest model file accepted. Default unlimited (the disk is the limit). */
             maxModelFileBytes?: number;
-            /** @description A download that receives no byte for this long is retried. Default 30. */
-            downloadStallSeconds?: number;
-            /** @description Retries of a dropped or stalled download (from where it stopped). Default 5. */
-            downloadRetries?: number;
+            /**
+             * @description A download that receives no byte for this long is retried. Default 30.
+             * @default 30
+             */
+            downloadStallSeconds: number;
+            /**
+             * @description Retries of a dropped or stalled download (from where it stopped). Default 5.
+             * @default 5
+             */
+            downloadRetries: number;
             /**
              * @description Hosts (`name` or `name:port`) downloads may come from, redirects included. Absent: any
              *     host. When set, the node's Deno permission to connect is narrowed to them too.
@@ -27,8 +47,13 @@ export interface components {
             downloadHosts?: string[];
             /** @description The node's human-readable name. Default the host name. */
             nodeName?: string;
-            /** @description Path prefixes the insight service answers under. Default ["/mesh/insight/v1"]. */
-            insightPrefixes?: string[];
+            /**
+             * @description Path prefixes the insight service answers under. Default ["/mesh/insight/v1"].
+             * @default [
+             *       "/mesh/insight/v1"
+             *     ]
+             */
+            insightPrefixes: string[];
             /**
              * @description Issuers whose edge access tokens (JWTs) the node accepts, each with its public keys:
              *     inline `jwks`, a `jwksFile` path, or a `jwksUrl` fetched and cached. `edgenode serve
@@ -42,27 +67,51 @@ export interface components {
         };
         /** @description The node's web page (spec/dashboard.yaml). */
         DashboardConfig: {
-            /** @description Serve the page and its status endpoint. Default true. */
-            enabled?: boolean;
-            /** @description Where the page is served. Default "/". */
-            path?: string;
+            /**
+             * @description Serve the page and its status endpoint. Default true.
+             * @default true
+             */
+            enabled: boolean;
+            /**
+             * @description Where the page is served. Default "/".
+             * @default /
+             */
+            path: string;
         };
         /** @description Microservice deployment (spec/mcm.yaml). */
         McmConfig: {
             /** @description The deployment key for /mcm/v1. Default the node's apiKey. */
             apiKey?: string;
-            /** @description JavaScript heap of a container unless its MCM.MEMORY_MB says. Default 128. */
-            memoryMb?: number;
-            /** @description Largest image archive accepted. Default 67108864 (64 MiB). */
-            maxImageBytes?: number;
-            /** @description Largest entry (index.js) of an image. Default 16777216 (16 MiB). */
-            maxBundleBytes?: number;
-            /** @description Largest request body passed to a microservice. Default 16777216 (16 MiB). */
-            maxRequestBodyBytes?: number;
-            /** @description Storage (context.storage) of one container at most. Default 64. */
-            storageMb?: number;
-            /** @description Containers at most (each is a process). Default 32. */
-            maxContainers?: number;
+            /**
+             * @description Memory of a container (its whole process, beside 128 MiB for the runtime) unless its MCM.MEMORY_MB says. Default 128.
+             * @default 128
+             */
+            memoryMb: number;
+            /**
+             * @description Largest image archive accepted. Default 67108864 (64 MiB).
+             * @default 67108864
+             */
+            maxImageBytes: number;
+            /**
+             * @description Largest entry (index.js) of an image. Default 16777216 (16 MiB).
+             * @default 16777216
+             */
+            maxBundleBytes: number;
+            /**
+             * @description Largest request body passed to a microservice. Default 16777216 (16 MiB).
+             * @default 16777216
+             */
+            maxRequestBodyBytes: number;
+            /**
+             * @description Storage (context.storage) of one container at most. Default 64.
+             * @default 64
+             */
+            storageMb: number;
+            /**
+             * @description Containers at most (each is a process). Default 32.
+             * @default 32
+             */
+            maxContainers: number;
             /**
              * @description The address classes microservices' outbound requests may reach: `public` (the
              *     internet), `private` (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7: the LAN and
@@ -71,8 +120,12 @@ export interface components {
              *     for every address a name resolves to, at every redirect. Default ["public",
              *     "private"]. A microservice reaches its own node's listing without this
              *     (spec/mcm.yaml).
+             * @default [
+             *       "public",
+             *       "private"
+             *     ]
              */
-            outboundNetworks?: ("public" | "private" | "loopback" | "link-local" | "node")[];
+            outboundNetworks: ("public" | "private" | "loopback" | "link-local" | "node")[];
             /**
              * @description Hosts (`name` or `name:port`) microservices may reach with context.http.request and
              *     fetch. Absent: any host.
@@ -88,10 +141,16 @@ export interface components {
         };
         /** @description `<hub data dir>/hub.json` (optional; or the file given with `--config`). Flags win over it. */
         HubConfig: {
-            /** @description Address to listen on. Default 0.0.0.0. */
-            host?: string;
-            /** @description Port to listen on. Default 8090; 0 picks a free port. */
-            port?: number;
+            /**
+             * @description Address to listen on. Default 0.0.0.0.
+             * @default 0.0.0.0
+             */
+            host: string;
+            /**
+             * @description Port to listen on. Default 8090; 0 picks a free port.
+             * @default 8090
+             */
+            port: number;
             /**
              * @description The URL clients reach the hub at (the bep and sep url). Default: the origin nodes
              *     used to connect.
@@ -99,31 +158,50 @@ export interface components {
             publicUrl?: string;
             /** @description Issuers whose tokens the hub accepts, as for a node. */
             trustedIssuers?: components["schemas"]["TrustedIssuer"][];
-            /** @description Radius of the proximity listing around the caller's last fix. Default 10. */
-            proximityKm?: number;
-            /** @description The hub pings every node this often and drops one silent for two intervals. Default 30. */
-            pingSeconds?: number;
-            /** @description Node connections held at most; more are refused with 503. Default 10000. */
-            maxConnections?: number;
+            /**
+             * @description Radius of the proximity listing around the caller's last fix. Default 10.
+             * @default 10
+             */
+            proximityKm: number;
+            /**
+             * @description The hub pings every node this often and drops one silent for two intervals. Default 30.
+             * @default 30
+             */
+            pingSeconds: number;
+            /**
+             * @description Node connections held at most; more are refused with 503. Default 10000.
+             * @default 10000
+             */
+            maxConnections: number;
         };
         /** @description Link-local discovery (spec/mds.yaml describes the protocol). */
         Discovery: {
-            /** @description Announce and discover over multicast DNS. Default true. */
-            mdns?: boolean;
+            /**
+             * @description Announce and discover over multicast DNS. Default true.
+             * @default true
+             */
+            mdns: boolean;
             /**
              * @description Interfaces to announce on: names (`eth0`, `lo`) or IPv4 addresses. Default every
              *     non-internal IPv4 interface, or loopback when there is none.
              */
             interfaces?: string[];
-            /** @description The UDP port of multicast DNS. Default 5353; another one makes a separate group. */
-            port?: number;
-            /** @description Re-announce interval; records live 3 of them. Default 30. */
-            announceSeconds?: number;
+            /**
+             * @description The UDP port of multicast DNS. Default 5353; another one makes a separate group.
+             * @default 5353
+             */
+            port: number;
+            /**
+             * @description Re-announce interval; records live 3 of them. Default 30.
+             * @default 30
+             */
+            announceSeconds: number;
             /**
              * @description Base URLs of nodes to check directly (`http://10.0.0.5:8083`), for networks that
              *     block multicast. Verified like discovered peers, every announce interval.
+             * @default []
              */
-            peers?: string[];
+            peers: string[];
         };
         TrustedIssuer: {
             /** @description The `iss` claim of its tokens. */

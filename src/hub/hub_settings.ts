@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { HubConfigDefaults } from "../../gen/config/defaults.ts";
 import { join, resolve } from "node:path";
 import { type HubConfig, HubConfigSchema } from "../../gen/config/validators.ts";
 import type { TrustedIssuer } from "../../gen/config/validators.ts";
@@ -36,13 +37,7 @@ export interface HubSettings {
 }
 
 /** The hub's defaults. */
-export const HUB_DEFAULTS = {
-  host: "0.0.0.0",
-  port: 8090,
-  proximityKm: 10,
-  pingSeconds: 30,
-  maxConnections: 10_000,
-} as const;
+export const HUB_DEFAULTS = HubConfigDefaults;
 
 /** Loads the hub's settings, creating its data directory. */
 export async function loadHubSettings(flags: HubFlags, env: EnvReader): Promise<HubSettings> {

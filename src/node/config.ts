@@ -14,6 +14,7 @@ import {
   NodeConfigSchema,
   type TrustedIssuer,
 } from "../../gen/config/validators.ts";
+import { NodeConfigDefaults } from "../../gen/config/defaults.ts";
 
 /** Flags of `edgenode serve`. */
 export interface ServeFlags {
@@ -52,26 +53,8 @@ export interface Settings {
   dashboard: { enabled: boolean; path: string };
 }
 
-/** The defaults of every optional setting. */
-export const DEFAULTS = {
-  host: "0.0.0.0",
-  port: 8083,
-  storePrefixes: ["/ai/store/v1"],
-  insightPrefixes: ["/mesh/insight/v1"],
-  downloadStallSeconds: 30,
-  downloadRetries: 5,
-  mdnsPort: 5353,
-  announceSeconds: 30,
-  mcm: {
-    memoryMb: 128,
-    maxImageBytes: 64 * 1024 * 1024,
-    maxBundleBytes: 16 * 1024 * 1024,
-    maxRequestBodyBytes: 16 * 1024 * 1024,
-    storageMb: 64,
-    maxContainers: 32,
-    outboundNetworks: ["public", "private"],
-  },
-} as const;
+/** The defaults of every optional setting: spec/config.yaml's `default`s. */
+export const DEFAULTS = NodeConfigDefaults;
 
 export { ConfigError, type EnvReader, readJsonFile, readTrustFiles };
 
@@ -149,7 +132,7 @@ export async function loadSettings(
     host: flags.host ?? file.host ?? DEFAULTS.host,
     port: flags.port ?? file.port ?? DEFAULTS.port,
     storePrefixes: file.storePrefixes ?? [...DEFAULTS.storePrefixes],
-    readsRequireKey: file.readsRequireKey ?? false,
+    readsRequireKey: file.readsRequireKey ?? DEFAULTS.readsRequireKey,
     maxModelFileBytes: file.maxModelFileBytes,
     downloadStallSeconds: file.downloadStallSeconds ?? DEFAULTS.downloadStallSeconds,
     downloadRetries: file.downloadRetries ?? DEFAULTS.downloadRetries,
@@ -159,11 +142,11 @@ export async function loadSettings(
     trustedIssuers: [...(file.trustedIssuers ?? []), ...await readTrustFiles(trustFiles)],
     trustFiles,
     discovery: {
-      mdns: file.discovery?.mdns ?? true,
+      mdns: file.discovery?.mdns ?? DEFAULTS.discovery.mdns,
       interfaces: file.discovery?.interfaces,
-      port: file.discovery?.port ?? DEFAULTS.mdnsPort,
-      announceSeconds: file.discovery?.announceSeconds ?? DEFAULTS.announceSeconds,
-      peers: file.discovery?.peers ?? [],
+      port: file.discovery?.port ?? DEFAULTS.discovery.port,
+      announceSeconds: file.discovery?.announceSeconds ?? DEFAULTS.discovery.announceSeconds,
+      peers: file.discovery?.peers ?? [...DEFAULTS.discovery.peers],
     },
     hub: file.hub ? { url: file.hub.url.replace(/\/$/, "") } : undefined,
     mcm: {
@@ -174,8 +157,8 @@ export async function loadSettings(
       outboundNetworks: [...(file.mcm?.outboundNetworks ?? DEFAULTS.mcm.outboundNetworks)],
     },
     dashboard: {
-      enabled: file.dashboard?.enabled ?? true,
-      path: file.dashboard?.path ?? "/",
+      enabled: file.dashboard?.enabled ?? DEFAULTS.dashboard.enabled,
+      path: file.dashboard?.path ?? DEFAULTS.dashboard.path,
     },
   };
   return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };

@@ -1,0 +1,31 @@
+import assert from "node:assert/strict";
+import { defaultsOf, emitDefaults } from "./defaults_emitter.ts";
+
+const schemas = {
+  Root: {
+    type: "object",
+    properties: {
+      port: { type: "integer", default: 8083 },
+      name: { type: "string" },
+      child: { $ref: "#/components/schemas/Child" },
+      bare: { $ref: "#/components/schemas/Bare" },
+    },
+  },
+  Child: { type: "object", properties: { on: { type: "boolean", default: false } } },
+  Bare: { type: "object", properties: { x: { type: "string" } } },
+};
+
+Deno.test("defaultsOf collects defaults through nested objects and references", () => {
+  assert.deepEqual(defaultsOf(schemas.Root, schemas), { port: 8083, child: { on: false } });
+  assert.equal(defaultsOf(schemas.Bare, schemas), undefined);
+  assert.deepEqual(defaultsOf({ type: "array", default: [] }, schemas), []);
+  assert.throws(() => defaultsOf({ $ref: "#/components/schemas/Nope" }, schemas), /unresolved/);
+});
+
+Deno.test("emitDefaults writes one constant per schema that has defaults, and nothing without", () => {
+  const source = emitDefaults(schemas, "x.yaml")!;
+  assert.match(source, /export const ChildDefaults = \{\n  "on": false\n\} as const;/);
+  assert.match(source, /export const RootDefaults = \{/);
+  assert.doesNotMatch(source, /BareDefaults/);
+  assert.equal(emitDefaults({ Bare: schemas.Bare }, "x.yaml"), undefined);
+});
