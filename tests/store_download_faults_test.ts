@@ -12,12 +12,17 @@ import { createModel } from "./helpers/store.ts";
 
 const SLOW = { bytesPerSecond: 256 * 1024 };
 
-/** Reads a stream until its first progress message with bytes in it. */
+/**
+ * Reads a stream until its first progress message with bytes in it, and leaves it open:
+ * breaking out of for-await would cancel the body, which is the client leaving.
+ */
 async function untilProgress(response: Response) {
-  for await (const message of messages(response)) {
+  const stream = messages(response);
+  while (true) {
+    const { value: message, done } = await stream.next();
+    if (done) throw new Error("the stream ended before any progress");
     if ("size" in message && message.size > 0) return message;
   }
-  throw new Error("the stream ended before any progress");
 }
 
 const partials = async (dir: string) =>
