@@ -24,7 +24,7 @@ Deno.test("defaultsOf collects defaults through nested objects and references", 
 
 Deno.test("emitDefaults writes one constant per schema that has defaults, and nothing without", () => {
   const source = emitDefaults(schemas, "x.yaml")!;
-  assert.match(source, /export const ChildDefaults = \{\n  "on": false\n\} as const;/);
+  assert.match(source, /export const ChildDefaults = \{\n {2}"on": false\n\} as const;/);
   assert.match(source, /export const RootDefaults = \{/);
   assert.doesNotMatch(source, /BareDefaults/);
   assert.equal(emitDefaults({ Bare: schemas.Bare }, "x.yaml"), undefined);
