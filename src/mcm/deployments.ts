@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { McmConfig } from "../../gen/config/validators.ts";
 import type { Container, ContainerCall, StartContainerRequest } from "../../gen/mcm/validators.ts";
 import { HttpError } from "../http/errors.ts";
 import { KeyedLock } from "../storage/keyed_lock.ts";
@@ -15,18 +16,13 @@ import type { Images } from "./images.ts";
 import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
 import type { NetworkClass } from "./sandbox/network_policy.ts";
 
-/** The node's mcm settings (spec/config.yaml, McmConfig). */
-export interface McmSettings {
-  apiKey: string;
-  memoryMb: number;
-  maxImageBytes: number;
-  maxBundleBytes: number;
-  maxRequestBodyBytes: number;
-  storageMb: number;
-  maxContainers: number;
-  outboundHosts: string[] | undefined;
-  outboundNetworks: NetworkClass[];
-}
+/**
+ * The node's mcm settings: spec/config.yaml's McmConfig with every default applied (only
+ * `outboundHosts` may stay unset: any host).
+ */
+export type McmSettings =
+  & Required<Omit<McmConfig, "outboundHosts" | "outboundNetworks">>
+  & { outboundHosts: string[] | undefined; outboundNetworks: NetworkClass[] };
 
 /** What deployments need to know about the node. */
 export interface NodeFacts {
