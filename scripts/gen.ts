@@ -6,10 +6,12 @@
  *
  * An OpenRPC spec (JSON-RPC) gives `validators.ts` and `methods.ts`, the method table.
  *
- * `gen/sandbox/sources.ts` holds the container process's modules, bundled (src/mcm/sandbox/);
- * `gen/dashboard/assets.ts` the node's web page (src/dashboard/ui/), bundled.
+ * Code built from src/ goes to `bundles/`, apart from what the specs give:
+ * `bundles/sandbox_sources.ts` holds the container process's modules (src/mcm/sandbox/);
+ * `bundles/dashboard_assets.ts` the node's web page (src/dashboard/ui/).
  *
- * `deno task gen --check` writes nothing and fails when `gen/` is not what the specs give.
+ * `deno task gen --check` writes nothing and fails when `gen/` or `bundles/` is not what the
+ * specs and sources give.
  *
  * @module
  */
@@ -28,7 +30,7 @@ import {
 } from "./gen/valibot_emitter.ts";
 
 const SPEC_DIR = new URL("../spec/", import.meta.url);
-const GEN_DIR = new URL("../gen/", import.meta.url);
+const ROOT = new URL("../", import.meta.url);
 
 function emitValidators(schemas: Record<string, JsonSchema>, specFile: string): string {
   const lines = [
@@ -83,16 +85,18 @@ async function main(check: boolean): Promise<number> {
     .sort();
   const stale: string[] = [];
   const outputs = [
-    ...(await Promise.all(services.map(generate))).flatMap((files) => [...files]),
-    ["sandbox/sources.ts", await emitSandboxSources()] as [string, string],
-    ["dashboard/assets.ts", await emitDashboardAssets()] as [string, string],
+    ...(await Promise.all(services.map(generate))).flatMap((files) =>
+      [...files].map(([file, content]) => [`gen/${file}`, content] as [string, string])
+    ),
+    ["bundles/sandbox_sources.ts", await emitSandboxSources()] as [string, string],
+    ["bundles/dashboard_assets.ts", await emitDashboardAssets()] as [string, string],
   ];
   {
     for (const [file, content] of outputs) {
-      const url = new URL(file, GEN_DIR);
+      const url = new URL(file, ROOT);
       const current = await Deno.readTextFile(url).catch(() => undefined);
       if (current === content) continue;
-      stale.push(`gen/${file}`);
+      stale.push(file);
       if (!check) {
         await Deno.mkdir(new URL(".", url), { recursive: true });
         await Deno.writeTextFile(url, content);
@@ -100,12 +104,12 @@ async function main(check: boolean): Promise<number> {
     }
   }
   if (check && stale.length > 0) {
-    console.error(`gen/ is stale; run 'deno task gen':\n  ${stale.join("\n  ")}`);
+    console.error(`generated files are stale; run 'deno task gen':\n  ${stale.join("\n  ")}`);
     return 1;
   }
   console.log(
     check
-      ? "gen/ is up to date"
+      ? "gen/ and bundles/ are up to date"
       : `generated ${stale.length} file(s) from ${services.length} spec(s)`,
   );
   return 0;

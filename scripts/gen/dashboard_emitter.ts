@@ -1,5 +1,5 @@
 /**
- * Emits `gen/dashboard/assets.ts`: the dashboard (src/dashboard/ui/) as the node serves it, its
+ * Emits `bundles/dashboard_assets.ts`: the dashboard (src/dashboard/ui/) as the node serves it, its
  * script bundled by `deno bundle` (esbuild, with Preact's JSX) and every file kept as a string
  * with its content type and an ETag, so that the program carries the page and builds nothing at
  * run time.
@@ -22,7 +22,7 @@ async function bundleScript(): Promise<string> {
   return new TextDecoder().decode(output.stdout);
 }
 
-/** The source of gen/dashboard/assets.ts. */
+/** The source of bundles/dashboard_assets.ts. */
 export async function emitDashboardAssets(): Promise<string> {
   const files: [string, string, string][] = [
     ["index.html", "text/html; charset=utf-8", await Deno.readTextFile(`${UI}index.html`)],

@@ -1,5 +1,5 @@
 /**
- * Emits `gen/sandbox/sources.ts`: the container process's two modules (src/mcm/sandbox/), each
+ * Emits `bundles/sandbox_sources.ts`: the container process's two modules (src/mcm/sandbox/), each
  * bundled by `deno bundle` into one JavaScript file and kept as a string. The node writes them out and
  * runs them, so that a bundled or compiled edgenode never reads its source tree at run time.
  *
@@ -23,7 +23,7 @@ async function bundle(entry: string): Promise<string> {
     .replace(/(?:\.\.\/)*[^\s"'`]*?\/npm\/registry\.npmjs\.org\//g, "npm:");
 }
 
-/** The source of gen/sandbox/sources.ts. */
+/** The source of bundles/sandbox_sources.ts. */
 export async function emitSandboxSources(): Promise<string> {
   const host = await bundle("container_host_main.ts");
   const worker = await bundle("sandbox_worker_main.ts");

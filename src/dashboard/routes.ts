@@ -5,7 +5,7 @@
  * @module
  */
 import type { RouterType } from "itty-router";
-import { type Asset, ASSETS } from "../../gen/dashboard/assets.ts";
+import { type Asset, ASSETS } from "../../bundles/dashboard_assets.ts";
 import { dashboardRoutes } from "../../gen/dashboard/routes.ts";
 import { jsonResponse } from "../http/errors.ts";
 import type { Handlers } from "../http/routes.ts";

@@ -2,13 +2,13 @@
  * The files of microservice deployment under `<dataDir>/mcm/`: bundles by content
  * (`bundles/<sha256>.js`), uploads in progress (`tmp/`, emptied at every start), each
  * container's storage folder (`storage/<hash of the container id>/`), and the container
- * process's own code (`runtime/<hash>/`, written from gen/sandbox/sources.ts).
+ * process's own code (`runtime/<hash>/`, written from bundles/sandbox_sources.ts).
  *
  * @module
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { HOST_SOURCE, WORKER_SOURCE } from "../../gen/sandbox/sources.ts";
+import { HOST_SOURCE, WORKER_SOURCE } from "../../bundles/sandbox_sources.ts";
 
 /**
  * Writes the container process's modules into `<dir>/<hash of their sources>/` (once per

@@ -1,6 +1,6 @@
 /**
  * The node's dashboard (spec/dashboard.yaml): four pages behind hash links, and the API key
- * entered once per tab. Bundled into gen/dashboard/assets.ts by `deno task gen`.
+ * entered once per tab. Bundled into bundles/dashboard_assets.ts by `deno task gen`.
  *
  * @module
  */

@@ -8,7 +8,7 @@
  * It also keeps the process's limits (watchdog.ts) and where outbound requests may go
  * (network_policy.ts).
  *
- * Run by `deno run`, it is container_host_main.ts, bundled (gen/sandbox/sources.ts, written out
+ * Run by `deno run`, it is container_host_main.ts, bundled (bundles/sandbox_sources.ts, written out
  * by the node beside the bundled worker as container_host.js and sandbox_worker.js): `deno task
  * gen` after changing anything here. In the single executable it runs in a narrowed worker of
  * the program itself (src/program/).

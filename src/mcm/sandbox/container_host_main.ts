@@ -1,6 +1,6 @@
 /**
  * The container process's main module as `deno run` loads it (bundled into
- * gen/sandbox/sources.ts as container_host.js).
+ * bundles/sandbox_sources.ts as container_host.js).
  *
  * Usage: container_host.js BUNDLE_FILE STORAGE_DIR STORAGE_MAX_BYTES
  *

@@ -1,6 +1,6 @@
 /**
  * The sandboxed worker's module as a container process run by `deno run` loads it (bundled into
- * gen/sandbox/sources.ts as sandbox_worker.js).
+ * bundles/sandbox_sources.ts as sandbox_worker.js).
  *
  * @module
  */
