@@ -5,6 +5,8 @@
  *
  * @module
  */
+import { DomainError } from "../errors/mod.ts";
+import { httpFormOf, type StatusOverrides } from "./error_statuses.ts";
 
 /** An error meant for the caller: its status and message go into the response as they are. */
 export class HttpError extends Error {
@@ -38,12 +40,20 @@ export const errorResponse: ErrorFormat = (status, message, headers) =>
 export const statusCodeError: ErrorFormat = (status, message, headers) =>
   jsonResponse({ message, statusCode: status }, status, headers);
 
-/** Turns anything thrown by a handler into a response; unexpected errors become a logged 500. */
+/**
+ * Turns anything thrown by a handler into a response: domain errors by the table of
+ * error_statuses.ts (with the service's overrides), unexpected errors as a logged 500.
+ */
 export function responseForError(
   error: unknown,
   request: Request,
   format: ErrorFormat = errorResponse,
+  overrides?: StatusOverrides,
 ): Response {
+  if (error instanceof DomainError) {
+    const { status, headers } = httpFormOf(error, overrides);
+    return format(status, error.message, headers);
+  }
   if (error instanceof HttpError) return format(error.status, error.message, error.headers);
   const id = crypto.randomUUID();
   console.error(`[${id}] ${request.method} ${new URL(request.url).pathname} failed:`, error);

@@ -14,6 +14,7 @@ import {
   jwtVerify,
 } from "jose";
 import type { TrustedIssuer } from "../../gen/config/validators.ts";
+import { DomainError } from "../errors/mod.ts";
 
 /** The only signature algorithms accepted; `none` and HMAC never are. */
 export const ALGORITHMS = ["EdDSA", "ES256", "RS256"];
@@ -29,8 +30,10 @@ export type TokenProblem =
   | "WrongAccount";
 
 /** A refused token (or a token that does not fit the node's state); the message says why. */
-export class TokenError extends Error {
+export class TokenError extends DomainError {
   override name = "TokenError";
+  /** A token that is not good enough is a refused credential. */
+  readonly kind = "forbidden";
   readonly problem: TokenProblem;
 
   constructor(problem: TokenProblem, message: string) {

@@ -9,6 +9,7 @@ import { JSONRPCErrorException, JSONRPCServer } from "json-rpc-2.0";
 import * as v from "valibot";
 import { jsonResponse } from "../http/errors.ts";
 import { readText } from "../http/input.ts";
+import { INVALID_PARAMS } from "./error_codes.ts";
 
 /** One generated method table entry. */
 export interface MethodSpec {
@@ -31,8 +32,6 @@ export type MethodHandlers<T extends Record<string, MethodSpec>> = {
   ) => v.InferOutput<T[K]["result"]> | Promise<v.InferOutput<T[K]["result"]>>;
 };
 
-/** JSON-RPC's invalid params error. */
-export const INVALID_PARAMS = -32602;
 /** Largest request body (a batch included). */
 const MAX_BODY_BYTES = 1 << 20;
 

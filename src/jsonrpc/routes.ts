@@ -5,23 +5,14 @@
  * @module
  */
 import type { RouterType } from "itty-router";
-import { JSONRPCErrorException } from "json-rpc-2.0";
-import { jsonrpcErrors, jsonrpcMethods } from "../../gen/jsonrpc/methods.ts";
+import { jsonrpcMethods } from "../../gen/jsonrpc/methods.ts";
 import { jsonResponse } from "../http/errors.ts";
 import type { Identity } from "../identity/identity.ts";
-import { TokenError } from "../identity/token_verifier.ts";
-import { INVALID_PARAMS, jsonRpcEndpoint } from "./dispatcher.ts";
+import { jsonRpcEndpoint } from "./dispatcher.ts";
+import { jsonRpcErrorOf } from "./error_codes.ts";
 
 /** The path of the endpoint. */
 export const JSONRPC_PATH = "/jsonrpc/v1";
-
-function mapError(error: unknown): JSONRPCErrorException | undefined {
-  if (error instanceof TokenError) {
-    return new JSONRPCErrorException(error.message, jsonrpcErrors[error.problem].code);
-  }
-  if (error instanceof RangeError) return new JSONRPCErrorException(error.message, INVALID_PARAMS);
-  return undefined;
-}
 
 /** Registers the JSON-RPC routes for this identity. */
 export function mountJsonRpc(router: RouterType, identity: Identity): void {
@@ -48,7 +39,7 @@ export function mountJsonRpc(router: RouterType, identity: Identity): void {
       });
       return { status: "ok" as const };
     },
-  }, mapError);
+  }, jsonRpcErrorOf);
   router.post(JSONRPC_PATH, endpoint);
   router.get(`${JSONRPC_PATH}/jwks`, () => jsonResponse(identity.jwks()));
 }
