@@ -4,10 +4,11 @@
  *
  * @module
  */
-import type { RouterType } from "itty-router";
 import { type Asset, ASSETS } from "../../bundles/dashboard_assets.ts";
 import { dashboardRoutes } from "../../gen/dashboard/routes.ts";
+import { NotFound } from "../errors/mod.ts";
 import { jsonResponse } from "../http/errors.ts";
+import type { Pipeline } from "../http/pipeline.ts";
 import type { Handlers } from "../http/routes.ts";
 import { nodeStatus, type StatusSources } from "./status.ts";
 
@@ -73,13 +74,16 @@ async function serveAsset(asset: Asset, request: Request): Promise<Response> {
 }
 
 /** Serves the page at `path` and its assets under ASSETS_PATH, for GET and HEAD. */
-export function mountDashboardPage(router: RouterType, path: string): void {
+export function mountDashboardPage(pipeline: Pipeline, path: string): void {
   const page = ASSETS["index.html"];
-  for (const method of ["get", "head"] as const) {
-    router[method](path, (request: Request) => serveAsset(page, request));
-    router[method](`${ASSETS_PATH}:name`, (request: Request & { params: { name: string } }) => {
-      const asset = ASSETS[request.params.name];
-      return asset && asset !== page ? serveAsset(asset, request) : undefined;
+  for (const method of ["GET", "HEAD"]) {
+    pipeline.route(method, path, ({ request }) => serveAsset(page, request));
+    pipeline.route(method, `${ASSETS_PATH}:name`, ({ request, params }) => {
+      const asset = ASSETS[params.name];
+      if (!asset || asset === page) {
+        throw new NotFound(`no dashboard asset '${params.name}'; the page is at ${path}`);
+      }
+      return serveAsset(asset, request);
     });
   }
 }

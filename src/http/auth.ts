@@ -4,7 +4,7 @@
  * @module
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import { HttpError } from "./errors.ts";
+import { Forbidden, Unauthenticated } from "../errors/mod.ts";
 
 /** SHA-256, synchronously: WebCrypto's promise costs more than the hash of a short key. */
 function digest(value: string): Uint8Array {
@@ -27,14 +27,12 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected));
 }
 
-/** 401 for a request without credentials, saying what `Authorization: Bearer` must carry. */
-function missingCredentials(what: string): HttpError {
-  return new HttpError(401, `missing credentials: send 'Authorization: Bearer <${what}>'`, {
-    "WWW-Authenticate": 'Bearer realm="edgenode"',
-  });
+/** A request without credentials, saying what `Authorization: Bearer` must carry. */
+function missingCredentials(what: string): Unauthenticated {
+  return new Unauthenticated(`missing credentials: send 'Authorization: Bearer <${what}>'`);
 }
 
-/** The request's bearer credential; 401 when there is none (`what` names what it must be). */
+/** The request's bearer credential; Unauthenticated when there is none (`what` names it). */
 export function requireBearer(request: Request, what: string): string {
   const token = bearerToken(request);
   if (!token) throw missingCredentials(what);
@@ -53,19 +51,25 @@ export function grantApiKeyAccess(request: Request): void {
   granted.add(request);
 }
 
+/** Whether grantApiKeyAccess let this request in. */
+export function apiKeyGranted(request: Request): boolean {
+  return granted.has(request);
+}
+
 /**
- * Throws 401 when the request carries no bearer key, and `wrongKeyStatus` (403 unless a spec
- * says otherwise) when the key is wrong.
+ * Throws Unauthenticated when the request carries no bearer key, and Forbidden when the key is
+ * wrong (Unauthenticated when `wrongKeyStatus` is 401, as insight's spec says).
  */
 export function requireApiKey(
   request: Request,
   apiKey: string,
   wrongKeyStatus: 401 | 403 = 403,
 ): void {
-  if (granted.has(request)) return;
   const token = bearerToken(request);
   if (token === undefined) throw missingCredentials("API key");
   if (token === "" || !secretsEqual(token, apiKey)) {
-    throw new HttpError(wrongKeyStatus, "incorrect API key");
+    throw wrongKeyStatus === 401
+      ? new Unauthenticated("incorrect API key")
+      : new Forbidden("incorrect API key");
   }
 }

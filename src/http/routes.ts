@@ -1,15 +1,18 @@
 /**
- * Registers handlers on an itty-router from a generated route table. The table says how each
- * operation's input is read and validated; the handler gets it parsed and typed. A table entry
- * without a handler is a type error.
+ * Registers handlers on the request pipeline from a generated route table. The table says how
+ * each operation's input is read and validated; the handler gets it parsed and typed. A table
+ * entry without a handler is a type error. An operation whose checks and handler are synchronous
+ * answers synchronously (see pipeline.ts).
  *
  * @module
  */
 import type * as v from "valibot";
-import type { IRequest, RouterType } from "itty-router";
-import { requireApiKey } from "./auth.ts";
-import { type ErrorFormat, errorResponse, HttpError, responseForError } from "./errors.ts";
-import { queryObject, readJson, requireContentType, validate } from "./input.ts";
+import { Invalid } from "../errors/mod.ts";
+import { apiKeyGranted, requireApiKey } from "./auth.ts";
+import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
+import type { StatusOverrides } from "./error_statuses.ts";
+import { readJson, requireContentType, validate } from "./input.ts";
+import type { Pipeline, RequestContext } from "./pipeline.ts";
 
 /** How an operation's request body is read. */
 export type BodySpec =
@@ -38,21 +41,24 @@ type BodyOf<B extends BodySpec> = B extends
   { kind: "json"; schema: infer S extends v.GenericSchema } ? v.InferOutput<S>
   : undefined;
 
-/** What a handler receives: validated input plus the request itself (for streamed bodies). */
-export interface OperationInput<R extends RouteSpec> {
+/** What a handler receives: validated input, the caller `authorize` found, the request. */
+export interface OperationInput<R extends RouteSpec, A = undefined> {
   params: v.InferOutput<R["params"]>;
   query: v.InferOutput<R["query"]>;
   body: BodyOf<R["body"]>;
+  /** What the mount's `authorize` returned (undefined without one). */
+  auth: A;
   request: Request;
+  context: RequestContext;
 }
 
 /** One handler per operation of a route table. */
-export type Handlers<T extends Record<string, RouteSpec>> = {
-  [K in keyof T]: (input: OperationInput<T[K]>) => Response | Promise<Response>;
+export type Handlers<T extends Record<string, RouteSpec>, A = undefined> = {
+  [K in keyof T]: (input: OperationInput<T[K], A>) => Response | Promise<Response>;
 };
 
 /** How a service is mounted. */
-export interface MountOptions {
+export interface MountOptions<A = undefined> {
   /** Path prefixes the service answers under, such as `/ai/store/v1`. */
   prefixes: readonly string[];
   /** The key `Authorization: Bearer` must carry. */
@@ -63,69 +69,81 @@ export interface MountOptions {
   wrongKeyStatus?: 401 | 403;
   /** The shape of this service's errors; the registry's by default. */
   errorFormat?: ErrorFormat;
+  /** Statuses this service's spec gives some kinds of domain error in place of the table's. */
+  statusOverrides?: StatusOverrides;
   /**
    * Checks the credentials of every operation, before its input is read, in place of the API
-   * key check (for a service with other credentials, such as mcm's tokens).
+   * key check (for a service with other credentials, such as mcm's tokens); what it returns is
+   * the handler's `auth`.
    */
-  authorize?: (request: Request) => void | Promise<void>;
+  authorize?: (context: RequestContext) => A | Promise<A>;
 }
 
-/** Registers every operation of `routes` under every prefix, then 405 for other methods. */
-export function mountRoutes<T extends Record<string, RouteSpec>>(
-  router: RouterType,
+/** The query string as an object; a parameter given twice is invalid. */
+export function queryOf(search: string): Record<string, string> {
+  const query: Record<string, string> = {};
+  if (search.length <= 1) return query;
+  for (const [key, value] of new URLSearchParams(search)) {
+    if (key in query) throw new Invalid(`query parameter '${key}' is given more than once`);
+    query[key] = value;
+  }
+  return query;
+}
+
+type AnyHandler = (input: OperationInput<RouteSpec, unknown>) => Response | Promise<Response>;
+
+/** Registers every operation of `routes` under every prefix. */
+export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
+  pipeline: Pipeline,
   routes: T,
-  handlers: Handlers<T>,
-  options: MountOptions,
+  handlers: Handlers<T, A>,
+  options: MountOptions<A>,
 ): void {
-  const methodsByPath = new Map<string, string[]>();
+  const format = options.errorFormat ?? errorResponse;
   for (const [operationId, route] of Object.entries(routes)) {
-    const handler = handlers[operationId as keyof T] as (
-      input: OperationInput<RouteSpec>,
-    ) => Response | Promise<Response>;
+    const handler = handlers[operationId as keyof T] as unknown as AnyHandler;
     const needsKey = route.auth || options.readsRequireKey === true;
-    const format = options.errorFormat ?? errorResponse;
-    const serve = async (request: IRequest) => {
-      try {
-        return await respond(request);
-      } catch (error) {
-        return responseForError(error, request, format);
-      }
-    };
-    const respond = async (request: IRequest) => {
-      if (options.authorize) await options.authorize(request);
-      else if (needsKey) requireApiKey(request, options.apiKey, options.wrongKeyStatus);
-      const params = validate(route.params, request.params, "path");
-      const query = validate(route.query, queryObject(new URL(request.url)), "query");
-      let body: unknown = undefined;
+    const input = (context: RequestContext, auth: unknown) => {
+      const { request } = context;
+      const params = validate(route.params, context.params, "path");
+      const query = validate(route.query, queryOf(context.search), "query");
       if (route.body.kind === "json") {
-        const json = await readJson(request, route.body.contentTypes, route.body.untyped);
-        if (typeof json !== "object" || json === null || Array.isArray(json)) {
-          throw new HttpError(400, "body must be a JSON object");
-        }
-        body = validate(route.body.schema, json, "body");
-      } else if (route.body.kind === "stream") {
-        requireContentType(request, route.body.contentTypes);
+        const spec = route.body;
+        return readJson(request, spec.contentTypes, spec.untyped).then((json) => {
+          if (typeof json !== "object" || json === null || Array.isArray(json)) {
+            throw new Invalid("body must be a JSON object");
+          }
+          const body = validate(spec.schema, json, "body");
+          return handler({ params, query, body, auth, request, context });
+        });
       }
-      return await handler({ params, query, body: body as undefined, request });
+      if (route.body.kind === "stream") requireContentType(request, route.body.contentTypes);
+      return handler({ params, query, body: undefined, auth, request, context });
+    };
+    const respond = (context: RequestContext): Response | Promise<Response> => {
+      if (options.authorize) {
+        const auth = options.authorize(context);
+        return auth instanceof Promise ? auth.then((a) => input(context, a)) : input(context, auth);
+      }
+      if (needsKey && !context.apiKeyGranted && !apiKeyGranted(context.request)) {
+        requireApiKey(context.request, options.apiKey, options.wrongKeyStatus);
+      }
+      return input(context, undefined);
+    };
+    const failed = (error: unknown, request: Request) =>
+      responseForError(error, request, format, options.statusOverrides);
+    const step = (context: RequestContext): Response | Promise<Response> => {
+      try {
+        const answer = respond(context);
+        return answer instanceof Promise
+          ? answer.catch((error) => failed(error, context.request))
+          : answer;
+      } catch (error) {
+        return failed(error, context.request);
+      }
     };
     for (const prefix of options.prefixes) {
-      const path = prefix + route.path;
-      (router as unknown as Record<string, (path: string, h: unknown) => void>)[
-        route.method.toLowerCase()
-      ](path, serve);
-      methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), route.method]);
+      pipeline.route(route.method, prefix + route.path, step, format);
     }
-  }
-  for (const [path, methods] of methodsByPath) {
-    const allow = [...methods, "OPTIONS"].join(", ");
-    router.all(
-      path,
-      (request: IRequest) =>
-        (options.errorFormat ?? errorResponse)(
-          405,
-          `${request.method} is not allowed here; use ${allow}`,
-          { Allow: allow },
-        ),
-    );
   }
 }

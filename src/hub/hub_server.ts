@@ -4,10 +4,10 @@
  *
  * @module
  */
-import { Router } from "itty-router";
 import { hubRoutes } from "../../gen/hub/routes.ts";
 import { requireBearer } from "../http/auth.ts";
 import { HttpError, jsonResponse, responseForError, statusCodeError } from "../http/errors.ts";
+import { Pipeline } from "../http/pipeline.ts";
 import { mountRoutes } from "../http/routes.ts";
 import { SCOPES } from "../identity/identity.ts";
 import { TokenError, TokenVerifier } from "../identity/token_verifier.ts";
@@ -33,14 +33,6 @@ export interface RunningHub {
   shutdown(): Promise<void>;
 }
 
-const CORS_HEADERS = {
-  "Access-Control-Allow-Origin": "*",
-  "Access-Control-Allow-Methods": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
-  "Access-Control-Allow-Headers":
-    `Authorization, Content-Type, Range, If-None-Match, If-Range, ${PORT_HEADER}, ${ROUTING_HEADER}`,
-  "Access-Control-Max-Age": "600",
-};
-
 /** Starts a hub; resolves once it listens. */
 export async function startHub(settings: HubSettings): Promise<RunningHub> {
   const db = openDatabase(settings.dataDir, "hub.db", "NORMAL");
@@ -48,7 +40,6 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
   const verifier = await TokenVerifier.create(undefined, settings.trustedIssuers);
   const sessions = new Map<string, NodeSession>();
   const connecting = new Set<NodeSession>();
-  const remoteOf = new WeakMap<Request, string>();
   const publicUrl = (origin: string) => settings.publicUrl ?? origin;
 
   const host: SessionHost = {
@@ -77,9 +68,19 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     },
   };
 
-  const router = Router();
-  mountRoutes(router, hubRoutes, {
-    connect: ({ request }) => {
+  const tunnelHint =
+    `tunnelled requests need the ${ROUTING_HEADER} and ${PORT_HEADER} headers from the target's sep info`;
+  const pipeline = new Pipeline({
+    errorFormat: statusCodeError,
+    allowHeaders: [PORT_HEADER, ROUTING_HEADER],
+    keepHeadersOf: [101],
+    before: ({ request, remote }) =>
+      request.headers.has(ROUTING_HEADER) ? tunnel(request, remote) : undefined,
+    notFound: ({ request, path }) =>
+      statusCodeError(404, `no route for ${request.method} ${path}; ${tunnelHint}`),
+  });
+  mountRoutes(pipeline, hubRoutes, {
+    connect: ({ request, context }) => {
       if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
         throw new HttpError(400, "this is the node connection: open it as a WebSocket");
       }
@@ -90,7 +91,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
       }
       const { socket, response } = Deno.upgradeWebSocket(request, { idleTimeout: 0 });
       const origin = new URL(request.url).origin;
-      connecting.add(new NodeSession(socket, remoteOf.get(request) ?? "", origin, host));
+      connecting.add(new NodeSession(socket, context.remote, origin, host));
       return response;
     },
     health: () => jsonResponse({ status: "ok", nodes: sessions.size }),
@@ -130,35 +131,11 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     return await session.forward(request, Number(portText), headers);
   };
 
-  const handle = async (request: Request, info: Deno.ServeHandlerInfo): Promise<Response> => {
-    const response = await respond(request, (info.remoteAddr as Deno.NetAddr).hostname);
-    if (response.status !== 101) {
-      for (const [name, value] of Object.entries(CORS_HEADERS)) response.headers.set(name, value);
-    }
-    return response;
-  };
-
-  const respond = async (request: Request, remote: string): Promise<Response> => {
-    if (request.method === "OPTIONS") return new Response(null, { status: 204 });
-    try {
-      if (request.headers.has(ROUTING_HEADER)) return await tunnel(request, remote);
-      remoteOf.set(request, remote);
-      return await router.fetch(request) ??
-        statusCodeError(
-          404,
-          `no route for ${request.method} ${
-            new URL(request.url).pathname
-          }; tunnelled requests need the ${ROUTING_HEADER} and ${PORT_HEADER} headers from the target's sep info`,
-        );
-    } catch (error) {
-      return responseForError(error, request, statusCodeError);
-    }
-  };
-
   const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve(
     { hostname: settings.host, port: settings.port, onListen: resolve },
-    handle,
+    (request, info) =>
+      pipeline.serve(request, { remote: (info.remoteAddr as Deno.NetAddr).hostname }),
   );
   const addr = await listening;
   const pinger = setInterval(() => {

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import type { RouterType } from "itty-router";
 import { jsonrpcMethods } from "../../gen/jsonrpc/methods.ts";
 import { jsonResponse } from "../http/errors.ts";
+import type { Pipeline } from "../http/pipeline.ts";
 import type { Identity } from "../identity/identity.ts";
 import { jsonRpcEndpoint } from "./dispatcher.ts";
 import { jsonRpcErrorOf } from "./error_codes.ts";
@@ -15,7 +15,7 @@ import { jsonRpcErrorOf } from "./error_codes.ts";
 export const JSONRPC_PATH = "/jsonrpc/v1";
 
 /** Registers the JSON-RPC routes for this identity. */
-export function mountJsonRpc(router: RouterType, identity: Identity): void {
+export function mountJsonRpc(pipeline: Pipeline, identity: Identity): void {
   const endpoint = jsonRpcEndpoint(jsonrpcMethods, {
     getMe: () => ({
       nodeId: identity.nodeId,
@@ -40,6 +40,6 @@ export function mountJsonRpc(router: RouterType, identity: Identity): void {
       return { status: "ok" as const };
     },
   }, jsonRpcErrorOf);
-  router.post(JSONRPC_PATH, endpoint);
-  router.get(`${JSONRPC_PATH}/jwks`, () => jsonResponse(identity.jwks()));
+  pipeline.route("POST", JSONRPC_PATH, ({ request }) => endpoint(request));
+  pipeline.route("GET", `${JSONRPC_PATH}/jwks`, () => jsonResponse(identity.jwks()));
 }

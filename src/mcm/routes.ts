@@ -6,6 +6,7 @@
 import { mcmRoutes } from "../../gen/mcm/routes.ts";
 import type { StartContainerRequest } from "../../gen/mcm/validators.ts";
 import { jsonResponse } from "../http/errors.ts";
+import type { RequestContext } from "../http/pipeline.ts";
 import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
 import { authorizeCaller, type Caller } from "./caller.ts";
@@ -14,54 +15,45 @@ import type { Images } from "./images.ts";
 
 export { mcmRoutes };
 
-/** The callers of requests that passed `authorize`. */
-const callers = new WeakMap<Request, Caller>();
-
-/** The mount option that checks the credentials of every /mcm/v1 request. */
-export function mcmAuthorizer(deploymentKey: string, identity: Identity) {
-  return async (request: Request): Promise<void> => {
-    callers.set(request, await authorizeCaller(request, deploymentKey, identity));
-  };
-}
-
-function callerOf(request: Request): Caller {
-  const caller = callers.get(request);
-  if (!caller) throw new Error("mcm routes must be mounted with mcmAuthorizer");
-  return caller;
+/** The mount option that checks the credentials of every /mcm/v1 request: its caller. */
+export function mcmAuthorizer(
+  deploymentKey: string,
+  identity: Identity,
+): (context: RequestContext) => Promise<Caller> {
+  return ({ request }) => authorizeCaller(request, deploymentKey, identity);
 }
 
 /** One handler per operation of spec/mcm.yaml. */
-export function mcmHandlers(images: Images, deployments: Deployments): Handlers<typeof mcmRoutes> {
+export function mcmHandlers(
+  images: Images,
+  deployments: Deployments,
+): Handlers<typeof mcmRoutes, Caller> {
   // Shared by /containers and its alias /mims.
-  const start = async (input: { request: Request; body: StartContainerRequest }) => {
-    const { container, created } = await deployments.start(callerOf(input.request), input.body);
+  const start = async (input: { auth: Caller; body: StartContainerRequest }) => {
+    const { container, created } = await deployments.start(input.auth, input.body);
     return jsonResponse(container, created ? 201 : 200);
   };
-  const list = ({ request }: { request: Request }) =>
-    jsonResponse({ data: deployments.list(callerOf(request)) });
+  const list = ({ auth }: { auth: Caller }) => jsonResponse({ data: deployments.list(auth) });
   const remove = async (
-    input: { request: Request; params: { id: string }; query: { purge?: boolean } },
+    input: { auth: Caller; params: { id: string }; query: { purge?: boolean } },
   ) =>
     jsonResponse(
       await deployments.delete(
-        callerOf(input.request),
+        input.auth,
         input.params.id,
         input.query.purge === true,
       ),
     );
   return {
-    listImages: ({ request }) => jsonResponse({ data: images.list(callerOf(request)) }),
-    uploadImage: async ({ request, query }) =>
-      jsonResponse(await images.upload(callerOf(request), request, query.name), 201),
-    deleteImage: async ({ request, params }) =>
-      jsonResponse(await images.delete(callerOf(request), params.id)),
+    listImages: ({ auth }) => jsonResponse({ data: images.list(auth) }),
+    uploadImage: async ({ auth, request, query }) =>
+      jsonResponse(await images.upload(auth, request, query.name), 201),
+    deleteImage: async ({ auth, params }) => jsonResponse(await images.delete(auth, params.id)),
     startContainer: start,
     listContainers: list,
-    getContainer: ({ request, params }) =>
-      jsonResponse(deployments.get(callerOf(request), params.id)),
+    getContainer: ({ auth, params }) => jsonResponse(deployments.get(auth, params.id)),
     deleteContainer: remove,
-    containerLogs: ({ request, params }) =>
-      jsonResponse({ data: deployments.logs(callerOf(request), params.id) }),
+    containerLogs: ({ auth, params }) => jsonResponse({ data: deployments.logs(auth, params.id) }),
     startMim: start,
     listMims: list,
     deleteMim: remove,

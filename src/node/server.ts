@@ -3,7 +3,6 @@
  *
  * @module
  */
-import { Router } from "itty-router";
 import meta from "../../deno.json" with { type: "json" };
 import { LinkLocal } from "../discovery/link_local.ts";
 import {
@@ -18,8 +17,9 @@ import { JSONRPC_PATH, mountJsonRpc } from "../jsonrpc/routes.ts";
 import { mdsHandlers, mdsRoutes } from "../mds/routes.ts";
 import { NodeServices } from "../mcm/node_services.ts";
 import { errorResponse, responseForError } from "../http/errors.ts";
+import { type Origin, Pipeline, type RequestContext } from "../http/pipeline.ts";
 import { BundleFiles } from "../mcm/bundle_files.ts";
-import { Deployments, type Match } from "../mcm/deployments.ts";
+import { Deployments } from "../mcm/deployments.ts";
 import { Images } from "../mcm/images.ts";
 import { McmRecords } from "../mcm/mcm_records.ts";
 import { mcmAuthorizer, mcmHandlers, mcmRoutes } from "../mcm/routes.ts";
@@ -44,31 +44,11 @@ export interface RunningNode {
   shutdown(): Promise<void>;
 }
 
-const CORS_HEADERS = {
-  "Access-Control-Allow-Origin": "*",
-  "Access-Control-Allow-Methods": "GET, HEAD, POST, PUT, DELETE, OPTIONS",
-  "Access-Control-Allow-Headers": "Authorization, Content-Type, Range, If-None-Match, If-Range",
-  "Access-Control-Expose-Headers": "Content-Range, Content-Length, ETag, Accept-Ranges",
-  "Access-Control-Max-Age": "600",
-};
-
 /** Paths only local callers may use: tunnelled requests get 403 (spec/hub.yaml). */
 const LOCAL_ONLY_PREFIXES = [JSONRPC_PATH, "/mcm/"];
 
-function localOnly(request: Request): boolean {
-  const path = new URL(request.url).pathname;
+function localOnly(path: string): boolean {
   return LOCAL_ONLY_PREFIXES.some((prefix) => path === prefix || path.startsWith(prefix));
-}
-
-/**
- * Adds the CORS headers; every response the node builds has mutable headers. A microservice's
- * own CORS headers are kept.
- */
-function withCors(response: Response, keepOwn = false): Response {
-  for (const [name, value] of Object.entries(CORS_HEADERS)) {
-    if (!keepOwn || !response.headers.has(name)) response.headers.set(name, value);
-  }
-  return response;
 }
 
 /** An environment variable the node may read, else undefined. */
@@ -78,15 +58,6 @@ function readEnv(name: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** The path of a request URL, without parsing all of it (this runs for every request). */
-function pathOf(url: string): { path: string; search: string } {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  const query = url.indexOf("?", start);
-  return query < 0
-    ? { path: url.slice(start), search: "" }
-    : { path: url.slice(start, query), search: url.slice(query) };
 }
 
 /** Starts a node with these settings; resolves once it listens. */
@@ -150,20 +121,52 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     ? new HubLink(settings.hub.url, {
       identity,
       describe: () => linkLocal.self(),
-      serve: (request) => handle(request),
+      serve: async (request): Promise<Response> => await handle(request),
       port: () => boundPort,
     })
     : undefined;
 
   const nodeServices = new NodeServices(identity, linkLocal, hub);
 
-  const router = Router();
+  const hint = `the model registry is under ${settings.storePrefixes.join(", ")}, insight under ${
+    settings.insightPrefixes.join(", ")
+  }, JSON-RPC at ${JSONRPC_PATH}, the node listing at /mds/v1/nodes, deployment at /mcm/v1`;
+
+  // Microservices live outside the node's own prefixes (deployment refuses those), so only a
+  // path no route knows is looked up in the microservice table.
+  const serveContainer = async (
+    { request, path, search }: RequestContext,
+  ): Promise<Response> => {
+    const target = deployments.match(path);
+    if (!target) {
+      return errorResponse(404, `no route for ${request.method} ${path}; ${hint}`);
+    }
+    if ("unknown" in target) {
+      return errorResponse(
+        404,
+        `no microservice at ${path}; GET /mcm/v1/containers lists the deployed ones`,
+      );
+    }
+    try {
+      return await target.runtime.forward(request, target.path + search, boundPort);
+    } catch (error) {
+      return responseForError(error, request);
+    }
+  };
+
+  const pipeline = new Pipeline({
+    before: ({ request, path }) =>
+      request.headers.has(VIA_HEADER) && localOnly(path)
+        ? errorResponse(403, "this endpoint is for local callers only, not through the hub")
+        : undefined,
+    notFound: serveContainer,
+  });
   const mountOptions = { apiKey: settings.apiKey, readsRequireKey: settings.readsRequireKey };
-  mountRoutes(router, storeRoutes, storeHandlers(registry, provisioning), {
+  mountRoutes(pipeline, storeRoutes, storeHandlers(registry, provisioning), {
     ...mountOptions,
     prefixes: settings.storePrefixes,
   });
-  mountRoutes(router, insightRoutes, insightHandlers(identity, linkLocal, hub), {
+  mountRoutes(pipeline, insightRoutes, insightHandlers(identity, linkLocal, hub), {
     apiKey: settings.apiKey,
     prefixes: settings.insightPrefixes,
     wrongKeyStatus: 401,
@@ -171,12 +174,12 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   });
   // Not behind readsRequireKey: peers without the key must reach the ping, and the listing has
   // its own credential (the caller's token).
-  mountRoutes(router, mdsRoutes, mdsHandlers(identity, linkLocal, hub), {
+  mountRoutes(pipeline, mdsRoutes, mdsHandlers(identity, linkLocal, hub), {
     apiKey: settings.apiKey,
     prefixes: [""],
   });
-  mountJsonRpc(router, identity);
-  mountRoutes(router, mcmRoutes, mcmHandlers(images, deployments), {
+  mountJsonRpc(pipeline, identity);
+  mountRoutes(pipeline, mcmRoutes, mcmHandlers(images, deployments), {
     apiKey: settings.mcm.apiKey,
     prefixes: [""],
     authorize: mcmAuthorizer(settings.mcm.apiKey, identity),
@@ -184,73 +187,21 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   if (settings.dashboard.enabled) {
     const { dataDir } = settings;
     mountRoutes(
-      router,
+      pipeline,
       dashboardRoutes,
-      dashboardHandlers({
-        identity,
-        registry,
-        deployments,
-        dataDir,
-        startedAt,
-      }),
+      dashboardHandlers({ identity, registry, deployments, dataDir, startedAt }),
       { ...mountOptions, prefixes: [""] },
     );
-    mountDashboardPage(router, settings.dashboard.path);
+    mountDashboardPage(pipeline, settings.dashboard.path);
   }
-  const hint = `the model registry is under ${settings.storePrefixes.join(", ")}, insight under ${
-    settings.insightPrefixes.join(", ")
-  }, JSON-RPC at ${JSONRPC_PATH}, the node listing at /mds/v1/nodes, deployment at /mcm/v1`;
-
-  const serveContainer = async (target: Match, request: Request, path: string) => {
-    if ("unknown" in target) {
-      return withCors(
-        errorResponse(
-          404,
-          `no microservice at ${path}; GET /mcm/v1/containers lists the deployed ones`,
-        ),
-      );
-    }
-    try {
-      return withCors(await target.runtime.forward(request, target.path, boundPort), true);
-    } catch (error) {
-      return withCors(responseForError(error, request));
-    }
-  };
-
-  const handle = async (request: Request): Promise<Response> => {
-    if (request.method === "OPTIONS") return withCors(new Response(null, { status: 204 }));
-    const { path, search } = pathOf(request.url);
-    const target = deployments.match(path);
-    if (target) {
-      return serveContainer(
-        "unknown" in target ? target : { ...target, path: target.path + search },
-        request,
-        path,
-      );
-    }
-    if (request.headers.has(VIA_HEADER) && localOnly(request)) {
-      return withCors(
-        errorResponse(403, "this endpoint is for local callers only, not through the hub"),
-      );
-    }
-    try {
-      const response = await router.fetch(request);
-      return withCors(
-        response ??
-          errorResponse(
-            404,
-            `no route for ${request.method} ${new URL(request.url).pathname}; ${hint}`,
-          ),
-      );
-    } catch (error) {
-      return withCors(responseForError(error, request));
-    }
-  };
+  const handle = (request: Request, origin?: Origin): Response | Promise<Response> =>
+    pipeline.serve(request, origin);
 
   const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve(
     { hostname: settings.host, port: settings.port, onListen: resolve },
-    handle,
+    (request, info) =>
+      pipeline.serve(request, { remote: (info.remoteAddr as Deno.NetAddr).hostname }),
   );
   const addr = await listening;
   boundPort = addr.port;

@@ -1,0 +1,178 @@
+/**
+ * The request pipeline of the node and the hub: preflight, route lookup, the service's handler,
+ * errors as responses, CORS on the way out. It stays synchronous while every step is: a handler
+ * that answers at once (a cached record, an API key check) returns its Response to Deno.serve
+ * without a promise in between, which Deno serves on its fast path.
+ *
+ * @example
+ * ```ts
+ * import { Pipeline } from "./pipeline.ts";
+ *
+ * const pipeline = new Pipeline({ notFound: (context) => Response.json({ path: context.path }) });
+ * pipeline.route("GET", "/health", () => Response.json({ status: "ok" }));
+ * Deno.serve({ port: 0 }, (request, info) => pipeline.serve(request, info));
+ * ```
+ *
+ * @module
+ */
+import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
+import { RouteTree } from "./route_tree.ts";
+
+/** What the pipeline knows of a request, handed to every step instead of side tables. */
+export interface RequestContext {
+  readonly request: Request;
+  /** The path, as sent (not decoded). */
+  readonly path: string;
+  /** The query string with its `?`, or "". */
+  readonly search: string;
+  /** The address of the peer that sent the request ("" when not known). */
+  readonly remote: string;
+  /**
+   * Whether the request counts as carrying the API key without it: set only by code inside the
+   * process (a tunnelled request whose token the node verified), so no header can fake it.
+   */
+  readonly apiKeyGranted: boolean;
+  /** Path parameters of the matched route, as sent. */
+  params: Record<string, string>;
+}
+
+/** A step that answers a request. */
+export type Step = (context: RequestContext) => Response | Promise<Response>;
+
+/** Where a request came from, as Deno.serve tells (or a tunnel tells). */
+export interface Origin {
+  remote?: string;
+  apiKeyGranted?: boolean;
+}
+
+/** How a pipeline answers what no route does, and how it shapes errors and CORS. */
+export interface PipelineOptions {
+  /** Answers requests no route matches (the microservices, else a 404). */
+  notFound: Step;
+  /** Runs before the route lookup; a Response it returns is the answer. */
+  before?: (context: RequestContext) => Response | Promise<Response> | undefined;
+  /** The shape of errors the pipeline itself answers (405, 500). */
+  errorFormat?: ErrorFormat;
+  /** Request headers a browser may send, listed in the preflight answer. */
+  allowHeaders?: readonly string[];
+  /** Response headers a browser script may read. */
+  exposeHeaders?: readonly string[];
+  /** Response statuses whose headers stay as they are (101: the WebSocket upgrade). */
+  keepHeadersOf?: readonly number[];
+}
+
+const METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+
+/** The path and query of a request URL, without parsing all of it (this runs per request). */
+export function splitUrl(url: string): { path: string; search: string } {
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return { path: "/", search: "" };
+  const query = url.indexOf("?", start);
+  return query < 0
+    ? { path: url.slice(start), search: "" }
+    : { path: url.slice(start, query), search: url.slice(query) };
+}
+
+/** Routes and the steps around them, for one server. */
+export class Pipeline {
+  readonly #tree = new RouteTree<{ step: Step; format: ErrorFormat }>();
+  readonly #options: PipelineOptions;
+  readonly #format: ErrorFormat;
+  readonly #preflight: Record<string, string>;
+  readonly #expose: string;
+
+  /** A pipeline with no routes yet. */
+  constructor(options: PipelineOptions) {
+    this.#options = options;
+    this.#format = options.errorFormat ?? errorResponse;
+    // Browsers read the Allow-* and Max-Age headers only from the preflight answer; ordinary
+    // answers need just the origin and the headers scripts may read.
+    this.#preflight = {
+      "Access-Control-Allow-Origin": "*",
+      "Access-Control-Allow-Methods": METHODS,
+      "Access-Control-Allow-Headers": [
+        "Authorization",
+        "Content-Type",
+        "Range",
+        "If-None-Match",
+        "If-Range",
+        ...(options.allowHeaders ?? []),
+      ].join(", "),
+      "Access-Control-Max-Age": "600",
+    };
+    this.#expose = ["Content-Range", "Content-Length", "ETag", "Accept-Ranges"].concat(
+      options.exposeHeaders ?? [],
+    ).join(", ");
+  }
+
+  /**
+   * Answers `method` on `pattern` (`:name` segments are parameters) with `step`; other methods on
+   * the same pattern get a 405 in `format` (the pipeline's by default).
+   */
+  route(method: string, pattern: string, step: Step, format?: ErrorFormat): void {
+    this.#tree.add(method, pattern, { step, format: format ?? this.#format });
+  }
+
+  /** The Deno.serve handler. */
+  serve(request: Request, origin: Origin = {}): Response | Promise<Response> {
+    if (request.method === "OPTIONS") {
+      return new Response(null, { status: 204, headers: this.#preflight });
+    }
+    const { path, search } = splitUrl(request.url);
+    const context: RequestContext = {
+      request,
+      path,
+      search,
+      remote: origin.remote ?? "",
+      apiKeyGranted: origin.apiKeyGranted === true,
+      params: {},
+    };
+    try {
+      const answer = this.#answer(context);
+      return answer instanceof Promise
+        ? answer.then((response) => this.#out(response), (error) => this.#failed(error, request))
+        : this.#out(answer);
+    } catch (error) {
+      return this.#failed(error, request);
+    }
+  }
+
+  #answer(context: RequestContext): Response | Promise<Response> {
+    const early = this.#options.before?.(context);
+    if (early) return early;
+    const found = this.#tree.find(context.request.method, context.path);
+    if (found.kind === "match") {
+      context.params = found.params;
+      return found.value.step(context);
+    }
+    if (found.kind === "method") {
+      const allow = [...found.allow, "OPTIONS"].join(", ");
+      return found.other.format(
+        405,
+        `${context.request.method} is not allowed here; use ${allow}`,
+        {
+          Allow: allow,
+        },
+      );
+    }
+    return this.#options.notFound(context);
+  }
+
+  #failed(error: unknown, request: Request): Response {
+    return this.#out(responseForError(error, request, this.#format));
+  }
+
+  #out(response: Response): Response {
+    if (this.#options.keepHeadersOf?.includes(response.status)) return response;
+    // A microservice's own CORS answer is kept.
+    if (response.headers.has("access-control-allow-origin")) return response;
+    try {
+      response.headers.set("Access-Control-Allow-Origin", "*");
+    } catch {
+      response = new Response(response.body, response); // Immutable headers (a fetch's answer).
+      response.headers.set("Access-Control-Allow-Origin", "*");
+    }
+    response.headers.set("Access-Control-Expose-Headers", this.#expose);
+    return response;
+  }
+}
