@@ -6,11 +6,12 @@
  */
 import { hubRoutes } from "../../gen/hub/routes.ts";
 import { requireBearer } from "../http/auth.ts";
-import { HttpError, jsonResponse, responseForError, statusCodeError } from "../http/errors.ts";
+import { Forbidden, Invalid, NotFound, Unavailable } from "../errors/mod.ts";
+import { jsonResponse, statusCodeError } from "../http/errors.ts";
 import { Pipeline } from "../http/pipeline.ts";
 import { mountRoutes } from "../http/routes.ts";
 import { SCOPES } from "../identity/identity.ts";
-import { TokenError, TokenVerifier } from "../identity/token_verifier.ts";
+import { TokenVerifier } from "../identity/token_verifier.ts";
 import { openDatabase } from "../storage/database.ts";
 import {
   CALLER_ACCOUNT_HEADER,
@@ -82,11 +83,11 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
   mountRoutes(pipeline, hubRoutes, {
     connect: ({ request, context }) => {
       if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-        throw new HttpError(400, "this is the node connection: open it as a WebSocket");
+        throw new Invalid("this is the node connection: open it as a WebSocket");
       }
       if (sessions.size + connecting.size >= settings.maxConnections) {
-        throw new HttpError(503, "the hub holds as many nodes as it may; try another hub later", {
-          "Retry-After": "30",
+        throw new Unavailable("the hub holds as many nodes as it may; try another hub later", {
+          retryAfterSeconds: 30,
         });
       }
       const { socket, response } = Deno.upgradeWebSocket(request, { idleTimeout: 0 });
@@ -100,29 +101,23 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
   const tunnel = async (request: Request, remote: string): Promise<Response> => {
     const nodeId = routedNodeId(request.headers.get(ROUTING_HEADER)!);
     if (!nodeId) {
-      throw new HttpError(
-        400,
+      throw new Invalid(
         `${ROUTING_HEADER} is not a routing header: copy it from the sep info`,
       );
     }
     const portText = request.headers.get(PORT_HEADER) ?? "";
     if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
-      throw new HttpError(400, `${PORT_HEADER} must be the port from the sep info`);
+      throw new Invalid(`${PORT_HEADER} must be the port from the sep info`);
     }
     const token = requireBearer(request, "edge access token of the target node's account");
-    let accountId: string;
-    try {
-      ({ accountId } = await verifier.verify(token, SCOPES.clusters, nodeId));
-    } catch (error) {
-      if (error instanceof TokenError) throw new HttpError(403, error.message);
-      throw error;
-    }
+    // A refused token is a TokenError: Forbidden, as the table says.
+    const { accountId } = await verifier.verify(token, SCOPES.clusters, nodeId);
     const session = sessions.get(nodeId);
     const targetAccount = session?.entry?.node.accountId ?? store.accountOf(nodeId);
     if (targetAccount !== undefined && targetAccount !== accountId) {
-      throw new HttpError(403, `the token's account '${accountId}' does not own that node`);
+      throw new Forbidden(`the token's account '${accountId}' does not own that node`);
     }
-    if (!session) throw new HttpError(404, `node ${nodeId} is not connected to this hub`);
+    if (!session) throw new NotFound(`node ${nodeId} is not connected to this hub`);
     const headers = forwardedHeaders(request.headers);
     headers.push([VIA_HEADER, "hub"], [FORWARDED_FOR_HEADER, remote], [
       CALLER_ACCOUNT_HEADER,

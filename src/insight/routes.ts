@@ -8,7 +8,8 @@
 import { insightRoutes } from "../../gen/insight/routes.ts";
 import type { LinkLocal } from "../discovery/link_local.ts";
 import type { HubLink } from "../hub_client/hub_link.ts";
-import { type ErrorFormat, HttpError, jsonResponse, statusCodeError } from "../http/errors.ts";
+import { Forbidden, Invalid, Unavailable } from "../errors/mod.ts";
+import { type ErrorFormat, jsonResponse, statusCodeError } from "../http/errors.ts";
 import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
@@ -25,8 +26,7 @@ const INFO_TYPES = ["self", "supernode", "bep", "sep"] as const;
 function requireStoredToken(identity: Identity, what: string): void {
   const state = identity.tokenState();
   if (state !== "stored") {
-    throw new HttpError(
-      403,
+    throw new Forbidden(
       `${what} needs a stored account token, and it is ${state}: PUT /token with a valid one`,
     );
   }
@@ -35,8 +35,7 @@ function requireStoredToken(identity: Identity, what: string): void {
 /** The node's hub link, or 503 when no hub is configured. */
 export function requireHub(hub: HubLink | undefined, what: string): HubLink {
   if (!hub) {
-    throw new HttpError(
-      503,
+    throw new Unavailable(
       `${what} needs a hub, and none is configured: set hub.url in the node's config`,
     );
   }
@@ -54,7 +53,8 @@ export function insightHandlers(
       try {
         await identity.storeToken(body.token, body.expiresAt);
       } catch (error) {
-        if (error instanceof TokenError) throw new HttpError(400, error.message);
+        // A token given as the body is input, not the caller's credential.
+        if (error instanceof TokenError) throw new Invalid(error.message);
         throw error;
       }
       return jsonResponse({ status: "ok" });
@@ -63,9 +63,9 @@ export function insightHandlers(
       const types = query.types.split(",").map((type) => type.trim());
       for (const [i, type] of types.entries()) {
         if (!(INFO_TYPES as readonly string[]).includes(type)) {
-          throw new HttpError(400, `unknown type '${type}': use ${INFO_TYPES.join(", ")}`);
+          throw new Invalid(`unknown type '${type}': use ${INFO_TYPES.join(", ")}`);
         }
-        if (types.indexOf(type) !== i) throw new HttpError(400, `type '${type}' is repeated`);
+        if (types.indexOf(type) !== i) throw new Invalid(`type '${type}' is repeated`);
       }
       const relayed = types.filter((type) => type === "bep" || type === "sep").join(" and ");
       if (relayed) {

@@ -6,10 +6,10 @@
  */
 import { mdsRoutes } from "../../gen/mds/routes.ts";
 import { requireBearer } from "../http/auth.ts";
-import { HttpError, jsonResponse } from "../http/errors.ts";
+import { Invalid } from "../errors/mod.ts";
+import { jsonResponse } from "../http/errors.ts";
 import type { Handlers } from "../http/routes.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
-import { TokenError } from "../identity/token_verifier.ts";
 import type { LinkLocal } from "../discovery/link_local.ts";
 import type { HubLink } from "../hub_client/hub_link.ts";
 import { requireHub } from "../insight/routes.ts";
@@ -35,19 +35,14 @@ export function mdsHandlers(
           data: { id, proof: await identity.proof(query.challenge, linkLocal.self()) },
         });
       }
-      if (query.challenge) throw new HttpError(400, "challenge goes with ping=true");
+      if (query.challenge) throw new Invalid("challenge goes with ping=true");
       const clusters = query.clusters;
-      if (!clusters) throw new HttpError(400, "pass clusters=linkLocal (or ping=true)");
+      if (!clusters) throw new Invalid("pass clusters=linkLocal (or ping=true)");
       if (!CLUSTERS.includes(clusters)) {
-        throw new HttpError(400, `unknown clusters '${clusters}': use ${CLUSTERS.join(", ")}`);
+        throw new Invalid(`unknown clusters '${clusters}': use ${CLUSTERS.join(", ")}`);
       }
       const token = requireBearer(request, "edge access token");
-      try {
-        await identity.checkAccountToken(token, SCOPES.clusters);
-      } catch (error) {
-        if (error instanceof TokenError) throw new HttpError(403, error.message);
-        throw error;
-      }
+      await identity.checkAccountToken(token, SCOPES.clusters); // TokenError: Forbidden.
       const listing = clusters === "linkLocal" ? localLinkListing(linkLocal) : {
         nodes: (await requireHub(hub, `clusters=${clusters}`).list(clusters as "account"))
           .map((node) => mdsNode(node, [])),

@@ -4,7 +4,8 @@
  * @module
  */
 import { storeRoutes } from "../../gen/store/routes.ts";
-import { HttpError, jsonResponse } from "../http/errors.ts";
+import { Invalid, NotFound } from "../errors/mod.ts";
+import { jsonResponse } from "../http/errors.ts";
 import { fileResponse } from "../http/file_response.ts";
 import { JsonCache, jsonTextResponse } from "../http/json_cache.ts";
 import type { Handlers } from "../http/routes.ts";
@@ -18,7 +19,7 @@ export { storeRoutes };
 /** Whether a read asks for a file rather than the record; `file` alone is a mistake. */
 function wantsMedia(query: { alt?: "media"; file?: string }): boolean {
   if (query.file !== undefined && query.alt !== "media") {
-    throw new HttpError(400, "query parameter 'file' needs 'alt=media'");
+    throw new Invalid("query parameter 'file' needs 'alt=media'");
   }
   return query.alt === "media";
 }
@@ -38,7 +39,7 @@ export function storeHandlers(
       return await fileResponse(request, registry.mediaFile(id, file));
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) {
-        throw new HttpError(404, `the file of model '${id}' is missing`);
+        throw new NotFound(`the file of model '${id}' is missing`);
       }
       throw error;
     }
