@@ -67,6 +67,26 @@ Deno.test("JSON-RPC 2.0: batches, notifications and the standard errors", async 
   await rpcFails(node, "associateAccount", { token: "a.b.c" }, -32602, /no param 'token'/);
 });
 
+Deno.test("the HTTP side of JSON-RPC: media types, 415 for binary bodies, 405 for other methods", async () => {
+  await using node = await startTestNode();
+  const body = `{"jsonrpc":"2.0","id":1,"method":"getMe"}`;
+  const post = (headers: Record<string, string>) =>
+    fetch(`${node.url}/jsonrpc/v1`, { method: "POST", headers, body });
+  // curl -d sends the form type; Bitcoin-style clients send text/plain; some send nothing.
+  for (const type of ["application/x-www-form-urlencoded", "text/plain;charset=utf-8", ""]) {
+    const answer = await post(type ? { "Content-Type": type } : {});
+    assert.equal(answer.status, 200, type);
+    assert.equal((await answer.json()).id, 1);
+  }
+  const binary = await post({ "Content-Type": "application/octet-stream" });
+  assert.equal(binary.status, 415);
+  assert.match((await binary.json()).error.message, /Content-Type must be application\/json/);
+  const get = await fetch(`${node.url}/jsonrpc/v1`);
+  assert.equal(get.status, 405);
+  assert.equal(get.headers.get("allow"), "POST, OPTIONS");
+  await get.body?.cancel();
+});
+
 Deno.test("getEdgeIdToken is a short-lived JWT signed by the node's published key", async () => {
   await using node = await startTestNode({ config: CONFIG });
   const { nodeId } = await rpc(node, "getMe");

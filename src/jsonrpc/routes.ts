@@ -6,6 +6,7 @@
  */
 import { jsonrpcMethods } from "../../gen/jsonrpc/methods.ts";
 import { jsonResponse } from "../http/errors.ts";
+import { requireContentType } from "../http/input.ts";
 import type { Pipeline } from "../http/pipeline.ts";
 import type { Identity } from "../identity/identity.ts";
 import { jsonRpcEndpoint } from "./dispatcher.ts";
@@ -13,6 +14,19 @@ import { jsonRpcErrorOf } from "./error_codes.ts";
 
 /** The path of the endpoint. */
 export const JSONRPC_PATH = "/jsonrpc/v1";
+
+/**
+ * Media types a request may name (or none): JSON's own and those JSON-RPC clients send for JSON
+ * text in the wild (`curl -d`'s form type, text/plain of Bitcoin-style clients). A binary or
+ * multipart body is refused with 415 before it is read.
+ */
+export const JSONRPC_CONTENT_TYPES = [
+  "application/json",
+  "application/json-rpc",
+  "application/jsonrequest",
+  "text/plain",
+  "application/x-www-form-urlencoded",
+];
 
 /** Registers the JSON-RPC routes for this identity. */
 export function mountJsonRpc(pipeline: Pipeline, identity: Identity): void {
@@ -40,6 +54,9 @@ export function mountJsonRpc(pipeline: Pipeline, identity: Identity): void {
       return { status: "ok" as const };
     },
   }, jsonRpcErrorOf);
-  pipeline.route("POST", JSONRPC_PATH, ({ request }) => endpoint(request));
+  pipeline.route("POST", JSONRPC_PATH, ({ request }) => {
+    if (request.headers.has("content-type")) requireContentType(request, JSONRPC_CONTENT_TYPES);
+    return endpoint(request);
+  });
   pipeline.route("GET", `${JSONRPC_PATH}/jwks`, () => jsonResponse(identity.jwks()));
 }
