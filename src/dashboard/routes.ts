@@ -7,7 +7,7 @@
 import { type Asset, ASSETS } from "../../bundles/dashboard_assets.ts";
 import { dashboardRoutes } from "../../gen/dashboard/routes.ts";
 import { NotFound } from "../errors/mod.ts";
-import { jsonResponse } from "../http/errors.ts";
+import { json } from "../http/reply.ts";
 import type { Pipeline } from "../http/pipeline.ts";
 import type { Handlers } from "../http/routes.ts";
 import { nodeStatus, type StatusSources } from "./status.ts";
@@ -29,7 +29,7 @@ const PAGE_HEADERS = {
 
 /** The handlers of the status endpoint. */
 export function dashboardHandlers(sources: StatusSources): Handlers<typeof dashboardRoutes> {
-  return { getStatus: async () => jsonResponse(await nodeStatus(sources)) };
+  return { getStatus: async () => json(200, await nodeStatus(sources)) };
 }
 
 /** An asset's bytes, plain and gzipped (compressed once, on first use). */

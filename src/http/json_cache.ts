@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { JsonText } from "./reply.ts";
 
 /** A cache of JSON bodies for one source of data. */
 export class JsonCache {
@@ -18,7 +19,7 @@ export class JsonCache {
   }
 
   /** The JSON text for `key` at `generation`, computed by `compute` when not cached. */
-  get(key: string, generation: number, compute: () => unknown): string {
+  get<B>(key: string, generation: number, compute: () => B): JsonText<B> {
     if (generation !== this.#generation || this.#bodies.size >= this.#maxEntries) {
       this.#bodies.clear();
       this.#generation = generation;
@@ -28,11 +29,6 @@ export class JsonCache {
       body = JSON.stringify(compute());
       this.#bodies.set(key, body);
     }
-    return body;
+    return body as JsonText<B>;
   }
-}
-
-/** A 200 response with a JSON text body. */
-export function jsonTextResponse(body: string): Response {
-  return new Response(body, { headers: { "Content-Type": "application/json" } });
 }

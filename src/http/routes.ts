@@ -13,6 +13,7 @@ import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
 import type { StatusOverrides } from "./error_statuses.ts";
 import { readJson, requireContentType, validate } from "./input.ts";
 import type { Pipeline, RequestContext } from "./pipeline.ts";
+import type { RepliesOf } from "./reply.ts";
 
 /** How an operation's request body is read. */
 export type BodySpec =
@@ -35,6 +36,8 @@ export interface RouteSpec {
   readonly params: v.GenericSchema;
   readonly query: v.GenericSchema;
   readonly body: BodySpec;
+  /** The success answers of the operation, by status: a type only (its value is `{}`). */
+  readonly responses: object;
 }
 
 type BodyOf<B extends BodySpec> = B extends
@@ -52,9 +55,14 @@ export interface OperationInput<R extends RouteSpec, A = undefined> {
   context: RequestContext;
 }
 
-/** One handler per operation of a route table. */
+/** What a handler of operation `R` may answer: only the statuses and bodies its spec declares. */
+export type AnswerOf<R extends RouteSpec> = RepliesOf<R["responses"]>;
+
+/** One handler per operation of a route table, each answering as its operation declares. */
 export type Handlers<T extends Record<string, RouteSpec>, A = undefined> = {
-  [K in keyof T]: (input: OperationInput<T[K], A>) => Response | Promise<Response>;
+  [K in keyof T]: (
+    input: OperationInput<T[K], A>,
+  ) => AnswerOf<T[K]> | Promise<AnswerOf<T[K]>>;
 };
 
 /** How a service is mounted. */

@@ -7,7 +7,8 @@
 import { hubRoutes } from "../../gen/hub/routes.ts";
 import { requireBearer } from "../http/auth.ts";
 import { Forbidden, Invalid, NotFound, Unavailable } from "../errors/mod.ts";
-import { jsonResponse, statusCodeError } from "../http/errors.ts";
+import { statusCodeError } from "../http/errors.ts";
+import { json, upgradeReply } from "../http/reply.ts";
 import { Pipeline } from "../http/pipeline.ts";
 import { mountRoutes } from "../http/routes.ts";
 import { SCOPES } from "../identity/identity.ts";
@@ -93,9 +94,9 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
       const { socket, response } = Deno.upgradeWebSocket(request, { idleTimeout: 0 });
       const origin = new URL(request.url).origin;
       connecting.add(new NodeSession(socket, context.remote, origin, host));
-      return response;
+      return upgradeReply(response);
     },
-    health: () => jsonResponse({ status: "ok", nodes: sessions.size }),
+    health: () => json(200, { status: "ok" as const, nodes: sessions.size }),
   }, { prefixes: [""], apiKey: "", errorFormat: statusCodeError });
 
   const tunnel = async (request: Request, remote: string): Promise<Response> => {

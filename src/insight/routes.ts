@@ -6,10 +6,12 @@
  * @module
  */
 import { insightRoutes } from "../../gen/insight/routes.ts";
+import type { InfoResponse } from "../../gen/insight/validators.ts";
 import type { LinkLocal } from "../discovery/link_local.ts";
 import type { HubLink } from "../hub_client/hub_link.ts";
 import { Forbidden, Invalid, Unavailable } from "../errors/mod.ts";
-import { type ErrorFormat, jsonResponse, statusCodeError } from "../http/errors.ts";
+import { type ErrorFormat, statusCodeError } from "../http/errors.ts";
+import { json } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
@@ -57,7 +59,7 @@ export function insightHandlers(
         if (error instanceof TokenError) throw new Invalid(error.message);
         throw error;
       }
-      return jsonResponse({ status: "ok" });
+      return json(200, { status: "ok" as const });
     },
     getInfo: async ({ query }) => {
       const types = query.types.split(",").map((type) => type.trim());
@@ -72,7 +74,7 @@ export function insightHandlers(
         requireStoredToken(identity, relayed);
         requireHub(hub, relayed);
       }
-      const data: Record<string, unknown> = {};
+      const data: InfoResponse["data"] = {};
       for (const type of types) {
         if (type === "bep") data.bep = hub!.bep();
         if (type === "sep") data.sep = await hub!.sep();
@@ -82,15 +84,15 @@ export function insightHandlers(
           data.supernode = { id, name, addresses };
         }
       }
-      return jsonResponse({ data });
+      return json(200, { data });
     },
     listNodes: async ({ query }) => {
       if (query.type === "linkLocal") {
-        return jsonResponse({ data: linkLocal.members().map(insightNode) });
+        return json(200, { data: linkLocal.members().map(insightNode) });
       }
       requireStoredToken(identity, `type=${query.type}`);
       const nodes = await requireHub(hub, `type=${query.type}`).list(query.type);
-      return jsonResponse({ data: nodes.map(insightNode) });
+      return json(200, { data: nodes.map(insightNode) });
     },
   };
 }

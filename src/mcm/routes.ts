@@ -5,7 +5,7 @@
  */
 import { mcmRoutes } from "../../gen/mcm/routes.ts";
 import type { StartContainerRequest } from "../../gen/mcm/validators.ts";
-import { jsonResponse } from "../http/errors.ts";
+import { json } from "../http/reply.ts";
 import type { RequestContext } from "../http/pipeline.ts";
 import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
@@ -31,13 +31,14 @@ export function mcmHandlers(
   // Shared by /containers and its alias /mims.
   const start = async (input: { auth: Caller; body: StartContainerRequest }) => {
     const { container, created } = await deployments.start(input.auth, input.body);
-    return jsonResponse(container, created ? 201 : 200);
+    return json(created ? 201 : 200, container);
   };
-  const list = ({ auth }: { auth: Caller }) => jsonResponse({ data: deployments.list(auth) });
+  const list = ({ auth }: { auth: Caller }) => json(200, { data: deployments.list(auth) });
   const remove = async (
     input: { auth: Caller; params: { id: string }; query: { purge?: boolean } },
   ) =>
-    jsonResponse(
+    json(
+      200,
       await deployments.delete(
         input.auth,
         input.params.id,
@@ -45,15 +46,15 @@ export function mcmHandlers(
       ),
     );
   return {
-    listImages: ({ auth }) => jsonResponse({ data: images.list(auth) }),
+    listImages: ({ auth }) => json(200, { data: images.list(auth) }),
     uploadImage: async ({ auth, request, query }) =>
-      jsonResponse(await images.upload(auth, request, query.name), 201),
-    deleteImage: async ({ auth, params }) => jsonResponse(await images.delete(auth, params.id)),
+      json(201, await images.upload(auth, request, query.name)),
+    deleteImage: async ({ auth, params }) => json(200, await images.delete(auth, params.id)),
     startContainer: start,
     listContainers: list,
-    getContainer: ({ auth, params }) => jsonResponse(deployments.get(auth, params.id)),
+    getContainer: ({ auth, params }) => json(200, deployments.get(auth, params.id)),
     deleteContainer: remove,
-    containerLogs: ({ auth, params }) => jsonResponse({ data: deployments.logs(auth, params.id) }),
+    containerLogs: ({ auth, params }) => json(200, { data: deployments.logs(auth, params.id) }),
     startMim: start,
     listMims: list,
     deleteMim: remove,

@@ -7,7 +7,7 @@
 import { mdsRoutes } from "../../gen/mds/routes.ts";
 import { requireBearer } from "../http/auth.ts";
 import { Invalid } from "../errors/mod.ts";
-import { jsonResponse } from "../http/errors.ts";
+import { json } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import type { LinkLocal } from "../discovery/link_local.ts";
@@ -30,8 +30,8 @@ export function mdsHandlers(
     listNodes: async ({ query, request }) => {
       if (query.ping) {
         const id = identity.nodeId;
-        if (!query.challenge) return jsonResponse({ data: { id } });
-        return jsonResponse({
+        if (!query.challenge) return json(200, { data: { id } });
+        return json(200, {
           data: { id, proof: await identity.proof(query.challenge, linkLocal.self()) },
         });
       }
@@ -47,7 +47,7 @@ export function mdsHandlers(
         nodes: (await requireHub(hub, `clusters=${clusters}`).list(clusters as "account"))
           .map((node) => mdsNode(node, [])),
       };
-      return jsonResponse({ data: await encryptListing(listing, token, clusters) });
+      return json(200, { data: await encryptListing(listing, token, clusters) });
     },
   };
 }

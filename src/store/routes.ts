@@ -5,9 +5,9 @@
  */
 import { storeRoutes } from "../../gen/store/routes.ts";
 import { Invalid, NotFound } from "../errors/mod.ts";
-import { jsonResponse } from "../http/errors.ts";
 import { fileResponse } from "../http/file_response.ts";
-import { JsonCache, jsonTextResponse } from "../http/json_cache.ts";
+import { JsonCache } from "../http/json_cache.ts";
+import { empty, fileReply, headReply, json, jsonText, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
 import { uploadBody } from "../http/upload_body.ts";
 import { Downloads } from "./downloads.ts";
@@ -46,7 +46,8 @@ export function storeHandlers(
   };
   return {
     listModels: ({ query }) =>
-      jsonTextResponse(
+      jsonText(
+        200,
         cache.get(
           `list ${query.kind} ${query.ready}`,
           registry.generation,
@@ -55,28 +56,30 @@ export function storeHandlers(
       ),
     createModel: ({ body }) => {
       const { model, created } = registry.create(body);
-      return jsonResponse(model, created ? 201 : 200);
+      return json(created ? 201 : 200, model);
     },
-    updateModel: ({ body }) => jsonResponse(registry.update(body)),
+    updateModel: ({ body }) => json(200, registry.update(body)),
     getModel: ({ params, query, request }) =>
       wantsMedia(query)
-        ? media(request, params.id, query.file)
-        : jsonTextResponse(modelJson(params.id)),
+        ? media(request, params.id, query.file).then(fileReply)
+        : jsonText(200, modelJson(params.id)),
     headModel: async ({ params, query, request }) => {
-      if (wantsMedia(query)) return await media(request, params.id, query.file);
-      const body = modelJson(params.id);
-      return new Response(null, { headers: jsonTextResponse(body).headers });
+      if (wantsMedia(query)) {
+        return headReply(await media(request, params.id, query.file), [200, 206, 304]);
+      }
+      modelJson(params.id); // 404 for a missing record, as GET would.
+      return empty(200, { "Content-Type": "application/json" });
     },
     deleteModel: async ({ params }) => {
       await registry.remove(params.id);
-      return jsonResponse({ id: params.id, object: "model", deleted: true });
+      return json(200, { id: params.id, object: "model" as const, deleted: true as const });
     },
     uploadModel: async ({ params, query, request }) => {
       // 404 before a byte of the body is read.
       registry.get(params.id);
       const body = await uploadBody(request, "file");
-      return jsonResponse(await provisioning.upload(params.id, body, query));
+      return json(200, await provisioning.upload(params.id, body, query));
     },
-    downloadModel: ({ params, body }) => downloads.start(params.id, body),
+    downloadModel: async ({ params, body }) => raw(await downloads.start(params.id, body), [200]),
   };
 }

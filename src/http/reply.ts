@@ -1,0 +1,103 @@
+/**
+ * Typed answers: a handler's return type is checked against the success responses its spec
+ * operation declares (the `responses` of the generated route table). `json(200, model)` is a
+ * Response whose type records the status and the body, so a handler that returns a body or a
+ * status its operation does not declare is a compile error. Errors are not answers: they are
+ * thrown as domain errors and mapped at the edge.
+ *
+ * @example
+ * ```ts
+ * import { json } from "./reply.ts";
+ *
+ * const answer = json(201, { id: "m1" }); // Reply<201, { json: { id: string } }>
+ * ```
+ *
+ * @module
+ */
+
+declare const declared: unique symbol;
+
+/** What a spec response may carry, as the route table's `responses` says. */
+export type Content = { json: unknown } | { raw: true } | { empty: true };
+
+/**
+ * A Response known to have one of the statuses `S` and content `C`. Distributes over a union of
+ * statuses, so `json(created ? 201 : 200, body)` fits an operation declaring both.
+ */
+export type Reply<S extends number, C extends Content> = S extends number
+  ? Response & { readonly [declared]: { status: S; content: C } }
+  : never;
+
+/** The answers an operation declares: one Reply per status of its `responses`. */
+export type RepliesOf<M> = {
+  [S in keyof M & number]: M[S] extends Content ? Reply<S, M[S]> : never;
+}[keyof M & number];
+
+/** JSON text whose type records what it encodes (a cached body, see json_cache.ts). */
+export type JsonText<B> = string & { readonly [declared]: B };
+
+/** A JSON answer. */
+export function json<S extends number, B>(
+  status: S,
+  body: B,
+  headers?: HeadersInit,
+): Reply<S, { json: B }> {
+  return Response.json(body, { status, headers }) as Reply<S, { json: B }>;
+}
+
+/** A JSON answer from text already encoded. */
+export function jsonText<S extends number, B>(
+  status: S,
+  text: JsonText<B>,
+  headers?: Record<string, string>,
+): Reply<S, { json: B }> {
+  return new Response(text, {
+    status,
+    headers: { "Content-Type": "application/json", ...headers },
+  }) as Reply<S, { json: B }>;
+}
+
+/** An answer without a body (a HEAD, a 304, a 204), with its headers. */
+export function empty<S extends number>(
+  status: S,
+  headers?: HeadersInit,
+): Reply<S, { empty: true }> {
+  return new Response(null, { status, headers }) as Reply<S, { empty: true }>;
+}
+
+/**
+ * A Response built elsewhere (a file, an event stream, a WebSocket upgrade), declared to be one
+ * of `statuses` with a non-JSON body. Checked at run time too: another status is a bug.
+ */
+export function raw<S extends number>(
+  response: Response,
+  statuses: readonly S[],
+): Reply<S, { raw: true }> {
+  if (!(statuses as readonly number[]).includes(response.status)) {
+    throw new Error(`answer status ${response.status} is not one of ${statuses.join(", ")}`);
+  }
+  return response as Reply<S, { raw: true }>;
+}
+
+/** A file answer (file_response.ts): its bytes with 200 or 206, or 304 without them. */
+export function fileReply(
+  response: Response,
+): Reply<200 | 206, { raw: true }> | Reply<304, { empty: true }> {
+  return response.status === 304
+    ? response as Reply<304, { empty: true }>
+    : raw(response, [200, 206]);
+}
+
+/** The answer to a HEAD: one of `statuses`, headers only (Deno sends no body for HEAD). */
+export function headReply<S extends number>(
+  response: Response,
+  statuses: readonly S[],
+): Reply<S, { empty: true }> {
+  raw(response, statuses);
+  return response as unknown as Reply<S, { empty: true }>;
+}
+
+/** The answer that switches protocols (Deno.upgradeWebSocket's): 101, no body. */
+export function upgradeReply(response: Response): Reply<101, { empty: true }> {
+  return headReply(response, [101]);
+}
