@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { errorResponse } from "./errors.ts";
+import { RangeNotSatisfiable } from "../errors/mod.ts";
 
 /** What to serve. */
 export interface FileToServe {
@@ -79,7 +79,8 @@ function matchesEtag(header: string, etag: string): boolean {
 /**
  * The response for a GET or HEAD of a file. The file is opened before the response is built, so
  * a missing file rejects with Deno.errors.NotFound (for the caller to turn into a 404), and a
- * file replaced or deleted meanwhile is still served whole from the open descriptor.
+ * file replaced or deleted meanwhile is still served whole from the open descriptor. A range
+ * outside the file rejects with RangeNotSatisfiable (416, its Content-Range from the size).
  */
 export async function fileResponse(request: Request, file: FileToServe): Promise<Response> {
   const opened = await openExactly(file.path);
@@ -139,10 +140,8 @@ async function respond(
       Date.parse(ifRange) >= Math.floor(lastModified.getTime() / 1000) * 1000);
   const range = rangeApplies ? parseRange(request.headers.get("range"), size) : undefined;
   if (range === "unsatisfiable") {
-    opened.close();
-    return errorResponse(416, `range not satisfiable: the file has ${size} bytes`, {
-      "Content-Range": `bytes */${size}`,
-    });
+    // fileResponse closes the file.
+    throw new RangeNotSatisfiable(`range not satisfiable: the file has ${size} bytes`, { size });
   }
   const { start, end } = range ?? { start: 0, end: size - 1 };
   const length = end - start + 1;

@@ -5,7 +5,7 @@
  * @module
  */
 import * as v from "valibot";
-import { HttpError } from "./errors.ts";
+import { Invalid, TooLarge, UnsupportedType } from "../errors/mod.ts";
 
 /** Where a value came from, for error messages. */
 export type InputSource = "body" | "path" | "query";
@@ -43,14 +43,14 @@ export function validate<S extends v.GenericSchema>(
   const result = v.safeParse(schema, value);
   if (result.success) return result.output;
   const messages = [...new Set(result.issues.map((issue) => describeIssue(issue, source)))];
-  throw new HttpError(400, messages.join("; "));
+  throw new Invalid(messages.join("; "));
 }
 
 /** The query string as an object; a parameter given twice is 400. */
 export function queryObject(url: URL): Record<string, string> {
   const query: Record<string, string> = {};
   for (const [key, value] of url.searchParams) {
-    if (key in query) throw new HttpError(400, `query parameter '${key}' is given more than once`);
+    if (key in query) throw new Invalid(`query parameter '${key}' is given more than once`);
     query[key] = value;
   }
   return query;
@@ -61,7 +61,7 @@ export function requireContentType(request: Request, accepted: readonly string[]
   const mediaType = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
   if (!accepted.includes(mediaType)) {
     const got = mediaType ? `'${mediaType}'` : "none";
-    throw new HttpError(415, `Content-Type must be ${accepted.join(" or ")} (got ${got})`);
+    throw new UnsupportedType(`Content-Type must be ${accepted.join(" or ")} (got ${got})`);
   }
   return mediaType;
 }
@@ -72,7 +72,7 @@ export async function readText(
   limit: number,
   what = "body",
 ): Promise<string> {
-  const tooLarge = () => new HttpError(413, `${what} is larger than ${limit} bytes`);
+  const tooLarge = () => new TooLarge(`${what} is larger than ${limit} bytes`);
   if (Number(request.headers.get("content-length") ?? "0") > limit) throw tooLarge();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -97,10 +97,10 @@ export async function readJson(
     requireContentType(request, contentTypes);
   }
   const text = await readText(request, MAX_JSON_BYTES, "JSON body");
-  if (text.length === 0) throw new HttpError(400, "request body is empty: send a JSON object");
+  if (text.length === 0) throw new Invalid("request body is empty: send a JSON object");
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new HttpError(400, `body is not valid JSON: ${(error as Error).message}`);
+    throw new Invalid(`body is not valid JSON: ${(error as Error).message}`);
   }
 }

@@ -7,7 +7,7 @@
 import busboy from "busboy";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { HttpError } from "./errors.ts";
+import { DomainError, Invalid } from "../errors/mod.ts";
 
 /** An uploaded file as it arrives. */
 export interface UploadBody {
@@ -36,7 +36,7 @@ const MULTIPART_LIMITS = { files: 1, fields: 32, fieldSize: 64 * 1024, parts: 64
 /** Reads the upload from a raw body, or the part named `field` from a multipart body. */
 export function uploadBody(request: Request, field: string): Promise<UploadBody> {
   const contentType = request.headers.get("content-type") ?? "";
-  if (!request.body) throw new HttpError(400, "upload body is empty: send the file");
+  if (!request.body) throw new Invalid("upload body is empty: send the file");
   const length = request.headers.get("content-length");
   const bodyLength = length === null ? undefined : Number(length);
   if (contentType.toLowerCase().startsWith("multipart/form-data")) {
@@ -52,9 +52,9 @@ export function uploadBody(request: Request, field: string): Promise<UploadBody>
   });
 }
 
-function badForm(error: unknown): HttpError {
+function badForm(error: unknown): Invalid {
   const message = error instanceof Error ? error.message : String(error);
-  return new HttpError(400, `malformed multipart body: ${message}`);
+  return new Invalid(`malformed multipart body: ${message}`);
 }
 
 /** The file part's bytes; its stream fails only for a broken body, which is the caller's 400. */
@@ -62,7 +62,7 @@ async function* formFileChunks(stream: Readable): AsyncGenerator<Uint8Array> {
   try {
     yield* stream;
   } catch (error) {
-    throw error instanceof HttpError ? error : badForm(error);
+    throw error instanceof DomainError ? error : badForm(error);
   }
 }
 
@@ -80,7 +80,7 @@ function multipartFile(
   }
   const source = Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>);
   const complete = pipeline(source, parser).catch((error) => {
-    throw error instanceof HttpError ? error : badForm(error);
+    throw error instanceof DomainError ? error : badForm(error);
   });
   const fields = new Map<string, string>();
   parser.on("field", (name, value) => fields.set(name, value));
@@ -109,7 +109,7 @@ function multipartFile(
     });
     complete.then(
       () => {
-        if (!found) reject(new HttpError(400, `multipart body has no file field '${field}'`));
+        if (!found) reject(new Invalid(`multipart body has no file field '${field}'`));
       },
       (error) => {
         if (!found) reject(error);

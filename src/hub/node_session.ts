@@ -8,7 +8,7 @@ import * as v from "valibot";
 import type { HelloMessage, UpdateMessage } from "../../gen/hub/validators.ts";
 import { type NodeDescription, NodeDescriptionSchema } from "../../gen/mds/validators.ts";
 import { newChallenge, ProofError, verifyProof } from "../discovery/peer_proof.ts";
-import { HttpError } from "../http/errors.ts";
+import { Unavailable, UpstreamFailed } from "../errors/mod.ts";
 import { SCOPES } from "../identity/identity.ts";
 import { TokenError, type TokenVerifier } from "../identity/token_verifier.ts";
 import { FROM_NODE, type MessageOf, parseMessage } from "../tunnel/messages.ts";
@@ -214,8 +214,8 @@ export class NodeSession {
    */
   forward(request: Request, port: number, headers: [string, string][]): Promise<Response> {
     if (this.openStreams >= MAX_STREAMS) {
-      throw new HttpError(503, `the node has ${MAX_STREAMS} requests open; retry later`, {
-        "Retry-After": "1",
+      throw new Unavailable(`the node has ${MAX_STREAMS} requests open; retry later`, {
+        retryAfterSeconds: 1,
       });
     }
     const url = new URL(request.url);
@@ -228,7 +228,7 @@ export class NodeSession {
   #closed(): void {
     clearTimeout(this.#timer);
     this.#requests.failAll(
-      new HttpError(502, "the node's connection to the hub closed during the request"),
+      new UpstreamFailed("the node's connection to the hub closed during the request"),
     );
     this.#mux.abortAll("the node's connection to the hub closed");
     this.#host.unregister(this);

@@ -8,7 +8,7 @@
 import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
 import type { GpsPoint, WelcomeMessage } from "../../gen/hub/validators.ts";
 import type { NodeDescription } from "../../gen/mds/validators.ts";
-import { HttpError } from "../http/errors.ts";
+import { Unavailable } from "../errors/mod.ts";
 import type { Identity } from "../identity/identity.ts";
 import { FROM_HUB, type MessageOf, parseMessage } from "../tunnel/messages.ts";
 import { PORT_HEADER, ROUTING_HEADER, routingHeader } from "../tunnel/routing.ts";
@@ -139,14 +139,14 @@ export class HubLink {
   /** The account or proximity listing, from the hub; 503 when it cannot be had. */
   async list(cluster: "account" | "proximity"): Promise<NodeDescription[]> {
     if (!this.#welcome) {
-      throw new HttpError(503, `the hub at ${this.url} is not connected: ${this.#reason}`);
+      throw new Unavailable(`the hub at ${this.url} is not connected: ${this.#reason}`);
     }
     const id = this.#nextList++;
     const answer = Promise.withResolvers<NodeDescription[]>();
     this.#lists.set(id, answer);
     this.#send({ t: "list", id, cluster });
     const timer = setTimeout(
-      () => answer.reject(new HttpError(503, `the hub at ${this.url} did not answer in 5 s`)),
+      () => answer.reject(new Unavailable(`the hub at ${this.url} did not answer in 5 s`)),
       LIST_TIMEOUT_MS,
     );
     try {
@@ -214,7 +214,7 @@ export class HubLink {
       this.#welcome = undefined;
       mux.abortAll("the connection to the hub closed");
       for (const list of this.#lists.values()) {
-        list.reject(new HttpError(503, `the hub at ${this.url} went away`));
+        list.reject(new Unavailable(`the hub at ${this.url} went away`));
       }
       this.#retryLater();
     };
@@ -238,7 +238,7 @@ export class HubLink {
         return;
       case "listed": {
         const list = this.#lists.get(message.id);
-        if (message.error) list?.reject(new HttpError(503, message.error));
+        if (message.error) list?.reject(new Unavailable(message.error));
         else list?.resolve((message.nodes ?? []) as NodeDescription[]);
         return;
       }

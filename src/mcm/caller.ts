@@ -6,7 +6,7 @@
  * @module
  */
 import { requireBearer, secretsEqual } from "../http/auth.ts";
-import { HttpError } from "../http/errors.ts";
+import { Forbidden, Invalid } from "../errors/mod.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 
@@ -41,20 +41,17 @@ export async function authorizeCaller(
   if (secretsEqual(credential, deploymentKey)) {
     const client = request.headers.get("x-client-id") ?? KEY_CLIENT;
     if (!CLIENT_PATTERN.test(client)) {
-      throw new HttpError(
-        400,
-        "x-client-id must be 1 to 128 letters, digits, ':', '.', '_' or '-'",
-      );
+      throw new Invalid("x-client-id must be 1 to 128 letters, digits, ':', '.', '_' or '-'");
     }
     return { client, admin: true };
   }
-  if (credential.split(".").length !== 3) throw new HttpError(403, "incorrect deployment key");
+  if (credential.split(".").length !== 3) throw new Forbidden("incorrect deployment key");
   try {
     const verified = await identity.checkAccountToken(credential, SCOPES.mcm);
     return { client: clientOf(verified.claims as Record<string, unknown>), admin: false };
   } catch (error) {
     if (error instanceof TokenError) {
-      throw new HttpError(403, `invalid edge access token: ${error.message}`);
+      throw new Forbidden(`invalid edge access token: ${error.message}`);
     }
     throw error;
   }

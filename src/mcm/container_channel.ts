@@ -14,7 +14,7 @@ import {
   ContainerReadySchema,
 } from "../../gen/mcm/validators.ts";
 import { ResponseMessageSchema } from "../../gen/hub/validators.ts";
-import { HttpError } from "../http/errors.ts";
+import { UpstreamFailed, UpstreamTimeout } from "../errors/mod.ts";
 import { isExecutable, selfCommand } from "../program/self_program.ts";
 import { MessageError, MUX, parseMessage } from "../tunnel/messages.ts";
 import { MuxRequests, type RequestHead } from "../tunnel/mux_requests.ts";
@@ -185,7 +185,7 @@ export class ContainerChannel {
     const readingErr = this.#readStderr(options);
     this.exited = this.#child.status.then(async (status) => {
       await Promise.allSettled([readingOut, readingErr]);
-      const gone = new HttpError(502, "the microservice's process ended during the request");
+      const gone = new UpstreamFailed("the microservice's process ended during the request");
       this.#requests.failAll(gone);
       this.#mux.abortAll(gone.message);
       const reason = exitReason(status, this.#stderrTail, options.memoryMb);
@@ -329,8 +329,7 @@ export class ContainerChannel {
       onLate();
       this.#requests.abandon(
         stream,
-        new HttpError(
-          504,
+        new UpstreamTimeout(
           `the microservice did not answer within ${
             deadlineMs / 1000
           } s (MCM.MAX_EXECUTION_TIME_SEC)`,

@@ -6,7 +6,7 @@
  * @module
  */
 import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
-import { HttpError } from "../http/errors.ts";
+import { Unavailable } from "../errors/mod.ts";
 import { type ChannelOptions, ContainerChannel, LoadError } from "./container_channel.ts";
 import { ContainerLog, type LogLine } from "./container_log.ts";
 
@@ -139,10 +139,9 @@ export class ContainerRuntime {
     if (!channel || this.#state !== "started") {
       const retry = this.#state === "restarting" || this.#state === "starting";
       return Promise.reject(
-        new HttpError(
-          503,
+        new Unavailable(
           `the microservice is ${this.#state}${this.#lastError ? ` (${this.#lastError})` : ""}`,
-          retry ? { "Retry-After": "1" } : undefined,
+          retry ? { retryAfterSeconds: 1 } : undefined,
         ),
       );
     }

@@ -6,7 +6,7 @@
  */
 import type { McmConfig } from "../../gen/config/validators.ts";
 import type { Container, ContainerCall, StartContainerRequest } from "../../gen/mcm/validators.ts";
-import { HttpError } from "../http/errors.ts";
+import { Conflict, Invalid, NotFound, Unprocessable } from "../errors/mod.ts";
 import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
 import type { Caller } from "./caller.ts";
@@ -65,7 +65,7 @@ function integerEnv(
   if (text === undefined) return fallback;
   const value = Number(text);
   if (!/^\d+$/.test(text) || value < min || value > max) {
-    throw new HttpError(400, `env ${key} must be an integer from ${min} to ${max} (got '${text}')`);
+    throw new Invalid(`env ${key} must be an integer from ${min} to ${max} (got '${text}')`);
   }
   return value;
 }
@@ -212,7 +212,7 @@ export class Deployments {
     const record = this.#records.container(id) ??
       this.#records.container(`${caller.client}-${id}`);
     if (!record || (!caller.admin && record.client !== caller.client)) {
-      throw new HttpError(404, `no container '${id}' for client '${caller.client}'`);
+      throw new NotFound(`no container '${id}' for client '${caller.client}'`);
     }
     return record;
   }
@@ -221,21 +221,15 @@ export class Deployments {
   #planned(caller: Caller, request: StartContainerRequest): ContainerRecord {
     const env = request.env ?? {};
     const keys = Object.keys(env);
-    if (keys.length > MAX_ENV_KEYS) throw new HttpError(400, `env has over ${MAX_ENV_KEYS} keys`);
+    if (keys.length > MAX_ENV_KEYS) throw new Invalid(`env has over ${MAX_ENV_KEYS} keys`);
     const badKey = keys.find((key) => !ENV_KEY_PATTERN.test(key));
     if (badKey !== undefined) {
-      throw new HttpError(
-        400,
-        `env key '${badKey}' must be 1 to 128 letters, digits, '_', '.' or '-'`,
-      );
+      throw new Invalid(`env key '${badKey}' must be 1 to 128 letters, digits, '_', '.' or '-'`);
     }
     limitsOf(env, this.#settings.memoryMb);
     const requested = env["MCM.BASE_API_PATH"] ?? `/${request.name}`;
     if (!PATH_PATTERN.test(requested) || /\/\.\.?(\/|$)/.test(requested)) {
-      throw new HttpError(
-        400,
-        `env MCM.BASE_API_PATH must be a path like /hello/v1 (got '${requested}')`,
-      );
+      throw new Invalid(`env MCM.BASE_API_PATH must be a path like /hello/v1 (got '${requested}')`);
     }
     const alias = env["MCM.API_ALIAS"] === "true" ? `/api${requested}` : null;
     const reserved = alias &&
@@ -243,7 +237,7 @@ export class Deployments {
         alias === prefix || alias.startsWith(`${prefix}/`) || prefix.startsWith(`${alias}/`)
       );
     if (reserved) {
-      throw new HttpError(409, `the alias ${alias} would shadow the node's own ${reserved}`);
+      throw new Conflict(`the alias ${alias} would shadow the node's own ${reserved}`);
     }
     const image = this.#images.find(caller, request.image);
     const id = `${caller.client}-${request.name}`;
@@ -255,10 +249,7 @@ export class Deployments {
     const owner = this.#records.pathOwner(basePath, alias, id);
     if (owner) {
       const taken = owner.basePath === basePath || owner.alias === basePath ? basePath : alias;
-      throw new HttpError(
-        409,
-        `container '${owner.id}' already serves ${taken}; pick another base path`,
-      );
+      throw new Conflict(`container '${owner.id}' already serves ${taken}; pick another base path`);
     }
     return {
       id,
@@ -286,8 +277,7 @@ export class Deployments {
       const record = this.#planned(caller, request);
       const old = this.#records.container(record.id);
       if (!old && this.#runtimes.size >= this.#settings.maxContainers) {
-        throw new HttpError(
-          409,
+        throw new Conflict(
           `the node runs its maximum of ${this.#settings.maxContainers} containers (mcm.maxContainers)`,
         );
       }
@@ -296,7 +286,7 @@ export class Deployments {
       try {
         await runtime.start();
       } catch (error) {
-        throw new HttpError(422, `the microservice did not start: ${(error as Error).message}`);
+        throw new Unprocessable(`the microservice did not start: ${(error as Error).message}`);
       }
       this.#records.putContainer(record);
       const previous = old ? this.#runtimes.get(old.id) : undefined;

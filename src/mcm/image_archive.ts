@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { createTarDecoder, type TarHeader } from "modern-tar";
-import { HttpError } from "../http/errors.ts";
+import { DomainError, Invalid, TooLarge } from "../errors/mod.ts";
 import { concatBytes } from "../tunnel/bytes.ts";
 
 /** The limits of one archive. */
@@ -36,8 +36,8 @@ const MAX_METADATA_BYTES = 1024 * 1024;
 const TAR_MAGIC_OFFSET = 257;
 
 /** A refused archive (400), with what is wrong. */
-function rejected(message: string): HttpError {
-  return new HttpError(400, `image rejected: ${message}`);
+function rejected(message: string): Invalid {
+  return new Invalid(`image rejected: ${message}`);
 }
 
 /** State of one archive's reading. */
@@ -170,7 +170,7 @@ async function readEntries(
       try {
         reading.manifest = JSON.parse(await readSmall(entry.body, name));
       } catch (error) {
-        if (error instanceof HttpError) throw error;
+        if (error instanceof DomainError) throw error;
         throw rejected("manifest.json is not JSON");
       }
     } else {
@@ -224,10 +224,7 @@ export async function readImageArchive(
     for await (const chunk of chunks) {
       size += chunk.length;
       if (size > limits.maxImageBytes) {
-        throw new HttpError(
-          413,
-          `the image is over ${limits.maxImageBytes} bytes (mcm.maxImageBytes)`,
-        );
+        throw new TooLarge(`the image is over ${limits.maxImageBytes} bytes (mcm.maxImageBytes)`);
       }
       hash.update(chunk);
       yield chunk;
@@ -238,7 +235,7 @@ export async function readImageArchive(
     try {
       await readEntries(await unzipped(counted), reading);
     } catch (error) {
-      if (error instanceof HttpError) throw error;
+      if (error instanceof DomainError) throw error;
       throw rejected(`it is not a readable tar archive (${(error as Error).message})`);
     }
     if (!reading.bundle) {

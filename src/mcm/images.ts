@@ -5,7 +5,7 @@
  * @module
  */
 import type { Image } from "../../gen/mcm/validators.ts";
-import { HttpError } from "../http/errors.ts";
+import { Conflict, Invalid, NotFound, TooLarge } from "../errors/mod.ts";
 import { uploadBody } from "../http/upload_body.ts";
 import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
@@ -38,14 +38,12 @@ export function imageName(
   const name = field ?? (repoTag ? nameOfRepoTag(repoTag) : undefined) ??
     (filename ? nameOfFile(filename) : undefined);
   if (!name) {
-    throw new HttpError(
-      400,
+    throw new Invalid(
       "the image has no name: send a 'name' field (or ?name=), a manifest with a RepoTag, or a file name",
     );
   }
   if (!NAME_PATTERN.test(name)) {
-    throw new HttpError(
-      400,
+    throw new Invalid(
       `image name '${name}' must be 1 to 128 letters, digits, '.', '_' or '-'; send a 'name' field`,
     );
   }
@@ -77,8 +75,7 @@ export class Images {
     const record = this.#records.image(`${caller.client}-${idOrName}`) ??
       this.#records.image(idOrName);
     if (!record || (!caller.admin && record.client !== caller.client)) {
-      throw new HttpError(
-        404,
+      throw new NotFound(
         `no image '${idOrName}' for client '${caller.client}'; upload it first (POST /mcm/v1/images)`,
       );
     }
@@ -89,8 +86,7 @@ export class Images {
   async upload(caller: Caller, request: Request, queryName: string | undefined): Promise<Image> {
     const body = await uploadBody(request, "image");
     if (body.declaredSize !== undefined && body.declaredSize > this.#limits.maxImageBytes) {
-      throw new HttpError(
-        413,
+      throw new TooLarge(
         `the image is over ${this.#limits.maxImageBytes} bytes (mcm.maxImageBytes)`,
       );
     }
@@ -133,8 +129,7 @@ export class Images {
     const record = this.find(caller, id);
     const users = this.#records.containers().filter((c) => c.imageId === record.id);
     if (users.length > 0) {
-      throw new HttpError(
-        409,
+      throw new Conflict(
         `image '${record.id}' is used by ${
           users.map((c) => c.id).join(", ")
         }; delete those containers first`,

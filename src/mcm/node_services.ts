@@ -14,12 +14,13 @@
 import { compactDecrypt, CompactEncrypt, decodeProtectedHeader } from "jose";
 import type { ContainerCall } from "../../gen/mcm/validators.ts";
 import type { LinkLocal } from "../discovery/link_local.ts";
+import { DomainError } from "../errors/mod.ts";
+import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
 import type { HubLink } from "../hub_client/hub_link.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 import { localLinkListing, mdsNode } from "../mds/listing.ts";
 import { decryptListing } from "../mds/listing_crypto.ts";
-import { HttpError } from "../http/errors.ts";
 import { CallRefused } from "./container_channel.ts";
 
 const KID = "edgenode-container";
@@ -74,7 +75,9 @@ export class NodeServices {
       listed = await this.#hub.list(clusters as "account");
     } catch (error) {
       // Not connected, no token stored: the hub link says why, with a status.
-      if (error instanceof HttpError) throw new CallRefused(error.message, error.status);
+      if (error instanceof DomainError) {
+        throw new CallRefused(error.message, HTTP_STATUS_OF[error.kind]);
+      }
       throw error;
     }
     const nodes = listed.map((node) => mdsNode(node, []));

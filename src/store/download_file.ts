@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { HttpError } from "../http/errors.ts";
+import { UpstreamFailed } from "../errors/mod.ts";
 import { openSource, RestartNeeded, type SourceOptions } from "./http_source.ts";
 import { fileTooLarge, type ModelFiles, type WrittenFile } from "./model_files.ts";
 
@@ -60,14 +60,13 @@ export async function downloadFile(
     } catch (error) {
       if (error instanceof RestartNeeded && restarts < options.retries) continue;
       if (error instanceof RestartNeeded) {
-        throw new HttpError(502, `${error.message} and the retries are used up: ${url}`);
+        throw new UpstreamFailed(`${error.message} and the retries are used up: ${url}`);
       }
       throw error;
     }
     if (totalSize !== undefined && written.size !== totalSize) {
       await files.discard(written);
-      throw new HttpError(
-        502,
+      throw new UpstreamFailed(
         `the source sent ${written.size} bytes but announced ${totalSize}: ${url}`,
       );
     }

@@ -6,7 +6,8 @@
  * @module
  */
 import type { DownloadModelRequest, Model } from "../../gen/store/validators.ts";
-import { HttpError } from "../http/errors.ts";
+import { Cancelled, Conflict, DomainError } from "../errors/mod.ts";
+import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
 import { type EventStream, eventStream } from "../http/sse.ts";
 import type { FileRole } from "./model_files.ts";
 import type { Provisioning } from "./provisioning.ts";
@@ -23,7 +24,9 @@ function progressMessage(role: FileRole, progress: Progress): unknown {
 
 /** The message that ends a stream on failure. */
 function errorMessage(error: unknown): { error: { code: number; message: string } } {
-  if (error instanceof HttpError) return { error: { code: error.status, message: error.message } };
+  if (error instanceof DomainError) {
+    return { error: { code: HTTP_STATUS_OF[error.kind], message: error.message } };
+  }
   console.error("download failed:", error);
   return { error: { code: 500, message: `the download failed: ${(error as Error)?.message}` } };
 }
@@ -89,8 +92,7 @@ export class Downloads {
     const key = JSON.stringify([request.url, request.mmprojUrl ?? null]);
     const running = this.#jobs.get(id);
     if (running && running.key !== key) {
-      throw new HttpError(
-        409,
+      throw new Conflict(
         `model '${id}' is already downloading from other URLs; wait for it, or DELETE the model`,
       );
     }
@@ -140,6 +142,6 @@ export class Downloads {
   /** Cancels a job nobody follows; a request arriving meanwhile starts a fresh one. */
   #cancel(id: string, job: Job): void {
     if (this.#jobs.get(id) === job) this.#jobs.delete(id);
-    job.controller.abort(new HttpError(499, "every client disconnected"));
+    job.controller.abort(new Cancelled("every client disconnected"));
   }
 }

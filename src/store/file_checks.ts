@@ -5,7 +5,7 @@
  * @module
  */
 import type { DownloadModelRequest, Kind } from "../../gen/store/validators.ts";
-import { HttpError } from "../http/errors.ts";
+import { Invalid } from "../errors/mod.ts";
 import { formatOf, headerProblem } from "./model_format.ts";
 import type { FileRole, WrittenFile } from "./model_files.ts";
 
@@ -23,13 +23,13 @@ export function checkDownloadRequest(
     if (url !== undefined) checkSourceUrl(url, downloadHosts);
   }
   if (kind === "vlm" && request.mmprojUrl === undefined) {
-    throw new HttpError(400, `model '${id}' is a vlm: give 'mmprojUrl', its projector file`);
+    throw new Invalid(`model '${id}' is a vlm: give 'mmprojUrl', its projector file`);
   }
   if (kind !== "vlm" && request.mmprojUrl !== undefined) {
-    throw new HttpError(400, `'mmprojUrl' is only for kind vlm; model '${id}' is ${kind}`);
+    throw new Invalid(`'mmprojUrl' is only for kind vlm; model '${id}' is ${kind}`);
   }
   if (request.mmprojSha256 !== undefined && request.mmprojUrl === undefined) {
-    throw new HttpError(400, "'mmprojSha256' needs 'mmprojUrl'");
+    throw new Invalid("'mmprojSha256' needs 'mmprojUrl'");
   }
 }
 
@@ -38,14 +38,13 @@ function checkSourceUrl(text: string, downloadHosts: string[] | undefined): void
   try {
     url = new URL(text);
   } catch {
-    throw new HttpError(400, `'${text}' is not a valid URL`);
+    throw new Invalid(`'${text}' is not a valid URL`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new HttpError(400, `'${text}' is not an http or https URL`);
+    throw new Invalid(`'${text}' is not an http or https URL`);
   }
   if (downloadHosts && !downloadHosts.includes(url.host) && !downloadHosts.includes(url.hostname)) {
-    throw new HttpError(
-      400,
+    throw new Invalid(
       `downloads may come only from ${
         downloadHosts.join(", ")
       } (downloadHosts); not from ${url.host}`,
@@ -64,10 +63,7 @@ export function verifyWritten(
     const expected = expectedSha256[role]?.toLowerCase();
     if (expected && file.sha256 !== expected) {
       const what = role === "mmproj" ? "projector file" : transfer;
-      throw new HttpError(
-        400,
-        `sha256 mismatch: expected ${expected}, the ${what} has ${file.sha256}`,
-      );
+      throw new Invalid(`sha256 mismatch: expected ${expected}, the ${what} has ${file.sha256}`);
     }
     const problem = headerProblem(
       role === "mmproj" ? "gguf" : formatOf(kind),
@@ -75,8 +71,7 @@ export function verifyWritten(
       file.size,
     );
     if (problem) {
-      throw new HttpError(
-        400,
+      throw new Invalid(
         `${role === "mmproj" ? "projector: " : ""}${problem}; the model's old state is unchanged`,
       );
     }

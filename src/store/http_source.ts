@@ -6,7 +6,7 @@
  * @module
  */
 import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
-import { HttpError } from "../http/errors.ts";
+import { DomainError, UpstreamFailed, UpstreamTimeout } from "../errors/mod.ts";
 
 /** How hard to try. */
 export interface SourceOptions {
@@ -80,9 +80,8 @@ class Attempt {
   }
 }
 
-function sourceError(url: string, response: Response): HttpError {
-  return new HttpError(
-    502,
+function sourceError(url: string, response: Response): UpstreamFailed {
+  return new UpstreamFailed(
     `the source answered ${response.status} ${response.statusText || ""}`.trimEnd() + ` for ${url}`,
   );
 }
@@ -117,10 +116,10 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
   const failure = (error: unknown): Error => {
     signal.throwIfAborted();
     if (attempt.stalled) {
-      return new HttpError(504, `the source sent no data for ${stallMs / 1000} s: ${url}`);
+      return new UpstreamTimeout(`the source sent no data for ${stallMs / 1000} s: ${url}`);
     }
-    if (error instanceof HttpError || error instanceof RestartNeeded) return error;
-    return new HttpError(502, `the connection to ${url} failed: ${(error as Error).message}`);
+    if (error instanceof DomainError || error instanceof RestartNeeded) return error;
+    return new UpstreamFailed(`the connection to ${url} failed: ${(error as Error).message}`);
   };
 
   let response: Response;
@@ -163,14 +162,17 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
           throw new Error(`the connection closed after ${received} of ${totalSize} bytes`);
         } catch (error) {
           const reason = failure(error);
-          if (reason instanceof HttpError && reason.status !== 502 && reason.status !== 504) {
+          if (
+            reason instanceof DomainError && !(reason instanceof UpstreamFailed) &&
+            !(reason instanceof UpstreamTimeout)
+          ) {
             throw reason;
           }
           if (++failures > retries) throw reason;
           await sleep(backoffMs(failures), signal);
           body = await resume(received).catch((error) => {
             const reason = failure(error);
-            if (reason instanceof RestartNeeded || !(reason instanceof HttpError)) throw reason;
+            if (reason instanceof RestartNeeded || !(reason instanceof DomainError)) throw reason;
             resumeFailure = error;
             return null; // counted as one more failure on the next turn
           });

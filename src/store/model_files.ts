@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import { statfs } from "node:fs/promises";
 import { join, resolve, sep as SEP } from "node:path";
-import { HttpError } from "../http/errors.ts";
+import { Invalid, NoSpace, TooLarge } from "../errors/mod.ts";
 import { isModelId } from "./model_id.ts";
 import type { Kind } from "../../gen/store/validators.ts";
 import { formatOf } from "./model_format.ts";
@@ -45,8 +45,8 @@ export interface WriteOptions {
 }
 
 /** The 413 for a file over the configured limit, whether seen in Content-Length or while writing. */
-export function fileTooLarge(limit: number): HttpError {
-  return new HttpError(413, `the file is larger than the limit of ${limit} bytes`);
+export function fileTooLarge(limit: number): TooLarge {
+  return new TooLarge(`the file is larger than the limit of ${limit} bytes`);
 }
 
 function isNoSpace(error: unknown): boolean {
@@ -71,10 +71,10 @@ export class ModelFiles {
 
   /** The folder of a model; the id is checked and the path must resolve inside the root. */
   dirOf(id: string): string {
-    if (!isModelId(id)) throw new HttpError(400, `invalid model id '${id}'`);
+    if (!isModelId(id)) throw new Invalid(`invalid model id '${id}'`);
     const dir = resolve(this.root, id);
     if (!dir.startsWith(this.root + SEP) || dir.slice(this.root.length + 1).includes(SEP)) {
-      throw new HttpError(400, `invalid model id '${id}'`);
+      throw new Invalid(`invalid model id '${id}'`);
     }
     return dir;
   }
@@ -102,8 +102,7 @@ export class ModelFiles {
     if (!stats) return;
     const free = Number(stats.bavail) * Number(stats.bsize);
     if (bytes > free) {
-      throw new HttpError(
-        507,
+      throw new NoSpace(
         `not enough disk space: the file needs ${bytes} bytes and ${free} are free`,
       );
     }
@@ -140,7 +139,7 @@ export class ModelFiles {
       await writer.settle();
       file.close();
       await Deno.remove(tempPath).catch(() => {});
-      if (isNoSpace(error)) throw new HttpError(507, "the disk became full while writing the file");
+      if (isNoSpace(error)) throw new NoSpace("the disk became full while writing the file");
       throw error;
     }
     file.close();

@@ -7,7 +7,7 @@
  * @module
  */
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
-import { HttpError } from "../http/errors.ts";
+import { NotFound } from "../errors/mod.ts";
 import type {
   ChatTemplateHint,
   Gguf,
@@ -126,8 +126,7 @@ export function toModel(record: ModelRecord): Model {
 }
 
 /** The 404 for an id without a record. */
-export const notFound = (id: string): HttpError =>
-  new HttpError(404, `model '${id}' does not exist`);
+export const notFound = (id: string): NotFound => new NotFound(`model '${id}' does not exist`);
 
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 

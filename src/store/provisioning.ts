@@ -6,7 +6,7 @@
  * @module
  */
 import type { DownloadModelRequest, Model } from "../../gen/store/validators.ts";
-import { HttpError } from "../http/errors.ts";
+import { Conflict, DomainError, Invalid, Unavailable } from "../errors/mod.ts";
 import type { UploadBody } from "../http/upload_body.ts";
 import { downloadFile } from "./download_file.ts";
 import { checkDownloadRequest, verifyWritten, type WrittenFiles } from "./file_checks.ts";
@@ -32,7 +32,7 @@ export interface ProvisioningOptions {
 export type ProgressListener = (role: FileRole, size: number, totalSize?: number) => void;
 
 const deletedDuring = (id: string, transfer: "upload" | "download") =>
-  new HttpError(409, `model '${id}' was deleted while its file was being ${transfer}ed`);
+  new Conflict(`model '${id}' was deleted while its file was being ${transfer}ed`);
 
 /** Uploads and downloads of model files. */
 export class Provisioning {
@@ -67,7 +67,7 @@ export class Provisioning {
     const record = this.#records.require(id);
     const role = options.file ?? "model";
     if (role === "mmproj" && record.kind !== "vlm") {
-      throw new HttpError(400, `only a vlm has a projector file; model '${id}' is ${record.kind}`);
+      throw new Invalid(`only a vlm has a projector file; model '${id}' is ${record.kind}`);
     }
     const { maxFileBytes } = this.#options;
     if (
@@ -98,8 +98,7 @@ export class Provisioning {
     }
     if (body.declaredSize !== undefined && written.size !== body.declaredSize) {
       await this.#files.discard(written);
-      throw new HttpError(
-        400,
+      throw new Invalid(
         `the body has ${written.size} bytes but Content-Length said ${body.declaredSize}`,
       );
     }
@@ -143,7 +142,7 @@ export class Provisioning {
       for (const file of Object.values(written)) await this.#files.discard(file);
       if (controller.signal.aborted) {
         const reason = controller.signal.reason;
-        throw reason instanceof HttpError ? reason : deletedDuring(id, "download");
+        throw reason instanceof DomainError ? reason : deletedDuring(id, "download");
       }
       throw error;
     } finally {
@@ -193,6 +192,6 @@ export class Provisioning {
 
   /** Cancels every transfer, for shutdown; downloads end with a 503 message. */
   cancelAll(message: string): void {
-    this.#transfers.cancelEverything(new HttpError(503, message));
+    this.#transfers.cancelEverything(new Unavailable(message));
   }
 }

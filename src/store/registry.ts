@@ -12,7 +12,7 @@ import type {
   Onnx,
   UpdateModelRequest,
 } from "../../gen/store/validators.ts";
-import { HttpError } from "../http/errors.ts";
+import { Conflict, Invalid, NotFound } from "../errors/mod.ts";
 import type { FileToServe } from "../http/file_response.ts";
 import { formatOf } from "./model_format.ts";
 import { type FileRole, type ModelFiles, storedFileName } from "./model_files.ts";
@@ -22,13 +22,12 @@ import type { Transfers } from "./transfers.ts";
 
 function checkConfigFits(kind: Kind, config: { gguf?: Gguf; onnx?: Onnx }): void {
   if (config.gguf && formatOf(kind) !== "gguf") {
-    throw new HttpError(
-      400,
+    throw new Invalid(
       `field 'gguf' is only for kinds llm, vlm and embed; use 'onnx' for kind ${kind}`,
     );
   }
   if (config.onnx && kind !== "onnx") {
-    throw new HttpError(400, `field 'onnx' is only for kind onnx; use 'gguf' for kind ${kind}`);
+    throw new Invalid(`field 'onnx' is only for kind onnx; use 'gguf' for kind ${kind}`);
   }
 }
 
@@ -67,8 +66,7 @@ export class ModelRegistry {
     }
     const sameFormat = formatOf(existing.kind) === formatOf(input.kind);
     if (existing.ready && !sameFormat) {
-      throw new HttpError(
-        409,
+      throw new Conflict(
         `model '${input.id}' holds a ${formatOf(existing.kind).toUpperCase()} file; ` +
           `kind ${input.kind} needs ${formatOf(input.kind).toUpperCase()}: delete the model first`,
       );
@@ -121,8 +119,7 @@ export class ModelRegistry {
     const record = this.#records.require(id);
     const stored = role === "mmproj" ? record.mmproj : record.ready ? record : undefined;
     if (!stored?.sha256) {
-      throw new HttpError(
-        404,
+      throw new NotFound(
         role === "mmproj"
           ? `model '${id}' has no projector file (only a vlm has one)`
           : `model '${id}' has no file yet: upload or download it first`,

@@ -6,7 +6,7 @@
  * @module
  */
 import type { AbortMessage, RequestMessage, ResponseMessage } from "../../gen/hub/validators.ts";
-import { HttpError } from "../http/errors.ts";
+import { Invalid, UpstreamFailed } from "../errors/mod.ts";
 import type { StreamMux } from "./stream_mux.ts";
 
 /** Statuses whose responses have no body. */
@@ -42,7 +42,7 @@ export class MuxRequests {
       (error) => {
         // The client's body broke (it went away). If nobody answered yet, nobody waits.
         this.#settle(stream)?.reject(
-          new HttpError(400, `the request body failed: ${(error as Error).message}`),
+          new Invalid(`the request body failed: ${(error as Error).message}`),
         );
       },
     );
@@ -63,14 +63,14 @@ export class MuxRequests {
       }
     } catch (error) {
       this.#mux.cancel(message.s, "the response is malformed");
-      pending.reject(new HttpError(502, `malformed response: ${(error as Error).message}`));
+      pending.reject(new UpstreamFailed(`malformed response: ${(error as Error).message}`));
     }
   }
 
   /** The peer aborted a stream: a request still waiting for its head fails with 502. */
   onAbort(message: AbortMessage, peer: string): void {
     this.#settle(message.s)?.reject(
-      new HttpError(502, `${peer} aborted the request: ${message.message}`),
+      new UpstreamFailed(`${peer} aborted the request: ${message.message}`),
     );
     this.#mux.onControl(message);
   }
