@@ -24,11 +24,15 @@ async function bundleScript(): Promise<string> {
 
 /** The source of bundles/dashboard_assets.ts. */
 export async function emitDashboardAssets(): Promise<string> {
-  const files: [string, string, string][] = [
+  return assetsModule([
     ["index.html", "text/html; charset=utf-8", await Deno.readTextFile(`${UI}index.html`)],
     ["app.js", "text/javascript; charset=utf-8", await bundleScript()],
     ["app.css", "text/css; charset=utf-8", await Deno.readTextFile(`${UI}style.css`)],
-  ];
+  ]);
+}
+
+/** The module of the page's files, each `[name, content type, body]`, with its ETag. */
+export function assetsModule(files: [string, string, string][]): string {
   const entries = files.map(([name, type, body]) => {
     const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
     return `  ${JSON.stringify(name)}: {\n    type: ${JSON.stringify(type)},\n    etag: ${

@@ -5,25 +5,29 @@
  *
  * @module
  */
+import { parseRef, type Resolver } from "./refs.ts";
 import type { JsonSchema } from "./valibot_emitter.ts";
 
-const REF_PREFIX = "#/components/schemas/";
-
-/** The defaults a schema gives, nested as its properties are; undefined when it gives none. */
+/**
+ * The defaults a schema gives, nested as its properties are; undefined when it gives none.
+ * References into the same file are looked up in `schemas`, others through `resolver`.
+ */
 export function defaultsOf(
   schema: JsonSchema,
   schemas: Record<string, JsonSchema>,
+  resolver?: Resolver,
 ): unknown {
   if (typeof schema.$ref === "string") {
-    const target = schemas[schema.$ref.slice(REF_PREFIX.length)];
+    const ref = parseRef(schema.$ref, "");
+    const target = ref.file === "" ? schemas[ref.name] : resolver?.resolve<JsonSchema>(schema);
     if (!target) throw new Error(`unresolved ${schema.$ref}`);
-    return defaultsOf(target, schemas);
+    return defaultsOf(target, schemas, resolver);
   }
   if ("default" in schema) return schema.default;
   const properties = schema.properties as Record<string, JsonSchema> | undefined;
   if (!properties) return undefined;
   const found = Object.entries(properties)
-    .map(([key, property]) => [key, defaultsOf(property, schemas)] as const)
+    .map(([key, property]) => [key, defaultsOf(property, schemas, resolver)] as const)
     .filter(([, value]) => value !== undefined);
   return found.length > 0 ? Object.fromEntries(found) : undefined;
 }
@@ -32,10 +36,11 @@ export function defaultsOf(
 export function emitDefaults(
   schemas: Record<string, JsonSchema>,
   specFile: string,
+  resolver?: Resolver,
 ): string | undefined {
   const lines: string[] = [];
   for (const name of Object.keys(schemas).sort()) {
-    const defaults = defaultsOf(schemas[name], schemas);
+    const defaults = defaultsOf(schemas[name], schemas, resolver);
     if (defaults === undefined || typeof defaults !== "object") continue;
     lines.push(
       `/** The defaults of ${name}'s settings. */`,

@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import * as v from "valibot";
-import { dependencyOrder, type JsonSchema, valibotFor } from "./valibot_emitter.ts";
+import {
+  dependencyOrder,
+  emitValidators,
+  type JsonSchema,
+  refsOf,
+  schemaConstsIn,
+  SchemaTypes,
+  valibotFor,
+} from "./valibot_emitter.ts";
 
 /** The emitted source, evaluated with valibot in scope. */
 function compiled(schema: JsonSchema): v.GenericSchema {
@@ -63,4 +71,104 @@ Deno.test("dependencyOrder puts a schema after those it references", () => {
     C: { type: "string" },
   });
   assert.ok(order.indexOf("C") < order.indexOf("B") && order.indexOf("B") < order.indexOf("A"));
+});
+
+Deno.test("emitValidators: schemas of other files are imported and exported again", () => {
+  const cases: {
+    name: string;
+    given: { schemas: Record<string, JsonSchema>; external: Map<string, Set<string>> };
+    want: string[];
+  }[] = [
+    {
+      name: "a service using common.yaml's Error",
+      given: {
+        schemas: {
+          Model: {
+            type: "object",
+            properties: { error: { $ref: "common.yaml#/components/schemas/Error" } },
+          },
+        },
+        external: new Map([["common.yaml", new Set(["Error", "Address"])]]),
+      },
+      want: [
+        `import { AddressSchema, ErrorSchema } from "../common/validators.ts";`,
+        `export { AddressSchema, type Address, ErrorSchema, type Error } from "../common/validators.ts";`,
+        `export const ModelSchema = v.looseObject({ "error": v.optional(ErrorSchema) }, "must be an object");`,
+        `export type Model = v.InferOutput<typeof ModelSchema>;`,
+      ],
+    },
+    {
+      name: "a local alias of a shared schema",
+      given: {
+        schemas: { InsightError: { $ref: "common.yaml#/components/schemas/MeshError" } },
+        external: new Map([["common.yaml", new Set(["MeshError"])]]),
+      },
+      want: [`export const InsightErrorSchema = MeshErrorSchema;`],
+    },
+    {
+      name: "no other file",
+      given: { schemas: { A: { type: "string" } }, external: new Map() },
+      want: [`import * as v from "valibot";\n\n/** The A schema. */`],
+    },
+  ];
+  for (const { name, given, want } of cases) {
+    const source = emitValidators(given.schemas, "spec/x.yaml", given.external);
+    for (const part of want) assert.ok(source.includes(part), `${name}: ${part}\n${source}`);
+  }
+  assert.throws(
+    () =>
+      emitValidators(
+        { Error: { type: "string" } },
+        "spec/x.yaml",
+        new Map([["common.yaml", new Set(["Error"])]]),
+      ),
+    /Error is both a schema of spec\/x.yaml and of common.yaml/,
+  );
+});
+
+Deno.test("valibotFor, refsOf, schemaConstsIn: references within and across files", () => {
+  const cases = [
+    { name: "local", given: { $ref: "#/components/schemas/Model" }, want: "ModelSchema" },
+    {
+      name: "cross-file",
+      given: { $ref: "common.yaml#/components/schemas/Error" },
+      want: "ErrorSchema",
+    },
+  ];
+  for (const { name, given, want } of cases) assert.equal(valibotFor(given), want, name);
+  assert.throws(() => valibotFor({ $ref: "#/components/responses/Error" }), /unsupported \$ref/);
+  assert.deepEqual(
+    refsOf({
+      properties: {
+        a: { $ref: "#/components/schemas/A" },
+        b: { $ref: "common.yaml#/components/schemas/B" },
+      },
+    }),
+    new Set(["A"]),
+  );
+  assert.deepEqual(schemaConstsIn("v.array(BSchema), ASchema, BSchema, inline1"), [
+    "ASchema",
+    "BSchema",
+  ]);
+});
+
+Deno.test("SchemaTypes: named components, one constant per distinct inline schema", () => {
+  const types = new SchemaTypes("InferInput");
+  const cases = [
+    {
+      name: "reference",
+      given: { $ref: "#/components/schemas/M" },
+      want: "v.InferInput<typeof MSchema>",
+    },
+    { name: "first inline", given: { type: "string" }, want: "v.InferInput<typeof inline1>" },
+    { name: "same inline again", given: { type: "string" }, want: "v.InferInput<typeof inline1>" },
+    { name: "another inline", given: { type: "boolean" }, want: "v.InferInput<typeof inline2>" },
+  ];
+  for (const { name, given, want } of cases) assert.equal(types.typeOf(given), want, name);
+  assert.deepEqual(types.declarations(), [
+    `const inline1 = v.string("must be a string");`,
+    `const inline2 = v.boolean("must be true or false");`,
+  ]);
+  const named = new SchemaTypes("InferOutput", (name) => `schemas.${name}`);
+  assert.equal(named.typeOf({ $ref: "common.yaml#/components/schemas/Error" }), "schemas.Error");
 });

@@ -11,6 +11,48 @@ import type { paths as McmPaths } from "../../gen/mcm/types.ts";
 import type { paths as MdsPaths } from "../../gen/mds/types.ts";
 import type { paths as StorePaths } from "../../gen/store/types.ts";
 
+/*
+ * The client types below are openapi-fetch's `Client` over a spec's generated `paths`: both are
+ * documented where they come from (openapi-fetch, gen/<service>/types.ts), not again here, so
+ * they are marked `@internal` for `deno doc --lint`, which would otherwise ask the SDK to export
+ * openapi-fetch's and valibot's own types.
+ */
+
+/**
+ * A typed client of the model registry (spec/store.yaml).
+ *
+ * @internal openapi-fetch's `Client` over gen/store/types.ts's `paths`.
+ */
+export type StoreClient = Client<StorePaths>;
+
+/**
+ * A typed client of the insight service (spec/insight.yaml).
+ *
+ * @internal openapi-fetch's `Client` over gen/insight/types.ts's `paths`.
+ */
+export type InsightClient = Client<InsightPaths>;
+
+/**
+ * A typed client of microservice deployment (spec/mcm.yaml).
+ *
+ * @internal openapi-fetch's `Client` over gen/mcm/types.ts's `paths`.
+ */
+export type McmClient = Client<McmPaths>;
+
+/**
+ * A typed client of the node listing (spec/mds.yaml).
+ *
+ * @internal openapi-fetch's `Client` over gen/mds/types.ts's `paths`.
+ */
+export type MdsClient = Client<MdsPaths>;
+
+/**
+ * A typed client of the dashboard's status endpoint (spec/dashboard.yaml).
+ *
+ * @internal openapi-fetch's `Client` over gen/dashboard/types.ts's `paths`.
+ */
+export type DashboardClient = Client<DashboardPaths>;
+
 /** Where a node is, and the credential to send (`Authorization: Bearer`). */
 export interface NodeConnection {
   /** The node's base URL, such as `http://127.0.0.1:8083`. */
@@ -22,7 +64,10 @@ export interface NodeConnection {
 /** The default path prefixes of the services. */
 export const PREFIXES = { store: "/ai/store/v1", insight: "/mesh/insight/v1" } as const;
 
-function options(connection: NodeConnection, prefix = "") {
+function options(
+  connection: NodeConnection,
+  prefix = "",
+): { baseUrl: string; headers: Record<string, string> } {
   return {
     baseUrl: connection.url.replace(/\/$/, "") + prefix,
     headers: connection.credential ? { Authorization: `Bearer ${connection.credential}` } : {},
@@ -33,7 +78,7 @@ function options(connection: NodeConnection, prefix = "") {
 export function storeClient(
   connection: NodeConnection,
   prefix: string = PREFIXES.store,
-): Client<StorePaths> {
+): StoreClient {
   return createClient<StorePaths>(options(connection, prefix));
 }
 
@@ -41,21 +86,21 @@ export function storeClient(
 export function insightClient(
   connection: NodeConnection,
   prefix: string = PREFIXES.insight,
-): Client<InsightPaths> {
+): InsightClient {
   return createClient<InsightPaths>(options(connection, prefix));
 }
 
 /** Microservice deployment (spec/mcm.yaml); its paths carry /mcm/v1 themselves. */
-export function mcmClient(connection: NodeConnection): Client<McmPaths> {
+export function mcmClient(connection: NodeConnection): McmClient {
   return createClient<McmPaths>(options(connection));
 }
 
 /** The node listing (spec/mds.yaml). */
-export function mdsClient(connection: NodeConnection): Client<MdsPaths> {
+export function mdsClient(connection: NodeConnection): MdsClient {
   return createClient<MdsPaths>(options(connection));
 }
 
 /** The dashboard's status endpoint (spec/dashboard.yaml). */
-export function dashboardClient(connection: NodeConnection): Client<DashboardPaths> {
+export function dashboardClient(connection: NodeConnection): DashboardClient {
   return createClient<DashboardPaths>(options(connection));
 }

@@ -7,9 +7,13 @@
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import * as v from "valibot";
 import {
+  type DownloadDone,
   DownloadDoneSchema,
+  type DownloadProgress,
   DownloadProgressSchema,
+  type Error as ErrorBody,
   ErrorSchema,
+  type MmprojProgress,
   MmprojProgressSchema,
 } from "../../gen/store/validators.ts";
 
@@ -19,8 +23,13 @@ const MessageSchema = v.union([
   DownloadDoneSchema,
   ErrorSchema,
 ]);
-/** One message of a download stream: progress, projector progress, done, or an error. */
-export type DownloadMessage = v.InferOutput<typeof MessageSchema>;
+
+/**
+ * One message of a download stream: progress, projector progress, done, or an error.
+ *
+ * @internal A union of spec/store.yaml's schemas, as gen/store/validators.ts types them.
+ */
+export type DownloadMessage = DownloadProgress | MmprojProgress | DownloadDone | ErrorBody;
 
 /** The messages of a download's event stream, as they arrive. */
 export async function* downloadEvents(response: Response): AsyncGenerator<DownloadMessage> {
@@ -29,6 +38,6 @@ export async function* downloadEvents(response: Response): AsyncGenerator<Downlo
     new EventSourceParserStream(),
   );
   for await (const event of events) {
-    yield v.parse(MessageSchema, JSON.parse(event.data));
+    yield v.parse(MessageSchema, JSON.parse(event.data)) satisfies DownloadMessage;
   }
 }

@@ -8,17 +8,29 @@ import * as v from "valibot";
 import { jsonrpcMethods } from "../../gen/jsonrpc/methods.ts";
 import type { NodeConnection } from "./clients.ts";
 
-type Methods = typeof jsonrpcMethods;
+/**
+ * The node's JSON-RPC methods, as spec/jsonrpc.yaml gives them.
+ *
+ * @internal The type of gen/jsonrpc/methods.ts's method table.
+ */
+export type RpcMethods = typeof jsonrpcMethods;
 /** A JSON-RPC method of the node. */
-export type RpcMethod = keyof Methods;
-/** The result of a method, as validated. */
-export type RpcResult<M extends RpcMethod> = v.InferOutput<Methods[M]["result"]>;
+export type RpcMethod = keyof RpcMethods;
+/**
+ * The result of a method, as validated.
+ *
+ * @internal valibot's type of the method's result schema.
+ */
+export type RpcResult<M extends RpcMethod> = v.InferOutput<RpcMethods[M]["result"]>;
 
 /** An error answer: the JSON-RPC code and the node's message. */
 export class RpcError extends Error {
+  /** Always "RpcError". */
   override name = "RpcError";
+  /** The JSON-RPC error code (the node's application codes, or the protocol's). */
   readonly code: number;
 
+  /** An error of `code` with the node's `message`. */
   constructor(code: number, message: string) {
     super(message);
     this.code = code;

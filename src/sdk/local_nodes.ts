@@ -5,8 +5,18 @@
  * @module
  */
 import * as v from "valibot";
-import { type LocalLinkListing, LocalLinkListingSchema } from "../../gen/mds/validators.ts";
+import {
+  type LocalLinkListing as GenLocalLinkListing,
+  LocalLinkListingSchema,
+} from "../../gen/mds/validators.ts";
 import { decryptListing } from "../mds/listing_crypto.ts";
+
+/**
+ * The decrypted linkLocal listing of a node (spec/mds.yaml's LocalLinkListing).
+ *
+ * @internal The type gen/mds/validators.ts gives the schema.
+ */
+export type LocalLinkListing = GenLocalLinkListing;
 
 /**
  * Decrypts a listing: the whole answer body (`{ data }`, parsed or as text) or the bare `data`
@@ -15,7 +25,7 @@ import { decryptListing } from "../mds/listing_crypto.ts";
 export async function decryptNodeListing(
   body: unknown,
   token: string,
-  clusters = "linkLocal",
+  clusters: string = "linkLocal",
 ): Promise<unknown> {
   let data = body;
   if (typeof data === "string" && data.trimStart().startsWith("{")) data = JSON.parse(data);

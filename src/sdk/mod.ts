@@ -11,16 +11,29 @@
  * @module
  */
 export {
+  type DashboardClient,
   dashboardClient,
+  type InsightClient,
   insightClient,
+  type McmClient,
   mcmClient,
+  type MdsClient,
   mdsClient,
   type NodeConnection,
   PREFIXES,
+  type StoreClient,
   storeClient,
 } from "./clients.ts";
 export { downloadEvents, type DownloadMessage } from "./download_events.ts";
-export { rpcCall, RpcError, type RpcMethod, type RpcResult } from "./json_rpc.ts";
-export { decryptNodeListing, fetchLocalNodes } from "./local_nodes.ts";
-export { ensureModel, followDownload, NodeError } from "./models.ts";
+export { rpcCall, RpcError, type RpcMethod, type RpcMethods, type RpcResult } from "./json_rpc.ts";
+export { decryptNodeListing, fetchLocalNodes, type LocalLinkListing } from "./local_nodes.ts";
+export {
+  type CreateModelRequest,
+  type DownloadModelRequest,
+  type DownloadProgressMessage,
+  ensureModel,
+  followDownload,
+  type Model,
+  NodeError,
+} from "./models.ts";
 export { humanBytes } from "./human_units.ts";

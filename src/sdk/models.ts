@@ -5,17 +5,41 @@
  * @module
  */
 import type { components } from "../../gen/store/types.ts";
-import type { storeClient } from "./clients.ts";
+import type { StoreClient } from "./clients.ts";
 import { downloadEvents, type DownloadMessage } from "./download_events.ts";
 
-type Store = ReturnType<typeof storeClient>;
-type Model = components["schemas"]["Model"];
+/**
+ * A model record of the registry (spec/store.yaml's Model).
+ *
+ * @internal The type gen/store/types.ts gives the schema.
+ */
+export type Model = components["schemas"]["Model"];
+
+/**
+ * What a model record is created from (spec/store.yaml's CreateModelRequest).
+ *
+ * @internal The type gen/store/types.ts gives the schema.
+ */
+export type CreateModelRequest = components["schemas"]["CreateModelRequest"];
+
+/**
+ * Where a model's files are downloaded from (spec/store.yaml's DownloadModelRequest).
+ *
+ * @internal The type gen/store/types.ts gives the schema.
+ */
+export type DownloadModelRequest = components["schemas"]["DownloadModelRequest"];
+
+/** A message of a download that went well: progress, projector progress, or done. */
+export type DownloadProgressMessage = Exclude<DownloadMessage, { error: unknown }>;
 
 /** An answer of the node other than the one asked for: its status and message. */
 export class NodeError extends Error {
+  /** Always "NodeError". */
   override name = "NodeError";
+  /** The HTTP status of the answer (or of the download's error message). */
   readonly status: number;
 
+  /** An error of HTTP `status` with the node's `message`. */
   constructor(status: number, message: string) {
     super(message);
     this.status = status;
@@ -30,8 +54,8 @@ async function nodeError(response: Response, what: string): Promise<NodeError> {
 
 /** The model `input.id`, created from `input` when the node has none by that id. */
 export async function ensureModel(
-  store: Store,
-  input: components["schemas"]["CreateModelRequest"],
+  store: StoreClient,
+  input: CreateModelRequest,
 ): Promise<Model> {
   const existing = await store.GET("/models/{id}", {
     params: { path: { id: input.id }, query: {} },
@@ -50,11 +74,11 @@ export async function ensureModel(
  * leaves the transfer (the node drops it when its last client goes).
  */
 export async function* followDownload(
-  store: Store,
+  store: StoreClient,
   id: string,
-  body: components["schemas"]["DownloadModelRequest"],
+  body: DownloadModelRequest,
   signal?: AbortSignal,
-): AsyncGenerator<Exclude<DownloadMessage, { error: unknown }>> {
+): AsyncGenerator<DownloadProgressMessage> {
   const { response } = await store.POST("/models/{id}/download", {
     params: { path: { id } },
     body,
