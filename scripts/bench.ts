@@ -12,18 +12,22 @@
  *   and simulated node connections.
  * - microservices (scripts/bench_mcm.ts): requests to a trivial microservice next to a bare
  *   Deno.serve and to an isolate per request, cold start, memory per idle container.
+ * - the request path (scripts/bench_request_path.ts): GET /models/{id} and JSON-RPC getMe next
+ *   to the same routes in Hono on Deno (npm:hono), and the trivial microservice next to workerd
+ *   (npm:workerd) and a bare Deno.serve; medians of three interleaved rounds of wrk on one core.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
- * `--only store|discovery|hub|mcm`.
+ * `--only requests|store|discovery|hub|mcm`.
  *
  * @module
  */
 import { parseArgs } from "node:util";
-import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
+import { startTestNode } from "../tests/helpers/node.ts";
 import { discoveryRows } from "./bench_discovery.ts";
 import { hubRows } from "./bench_hub.ts";
 import { mcmRows } from "./bench_mcm.ts";
 import { mcmDownloadRows } from "./bench_mcm_download.ts";
-import { makeModelFile, p99, peakRssMib, run, timed, wrk } from "./bench_tools.ts";
+import { requestPathRows } from "./bench_request_path.ts";
+import { createModel, makeModelFile, p99, peakRssMib, run, timed, wrk } from "./bench_tools.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -31,23 +35,6 @@ const { values } = parseArgs({
 });
 const SIZE_MIB = Number(values["size-mib"]);
 const SMALL_MIB = Math.max(1, Math.round(SIZE_MIB / 4));
-
-async function createModel(node: TestNode, id: string): Promise<void> {
-  const response = await fetch(`${node.storeUrl}/models`, {
-    method: "POST",
-    headers: node.auth({ "Content-Type": "application/json" }),
-    body: JSON.stringify({
-      id,
-      version: "1.0.0",
-      kind: "llm",
-      gguf: { initContextSize: 4096, initGpuLayerSize: 99, chatTemplateHint: "chatml" },
-    }),
-  });
-  if (response.status !== 201) {
-    throw new Error(`create ${id}: ${response.status} ${await response.text()}`);
-  }
-  await response.body?.cancel();
-}
 
 function curlUpload(url: string, key: string, file: string, multipart: boolean): string[] {
   // -T streams the file from disk (--data-binary would read it all into curl's memory first).
@@ -91,6 +78,7 @@ async function downloadRun(dir: string, url: string, mib: number) {
 async function main() {
   const rows: string[][] = [];
   const only = values.only;
+  if (!only || only === "requests") rows.push(...await requestPathRows());
   if (!only || only === "store") rows.push(...await storeRows());
   if (!only || only === "discovery") rows.push(...await discoveryRows());
   if (!only || only === "hub") rows.push(...await hubRows(SMALL_MIB));

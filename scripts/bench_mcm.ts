@@ -10,10 +10,11 @@
  */
 import { packTar } from "modern-tar";
 import { postImage, serviceUrl, startContainer } from "../tests/helpers/mcm.ts";
-import { startTestNode } from "../tests/helpers/node.ts";
+import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
 import { p99, rssMib, run, wrk } from "./bench_tools.ts";
 
-const BUNDLE = `mimikModule.exports = function (context, req, res) {
+/** The trivial microservice of the benchmarks: answers "hello" on every path. */
+export const HELLO_BUNDLE = `mimikModule.exports = function (context, req, res) {
   res.setHeader("content-type", "text/plain");
   res.end("hello");
 };`;
@@ -28,13 +29,39 @@ async function pssMib(pid: number): Promise<number> {
   return Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1]) / 1024;
 }
 
-async function childPids(pid: number): Promise<number[]> {
+/** The image of {@link HELLO_BUNDLE}: a tar holding it as index.js. */
+export async function helloImage(): Promise<Uint8Array> {
+  const bytes = new TextEncoder().encode(HELLO_BUNDLE);
+  return await packTar([{
+    header: { name: "index.js", size: bytes.length, type: "file" },
+    body: bytes,
+  }]);
+}
+
+/**
+ * Deploys the trivial microservice as developers do: uploads the image `hello`, then starts a
+ * container `name` of it; returns the URL of its root route.
+ */
+export async function deployHello(node: TestNode, name = "hello"): Promise<string> {
+  const response = await postImage(node, await helloImage(), "hello.tar");
+  if (response.status !== 201) {
+    throw new Error(`upload hello.tar: ${response.status} ${await response.text()}`);
+  }
+  await response.body?.cancel();
+  return `${serviceUrl(node, await startContainer(node, { name, image: "hello" }))}/`;
+}
+
+/** The pids of a process's children. */
+export async function childPids(pid: number): Promise<number[]> {
   const out = await run("sh", ["-c", `ps --ppid ${pid} -o pid= || true`]);
   return out.split("\n").map((line) => Number(line.trim())).filter((n) => n > 0);
 }
 
-/** Starts the baseline server pinned to core 0; returns its URL and process. */
-async function startBaselines(bundleFile: string) {
+/**
+ * Starts bench_mcm_baselines.ts (a bare Deno.serve answering `/hello` as the trivial
+ * microservice does, and `/isolate`) pinned to core 0; returns its URL and process.
+ */
+export async function startMcmBaselines(bundleFile: string) {
   const server = new Deno.Command("taskset", {
     args: [
       "-c",
@@ -58,12 +85,8 @@ async function startBaselines(bundleFile: string) {
 export async function mcmRows(): Promise<string[][]> {
   const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-mcm-" });
   const bundleFile = `${dir}/index.js`;
-  await Deno.writeTextFile(bundleFile, BUNDLE);
-  const bytes = new TextEncoder().encode(BUNDLE);
-  const image = await packTar([{
-    header: { name: "index.js", size: bytes.length, type: "file" },
-    body: bytes,
-  }]);
+  await Deno.writeTextFile(bundleFile, HELLO_BUNDLE);
+  const image = await helloImage();
   await Deno.mkdir(`${dir}/node`);
   await using node = await startTestNode({
     dataDir: `${dir}/node`,
@@ -99,7 +122,7 @@ export async function mcmRows(): Promise<string[][]> {
   const latency = await p99(url);
   for (const pid of [node.pid, ...pids]) await run("taskset", ["-a", "-p", "-c", "0", String(pid)]);
   const served = await wrk(url);
-  const baselines = await startBaselines(bundleFile);
+  const baselines = await startMcmBaselines(bundleFile);
   let bare: number;
   let isolate: number;
   let bareLatency: number;

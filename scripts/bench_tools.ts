@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { TestNode } from "../tests/helpers/node.ts";
 
 /** Runs a command to completion; its standard output, or an error with its standard error. */
 export async function run(command: string, args: string[]): Promise<string> {
@@ -20,12 +21,56 @@ function headerArgs(headers: Record<string, string>): string[] {
   return Object.entries(headers).flatMap(([name, value]) => ["-H", `${name}: ${value}`]);
 }
 
-/** Requests/s of GET `url` with wrk on one core (-c50, 5 s), after a 2 s warm-up. */
-export async function wrk(url: string, headers: Record<string, string> = {}): Promise<number> {
+/** Options of {@link wrk}. */
+export interface WrkOptions {
+  /** POST this body with Content-Type application/json (through a wrk lua script). */
+  body?: string;
+  /** Seconds measured; 5 by default. */
+  seconds?: number;
+  /** Seconds of warm-up load before, not measured; 2 by default. */
+  warmup?: number;
+}
+
+/** Requests/s of GET `url` (POST with `options.body`) with wrk on one core (-c50, 5 s), after a
+ * 2 s warm-up. */
+export async function wrk(
+  url: string,
+  headers: Record<string, string> = {},
+  options: WrkOptions = {},
+): Promise<number> {
+  const { body, seconds = 5, warmup = 2 } = options;
+  let script: string | undefined;
+  if (body !== undefined) {
+    script = await Deno.makeTempFile({ prefix: "edgenode-bench-wrk-", suffix: ".lua" });
+    await Deno.writeTextFile(
+      script,
+      // A Lua long string holds the body as it is.
+      `wrk.method = "POST"\nwrk.body = [==[${body}]==]\n` +
+        `wrk.headers["Content-Type"] = "application/json"\n`,
+    );
+  }
   const load = (seconds: number) =>
-    run("taskset", ["-c", "1", "wrk", "-t1", "-c50", `-d${seconds}s`, ...headerArgs(headers), url]);
-  await load(2);
-  return Math.round(Number(/Requests\/sec:\s+([\d.]+)/.exec(await load(5))?.[1]));
+    run("taskset", [
+      "-c",
+      "1",
+      "wrk",
+      "-t1",
+      "-c50",
+      `-d${seconds}s`,
+      ...(script ? ["-s", script] : []),
+      ...headerArgs(headers),
+      url,
+    ]);
+  try {
+    if (warmup > 0) await load(warmup);
+    const out = await load(seconds);
+    // wrk counts answers other than 2xx/3xx apart: such a figure measures errors.
+    const failed = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+    if (failed) console.error(`warning: wrk ${url}: ${failed[1]} non-2xx/3xx responses`);
+    return Math.round(Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]));
+  } finally {
+    if (script) await Deno.remove(script);
+  }
 }
 
 /** Median wall time of three runs of a command, in seconds: single transfers are noisy. */
@@ -70,4 +115,22 @@ export async function p99(url: string, headers: Record<string, string> = {}): Pr
   const out = await run("wrk", ["-t1", "-c10", "-d3s", "--latency", ...headerArgs(headers), url]);
   const [, value, unit] = /99%\s+([\d.]+)(us|ms|s)/.exec(out) ?? [];
   return Number(value) * ({ us: 0.001, ms: 1, s: 1000 }[unit as "us" | "ms" | "s"] ?? NaN);
+}
+
+/** Creates an llm model record `id` on a node (POST /models). */
+export async function createModel(node: TestNode, id: string): Promise<void> {
+  const response = await fetch(`${node.storeUrl}/models`, {
+    method: "POST",
+    headers: node.auth({ "Content-Type": "application/json" }),
+    body: JSON.stringify({
+      id,
+      version: "1.0.0",
+      kind: "llm",
+      gguf: { initContextSize: 4096, initGpuLayerSize: 99, chatTemplateHint: "chatml" },
+    }),
+  });
+  if (response.status !== 201) {
+    throw new Error(`create ${id}: ${response.status} ${await response.text()}`);
+  }
+  await response.body?.cancel();
 }
