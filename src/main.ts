@@ -12,12 +12,12 @@ import { identityCommand, infoCommand, listNodesCommand, NODE_HELP } from "./cli
 import { GLOBAL_HELP } from "./cli/cli_context.ts";
 import { launchHub } from "./hub/hub_launcher.ts";
 import { startHub } from "./hub/hub_server.ts";
-import { type HubFlags, loadHubSettings } from "./hub/hub_settings.ts";
+import type { HubFlags, HubSettings } from "./hub/hub_settings.ts";
 import { initIssuer, parseTtl, signToken } from "./identity/issuer.ts";
-import { ConfigError, loadSettings, type ServeFlags } from "./node/config.ts";
+import { ConfigError, type ServeFlags, type Settings } from "./node/config.ts";
 import { launch } from "./node/launcher.ts";
 import { startNode } from "./node/server.ts";
-import { stopRequested } from "./program/self_program.ts";
+import { launcherSettings, stopRequested } from "./program/self_program.ts";
 import { runContainerProcess } from "./program/worker_roles.ts";
 
 /** The program's version, from deno.json. */
@@ -177,8 +177,8 @@ async function tokenCommand(args: string[]): Promise<number> {
 }
 
 /** The child side of `serve`: runs the node until a signal, or until the launcher goes away. */
-async function runNode(flags: ServeFlags): Promise<number> {
-  const { settings } = await loadSettings(flags, env);
+async function runNode(): Promise<number> {
+  const settings = await launcherSettings<Settings>();
   if (settings.apiKey.length < 16) {
     console.warn("warning: the API key is shorter than 16 characters; anyone nearby may guess it");
   }
@@ -190,8 +190,8 @@ async function runNode(flags: ServeFlags): Promise<number> {
 }
 
 /** The child side of `hub`. */
-async function runHub(flags: HubFlags): Promise<number> {
-  const hub = await startHub(await loadHubSettings(flags, env));
+async function runHub(): Promise<number> {
+  const hub = await startHub(await launcherSettings<HubSettings>());
   console.log(
     `edgenode hub ${VERSION} listening on http://${
       shownHost(hub.hostname)
@@ -229,11 +229,11 @@ export async function main(args: string[]): Promise<number> {
       case "serve":
         return await launch(serveFlags(rest), env);
       case "__node":
-        return await runNode(serveFlags(rest));
+        return await runNode();
       case "hub":
         return await launchHub(hubFlags(rest), env);
       case "__hub":
-        return await runHub(hubFlags(rest));
+        return await runHub();
       case "__container":
         return await runContainerProcess(rest);
       case "issuer":

@@ -39,23 +39,6 @@ export function requireBearer(request: Request, what: string): string {
   return token;
 }
 
-/** Requests that count as carrying the API key without it (see grantApiKeyAccess). */
-const granted = new WeakSet<Request>();
-
-/**
- * Lets `request` pass API key checks without the key. For tunnelled requests whose bearer token
- * the node has verified as its own account's (spec/hub.yaml): only code inside the process can
- * grant it, so no header can fake it.
- */
-export function grantApiKeyAccess(request: Request): void {
-  granted.add(request);
-}
-
-/** Whether grantApiKeyAccess let this request in. */
-export function apiKeyGranted(request: Request): boolean {
-  return granted.has(request);
-}
-
 /**
  * Throws Unauthenticated when the request carries no bearer key, and Forbidden when the key is
  * wrong (Unauthenticated when `wrongKeyStatus` is 401, as insight's spec says).

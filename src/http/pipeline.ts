@@ -41,8 +41,38 @@ export type Step = (context: RequestContext) => Response | Promise<Response>;
 
 /** Where a request came from, as Deno.serve tells (or a tunnel tells). */
 export interface Origin {
-  remote?: string;
+  /** Deno.serve's connection info; its address is read only when a step asks for `remote`. */
+  info?: Deno.ServeHandlerInfo;
+  /** See RequestContext. */
   apiKeyGranted?: boolean;
+}
+
+/** The context of one request; the peer's address is an op call, so it is read on demand. */
+class Context implements RequestContext {
+  readonly request: Request;
+  readonly path: string;
+  readonly search: string;
+  readonly apiKeyGranted: boolean;
+  params: Record<string, string> = {};
+  readonly #info: Deno.ServeHandlerInfo | undefined;
+
+  constructor(request: Request, url: { path: string; search: string }, origin: Origin) {
+    this.request = request;
+    this.path = url.path;
+    this.search = url.search;
+    this.apiKeyGranted = origin.apiKeyGranted === true;
+    this.#info = origin.info;
+  }
+
+  /** The peer's address; "" when unknown (Deno forgets it once a request is upgraded). */
+  get remote(): string {
+    try {
+      const address = this.#info?.remoteAddr;
+      return address && "hostname" in address ? address.hostname : "";
+    } catch {
+      return "";
+    }
+  }
 }
 
 /** How a pipeline answers what no route does, and how it shapes errors and CORS. */
@@ -118,15 +148,7 @@ export class Pipeline {
     if (request.method === "OPTIONS") {
       return new Response(null, { status: 204, headers: this.#preflight });
     }
-    const { path, search } = splitUrl(request.url);
-    const context: RequestContext = {
-      request,
-      path,
-      search,
-      remote: origin.remote ?? "",
-      apiKeyGranted: origin.apiKeyGranted === true,
-      params: {},
-    };
+    const context = new Context(request, splitUrl(request.url), origin);
     try {
       const answer = this.#answer(context);
       return answer instanceof Promise

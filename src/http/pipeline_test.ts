@@ -31,7 +31,10 @@ function pipeline(): Pipeline {
 const url = (path: string) => `http://127.0.0.1:8083${path}`;
 
 Deno.test("Pipeline: a synchronous route answers without a promise, with CORS and the context", async () => {
-  const answer = pipeline().serve(new Request(url("/sync/a%20b?x=1")), { remote: "10.0.0.9" });
+  const info = {
+    remoteAddr: { transport: "tcp", hostname: "10.0.0.9", port: 5000 },
+  } as Deno.ServeHandlerInfo;
+  const answer = pipeline().serve(new Request(url("/sync/a%20b?x=1")), { info });
   assert.ok(answer instanceof Response);
   assert.deepEqual(await answer.json(), { params: { id: "a b" }, remote: "10.0.0.9" });
   assert.equal(answer.headers.get("access-control-allow-origin"), "*");

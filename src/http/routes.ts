@@ -8,7 +8,7 @@
  */
 import type * as v from "valibot";
 import { Invalid } from "../errors/mod.ts";
-import { apiKeyGranted, requireApiKey } from "./auth.ts";
+import { requireApiKey } from "./auth.ts";
 import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
 import type { StatusOverrides } from "./error_statuses.ts";
 import { readJson, requireContentType, validate } from "./input.ts";
@@ -133,7 +133,7 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
         const auth = options.authorize(context);
         return auth instanceof Promise ? auth.then((a) => input(context, a)) : input(context, auth);
       }
-      if (needsKey && !context.apiKeyGranted && !apiKeyGranted(context.request)) {
+      if (needsKey && !context.apiKeyGranted) {
         requireApiKey(context.request, options.apiKey, options.wrongKeyStatus);
       }
       return input(context, undefined);

@@ -33,13 +33,5 @@ export async function launchHub(flags: HubFlags, env: EnvReader): Promise<number
   const settings = await loadHubSettings(flags, env);
   settings.dataDir = await Deno.realPath(settings.dataDir);
   settings.configPath = await realConfigPath(settings.configPath);
-  return await runNarrowed(hubPermissions(settings), [
-    "__hub",
-    `--data-dir=${settings.dataDir}`,
-    `--host=${settings.host}`,
-    `--port=${settings.port}`,
-    ...(flags.config ? [`--config=${settings.configPath}`] : []),
-    ...(flags.publicUrl ? [`--public-url=${flags.publicUrl}`] : []),
-    ...settings.trustFiles.map((path) => `--trust=${path}`),
-  ]);
+  return await runNarrowed(hubPermissions(settings), ["__hub"], settings);
 }

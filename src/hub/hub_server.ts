@@ -91,9 +91,10 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
           retryAfterSeconds: 30,
         });
       }
+      const remote = context.remote; // Deno forgets the peer's address once upgraded.
       const { socket, response } = Deno.upgradeWebSocket(request, { idleTimeout: 0 });
       const origin = new URL(request.url).origin;
-      connecting.add(new NodeSession(socket, context.remote, origin, host));
+      connecting.add(new NodeSession(socket, remote, origin, host));
       return upgradeReply(response);
     },
     health: () => json(200, { status: "ok" as const, nodes: sessions.size }),
@@ -130,8 +131,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
   const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve(
     { hostname: settings.host, port: settings.port, onListen: resolve },
-    (request, info) =>
-      pipeline.serve(request, { remote: (info.remoteAddr as Deno.NetAddr).hostname }),
+    (request, info) => pipeline.serve(request, { info }),
   );
   const addr = await listening;
   const pinger = setInterval(() => {

@@ -40,7 +40,7 @@ export interface LinkHost {
   /** The node's description as it is now. */
   describe(): NodeDescription;
   /** The node's HTTP handler, for tunnelled requests. */
-  serve(request: Request): Promise<Response>;
+  serve(request: Request, origin: { apiKeyGranted: boolean }): Promise<Response>;
   /** The node's HTTP port. */
   port(): number;
 }

@@ -5,7 +5,7 @@
  * @module
  */
 import type { RequestMessage } from "../../gen/hub/validators.ts";
-import { bearerToken, grantApiKeyAccess } from "../http/auth.ts";
+import { bearerToken } from "../http/auth.ts";
 import { statusCodeError } from "../http/errors.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
@@ -15,19 +15,22 @@ import type { StreamMux } from "../tunnel/stream_mux.ts";
 /** What serving a tunnelled request needs. */
 export interface TunnelContext {
   mux: StreamMux;
-  /** The node's HTTP handler. */
-  serve(request: Request): Promise<Response>;
+  /** The node's HTTP handler; `apiKeyGranted` lets a request in without the API key. */
+  serve(request: Request, origin: { apiKeyGranted: boolean }): Promise<Response>;
   /** The node's HTTP port (the sep info's x-edge-port). */
   port: number;
   identity: Identity;
 }
 
-/** Builds the Request the node's handler sees; its account token may stand in for the API key. */
+/**
+ * Builds the Request the node's handler sees, and whether its account token stands in for the
+ * API key: only this code can say so, so no header can fake it.
+ */
 async function tunnelledRequest(
   message: RequestMessage,
   body: BodyInit | null,
   context: TunnelContext,
-): Promise<Request> {
+): Promise<{ request: Request; apiKeyGranted: boolean }> {
   const headers = new Headers(message.headers as [string, string][]);
   headers.set(VIA_HEADER, "hub");
   const request = new Request(`http://localhost:${context.port}${message.path}`, {
@@ -41,13 +44,13 @@ async function tunnelledRequest(
   if (token) {
     try {
       await context.identity.checkAccountToken(token, SCOPES.clusters);
-      grantApiKeyAccess(request);
+      return { request, apiKeyGranted: true };
     } catch (error) {
       // Not an account token of this node: the request is checked as any other.
       if (!(error instanceof TokenError)) throw error;
     }
   }
-  return request;
+  return { request, apiKeyGranted: false };
 }
 
 /** Serves one tunnelled request; the body stream must be claimed before anything awaits. */
@@ -63,7 +66,8 @@ export function serveTunnelled(message: RequestMessage, context: TunnelContext):
         `this node serves port ${context.port} through the hub, not ${message.port}`,
       );
     } else {
-      response = await context.serve(await tunnelledRequest(message, body, context));
+      const { request, apiKeyGranted } = await tunnelledRequest(message, body, context);
+      response = await context.serve(request, { apiKeyGranted });
     }
     await mux.send(stream, {
       t: "res",

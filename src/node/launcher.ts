@@ -1,9 +1,11 @@
 /**
  * `edgenode serve` runs the node with a permission set narrowed to what it needs: its data
  * directory and config file, and its listening address (a child process, or in the single
- * executable a worker: src/program/self_program.ts). The launcher itself reads the settings
- * (creating a fresh config on first start), then passes signals on and exits with the node. A
- * child watches its stdin: when the launcher dies, the pipe closes and the node shuts down too.
+ * executable a worker: src/program/self_program.ts). The launcher alone reads the settings
+ * (creating a fresh config on first start) and hands them to the node as they are, so the
+ * permissions it computed and the settings the node runs with cannot differ; then it passes
+ * signals on and exits with the node. A child watches its stdin: when the launcher dies, the pipe
+ * closes and the node shuts down too.
  *
  * @module
  */
@@ -67,12 +69,5 @@ export async function launch(
       `Generated a new API key (saved in ${settings.configPath}, shown only now):\n  ${generatedKey}`,
     );
   }
-  return await runNarrowed(nodePermissions(settings), [
-    "__node",
-    `--data-dir=${settings.dataDir}`,
-    `--config=${settings.configPath}`,
-    `--host=${settings.host}`,
-    `--port=${settings.port}`,
-    ...settings.trustFiles.map((path) => `--trust=${path}`),
-  ]);
+  return await runNarrowed(nodePermissions(settings), ["__node"], settings);
 }

@@ -121,7 +121,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     ? new HubLink(settings.hub.url, {
       identity,
       describe: () => linkLocal.self(),
-      serve: async (request): Promise<Response> => await handle(request),
+      serve: async (request, origin): Promise<Response> => await handle(request, origin),
       port: () => boundPort,
     })
     : undefined;
@@ -155,8 +155,9 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   };
 
   const pipeline = new Pipeline({
+    // The path first: reading a header makes Deno build the request's whole header list.
     before: ({ request, path }) =>
-      request.headers.has(VIA_HEADER) && localOnly(path)
+      localOnly(path) && request.headers.has(VIA_HEADER)
         ? errorResponse(403, "this endpoint is for local callers only, not through the hub")
         : undefined,
     notFound: serveContainer,
@@ -200,8 +201,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve(
     { hostname: settings.host, port: settings.port, onListen: resolve },
-    (request, info) =>
-      pipeline.serve(request, { remote: (info.remoteAddr as Deno.NetAddr).hostname }),
+    (request, info) => pipeline.serve(request, { info }),
   );
   const addr = await listening;
   boundPort = addr.port;

@@ -19,7 +19,7 @@ import { permissionFlags, type PermissionSet, workerPermissions } from "./permis
 
 /** What a role worker is told first (src/program/worker_roles.ts). */
 export type RoleMessage =
-  | { role: "main"; args: string[] }
+  | { role: "main"; args: string[]; settings: unknown }
   | { role: "container-host"; args: string[]; sandbox: MessagePort }
   | { role: "sandbox"; host: MessagePort };
 
@@ -71,18 +71,24 @@ export function startRoleWorker(
 
 /**
  * Runs this program with `args` narrowed to `set` and returns its exit code: a child process
- * when run as a script, a worker in the executable. SIGINT and SIGTERM are passed on.
+ * when run as a script, a worker in the executable. SIGINT and SIGTERM are passed on. The
+ * launcher's `settings` (loaded and checked once, by the launcher) reach it as they are, through
+ * its stdin or the worker's first message: never in argv, where other users could read the key.
  */
-export async function runNarrowed(set: PermissionSet, args: string[]): Promise<number> {
+export async function runNarrowed(
+  set: PermissionSet,
+  args: string[],
+  settings: unknown,
+): Promise<number> {
   if (!executable) {
     return await runChild(Deno.execPath(), [
       "run",
       ...permissionFlags(set),
       Deno.mainModule,
       ...args,
-    ]);
+    ], settings);
   }
-  const worker = startRoleWorker({ role: "main", args }, workerPermissions(set));
+  const worker = startRoleWorker({ role: "main", args, settings }, workerPermissions(set));
   const stop = (signal: Deno.Signal) => () => worker.postMessage({ stop: signal });
   return await withSignals(stop, workerExit(worker, "the node", 1)).finally(() =>
     worker.terminate()
@@ -106,9 +112,16 @@ export function workerExit(worker: Worker, what: string, failureCode: number): P
   });
 }
 
-/** Runs `command args` as a child with a piped stdin, passing signals on; returns its exit code. */
-async function runChild(command: string, args: string[]): Promise<number> {
+/**
+ * Runs `command args` as a child, passing signals on; returns its exit code. Its stdin gets
+ * `settings` as one JSON line and then stays open: it closes when this process ends.
+ */
+async function runChild(command: string, args: string[], settings: unknown): Promise<number> {
   const child = new Deno.Command(command, { args, stdin: "piped" }).spawn();
+  const writer = child.stdin.getWriter();
+  writer.write(new TextEncoder().encode(JSON.stringify(settings) + "\n")).catch(() => {
+    // The child is already gone; its exit status says why.
+  });
   const forward = (signal: Deno.Signal) => () => {
     try {
       child.kill(signal);
@@ -144,10 +157,43 @@ const SIGNAL_NUMBERS: Partial<Record<Deno.Signal, number>> = { SIGINT: 2, SIGKIL
 
 /** Resolves when a role worker's parent asks it to stop (see acceptRole). */
 let stopFromParent: Promise<string> | undefined;
+/** The settings a role worker's parent sent (see acceptRole). */
+let settingsFromParent: unknown;
 
-/** Lets stopRequested hear the parent of this role worker. */
-export function listenForStop(stop: Promise<string>): void {
+/** Lets stopRequested hear the parent of this role worker, and launcherSettings its settings. */
+export function listenForStop(stop: Promise<string>, settings: unknown): void {
   stopFromParent = stop;
+  settingsFromParent = settings;
+}
+
+/** The launcher's stdin, read once: the settings line, then its end when the launcher exits. */
+let launcherPipe: { settings: Promise<string>; closed: Promise<void> } | undefined;
+
+function readLauncherPipe(): NonNullable<typeof launcherPipe> {
+  if (launcherPipe) return launcherPipe;
+  const line = Promise.withResolvers<string>();
+  const closed = (async () => {
+    let text: string | undefined = "";
+    for await (const chunk of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
+      if (text === undefined) continue; // Nothing follows the settings; wait for the end.
+      text += chunk;
+      const end = text.indexOf("\n");
+      if (end >= 0) {
+        line.resolve(text.slice(0, end));
+        text = undefined;
+      }
+    }
+    if (text !== undefined) {
+      line.reject(new Error("the launcher sent no settings: start edgenode with serve or hub"));
+    }
+  })();
+  return launcherPipe = { settings: line.promise, closed };
+}
+
+/** The settings the launcher loaded, for the node or hub it runs (see runNarrowed). */
+export async function launcherSettings<T>(): Promise<T> {
+  if (stopFromParent) return settingsFromParent as T;
+  return JSON.parse(await readLauncherPipe().settings) as T;
 }
 
 /**
@@ -158,9 +204,6 @@ export function stopRequested(): Promise<string> {
   if (stopFromParent) return stopFromParent;
   const { promise, resolve } = Promise.withResolvers<string>();
   for (const signal of STOP_SIGNALS) Deno.addSignalListener(signal, () => resolve(signal));
-  (async () => {
-    for await (const _ of Deno.stdin.readable) { /* the launcher sends nothing */ }
-    resolve("launcher exited");
-  })();
+  readLauncherPipe().closed.then(() => resolve("launcher exited"));
   return promise;
 }

@@ -40,7 +40,7 @@ export function acceptRole(main: (args: string[]) => Promise<number>): void {
       scope.onmessage = (event: MessageEvent<{ stop?: string }>) => {
         if (event.data?.stop) stop.resolve(event.data.stop);
       };
-      listenForStop(stop.promise);
+      listenForStop(stop.promise, message.settings);
       main(message.args).then(exit, (error) => {
         console.error(error);
         exit(1);
