@@ -60,6 +60,12 @@ Deno.test("JSON-RPC 2.0: batches, notifications and the standard errors", async 
   assert.equal(await error("{not json"), -32700);
   assert.equal(await error(`{"jsonrpc":"2.0","id":1}`), -32600);
   assert.equal(await error("[]"), -32600);
+  assert.equal(await error(`[${call(1, "getMe")}`), -32700, "a broken batch is one parse error");
+  assert.deepEqual(
+    ((await rpcRaw(node, " [1]")) as { error: { code: number } }[]).map((a) => a.error.code),
+    [-32600],
+    "a batch of one bad element is answered with an array",
+  );
   assert.equal(await error(call(1, "getYou")), -32601);
   await rpcFails(node, "associateAccount", [], -32602, /missing param 'edgeAccessToken'/);
   await rpcFails(node, "associateAccount", [42], -32602, /param 'edgeAccessToken'/);

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { CORS_FILE_HEADERS } from "./cors.ts";
 import { RangeNotSatisfiable } from "../errors/mod.ts";
 
 /** What to serve. */
@@ -122,6 +123,7 @@ async function respond(
   const size = info.size;
   const lastModified = info.mtime ?? new Date(0);
   const headers = new Headers({
+    ...CORS_FILE_HEADERS,
     "Accept-Ranges": "bytes",
     "Content-Type": file.contentType,
     "Content-Disposition": `attachment; filename="${file.filename}"`,

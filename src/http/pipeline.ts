@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { preflightHeaders } from "./cors.ts";
 import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
 import { RouteTree } from "./route_tree.ts";
 
@@ -85,13 +86,9 @@ export interface PipelineOptions {
   errorFormat?: ErrorFormat;
   /** Request headers a browser may send, listed in the preflight answer. */
   allowHeaders?: readonly string[];
-  /** Response headers a browser script may read. */
-  exposeHeaders?: readonly string[];
   /** Response statuses whose headers stay as they are (101: the WebSocket upgrade). */
   keepHeadersOf?: readonly number[];
 }
-
-const METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
 
 /** The path and query of a request URL, without parsing all of it (this runs per request). */
 export function splitUrl(url: string): { path: string; search: string } {
@@ -109,30 +106,12 @@ export class Pipeline {
   readonly #options: PipelineOptions;
   readonly #format: ErrorFormat;
   readonly #preflight: Record<string, string>;
-  readonly #expose: string;
 
   /** A pipeline with no routes yet. */
   constructor(options: PipelineOptions) {
     this.#options = options;
     this.#format = options.errorFormat ?? errorResponse;
-    // Browsers read the Allow-* and Max-Age headers only from the preflight answer; ordinary
-    // answers need just the origin and the headers scripts may read.
-    this.#preflight = {
-      "Access-Control-Allow-Origin": "*",
-      "Access-Control-Allow-Methods": METHODS,
-      "Access-Control-Allow-Headers": [
-        "Authorization",
-        "Content-Type",
-        "Range",
-        "If-None-Match",
-        "If-Range",
-        ...(options.allowHeaders ?? []),
-      ].join(", "),
-      "Access-Control-Max-Age": "600",
-    };
-    this.#expose = ["Content-Range", "Content-Length", "ETag", "Accept-Ranges"].concat(
-      options.exposeHeaders ?? [],
-    ).join(", ");
+    this.#preflight = preflightHeaders(options.allowHeaders ?? []);
   }
 
   /**
@@ -186,7 +165,8 @@ export class Pipeline {
 
   #out(response: Response): Response {
     if (this.#options.keepHeadersOf?.includes(response.status)) return response;
-    // A microservice's own CORS answer is kept.
+    // Typed answers (reply.ts) and file answers carry it from the start; a microservice's own
+    // CORS answer is kept.
     if (response.headers.has("access-control-allow-origin")) return response;
     try {
       response.headers.set("Access-Control-Allow-Origin", "*");
@@ -194,7 +174,6 @@ export class Pipeline {
       response = new Response(response.body, response); // Immutable headers (a fetch's answer).
       response.headers.set("Access-Control-Allow-Origin", "*");
     }
-    response.headers.set("Access-Control-Expose-Headers", this.#expose);
     return response;
   }
 }

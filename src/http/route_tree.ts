@@ -30,6 +30,14 @@ interface Branch<T> {
 }
 
 const NONE = { kind: "none" } as const;
+const SLASH = 47;
+/** How many recent matches a tree keeps. */
+const RECENT_PATHS = 1024;
+
+/** The value of `method` at a branch; HEAD falls back to GET. */
+function valueFor<T>(node: Branch<T>, method: string): T | undefined {
+  return node.byMethod.get(method) ?? (method === "HEAD" ? node.byMethod.get("GET") : undefined);
+}
 
 function branch<T>(): Branch<T> {
   return { statics: new Map(), byMethod: new Map() };
@@ -53,6 +61,12 @@ function decoded(segment: string): string {
 /** Route values by method and path pattern; `:name` segments are parameters. */
 export class RouteTree<T> {
   readonly #root: Branch<T> = branch();
+  /**
+   * Recent matches by method and path: a node answers the same few paths over and over (a
+   * model's record, a microservice's route), and one Map lookup beats a walk. Bounded; emptied
+   * when full and whenever a route is added.
+   */
+  readonly #recent = new Map<string, Found<T>>();
 
   /** Adds `value` for `method` on `pattern`; a second value for the same pair is an error. */
   add(method: string, pattern: string, value: T): void {
@@ -73,6 +87,7 @@ export class RouteTree<T> {
     }
     if (node.byMethod.has(method)) throw new Error(`${method} ${pattern} is added twice`);
     node.byMethod.set(method, value);
+    this.#recent.clear();
   }
 
   /**
@@ -81,13 +96,19 @@ export class RouteTree<T> {
    * to GET's value.
    */
   find(method: string, path: string): Found<T> {
-    const segments = segmentsOf(path);
-    const valueOf = (node: Branch<T>) =>
-      node.byMethod.get(method) ?? (method === "HEAD" ? node.byMethod.get("GET") : undefined);
+    const key = method + " " + path;
+    const recent = this.#recent.get(key);
+    if (recent) return recent;
     const params: Record<string, string> = {};
-    const node = this.#walk(this.#root, segments, 0, params, (n) => valueOf(n) !== undefined);
-    if (node) return { kind: "match", value: valueOf(node)!, params };
-    const other = this.#walk(this.#root, segments, 0, {}, (n) => n.byMethod.size > 0);
+    const node = this.#walk(this.#root, path, 0, params, method);
+    if (node) {
+      const found = { kind: "match", value: valueFor(node, method)!, params } as const;
+      if (this.#recent.size >= RECENT_PATHS) this.#recent.clear();
+      this.#recent.set(key, Object.freeze(found));
+      Object.freeze(params);
+      return found;
+    }
+    const other = this.#walk(this.#root, path, 0, {}, undefined);
     if (!other) return NONE;
     return {
       kind: "method",
@@ -96,22 +117,32 @@ export class RouteTree<T> {
     };
   }
 
+  /**
+   * The branch that `path` from `at` leads to and that answers `method` (any method when
+   * undefined). Walks the string itself: no array of segments is made per request.
+   */
   #walk(
     node: Branch<T>,
-    segments: string[],
+    path: string,
     at: number,
     params: Record<string, string>,
-    accept: (node: Branch<T>) => boolean,
+    method: string | undefined,
   ): Branch<T> | undefined {
-    if (at === segments.length) return accept(node) ? node : undefined;
-    const segment = segments[at];
+    while (path.charCodeAt(at) === SLASH) at++;
+    if (at >= path.length) {
+      const fits = method === undefined ? node.byMethod.size > 0 : valueFor(node, method);
+      return fits ? node : undefined;
+    }
+    let end = path.indexOf("/", at);
+    if (end < 0) end = path.length;
+    const segment = path.slice(at, end);
     const fixed = node.statics.get(segment);
     if (fixed) {
-      const found = this.#walk(fixed, segments, at + 1, params, accept);
+      const found = this.#walk(fixed, path, end, params, method);
       if (found) return found;
     }
     if (!node.param) return undefined;
-    const found = this.#walk(node.param.branch, segments, at + 1, params, accept);
+    const found = this.#walk(node.param.branch, path, end, params, method);
     if (found) params[node.param.name] = decoded(segment);
     return found;
   }

@@ -5,6 +5,7 @@
  * @module
  */
 import type { RequestMessage } from "../../gen/hub/validators.ts";
+import { Invalid } from "../errors/mod.ts";
 import { bearerToken } from "../http/auth.ts";
 import { statusCodeError } from "../http/errors.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
@@ -22,6 +23,19 @@ export interface TunnelContext {
   identity: Identity;
 }
 
+/** A stream that passes at most `limit` bytes and fails on more. */
+function atMost(limit: number): TransformStream<Uint8Array, Uint8Array> {
+  let seen = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      seen += chunk.byteLength;
+      if (!(seen <= limit)) {
+        controller.error(new Invalid(`the body is longer than its Content-Length ${limit}`));
+      } else controller.enqueue(chunk);
+    },
+  });
+}
+
 /**
  * Builds the Request the node's handler sees, and whether its account token stands in for the
  * API key: only this code can say so, so no header can fake it.
@@ -33,10 +47,14 @@ async function tunnelledRequest(
 ): Promise<{ request: Request; apiKeyGranted: boolean }> {
   const headers = new Headers(message.headers as [string, string][]);
   headers.set(VIA_HEADER, "hub");
+  const declared = headers.get("content-length");
   const request = new Request(`http://localhost:${context.port}${message.path}`, {
     method: message.method,
     headers,
-    body,
+    // As from a socket, the body holds to its declared length: readers may rely on it.
+    body: body instanceof ReadableStream && declared !== null
+      ? body.pipeThrough(atMost(Number(declared)))
+      : body,
     // @ts-ignore: Deno needs duplex for a streamed body; lib.dom lacks it.
     duplex: "half",
   });

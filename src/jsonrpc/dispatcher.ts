@@ -7,7 +7,7 @@
  */
 import { JSONRPCErrorException, JSONRPCServer } from "json-rpc-2.0";
 import * as v from "valibot";
-import { jsonResponse } from "../http/errors.ts";
+import { json } from "../http/reply.ts";
 import { readText } from "../http/input.ts";
 import { INVALID_PARAMS } from "./error_codes.ts";
 
@@ -68,14 +68,13 @@ function bindParams(method: string, spec: MethodSpec, given: unknown): Record<st
   return bound;
 }
 
-function isBatch(text: string): boolean {
-  try {
-    const parsed = JSON.parse(text);
-    return Array.isArray(parsed) && parsed.length > 0;
-  } catch {
-    return false;
-  }
+/** Whether the text opens a non-empty array (a batch), without parsing it a second time. */
+function looksLikeBatch(text: string): boolean {
+  return /^\s*\[\s*[^\s\]]/.test(text);
 }
+
+/** JSON-RPC's parse error: the answer to text that is not JSON, batch-looking or not. */
+const PARSE_ERROR = -32700;
 
 /**
  * Builds the HTTP handler of a JSON-RPC endpoint. `mapError` turns an error a handler throws
@@ -107,7 +106,10 @@ export function jsonRpcEndpoint<T extends Record<string, MethodSpec>>(
     const answer = await server.receiveJSON(text);
     if (answer === null) return new Response(null, { status: 204 });
     // json-rpc-2.0 answers a batch with one reply as a bare object; a batch gets an array
-    // (an empty array is not a batch: it gets one Invalid Request error).
-    return jsonResponse(isBatch(text) && !Array.isArray(answer) ? [answer] : answer);
+    // (an empty array is not a batch: it gets one Invalid Request error; nor is text that only
+    // starts like one: it gets one parse error).
+    const wrap = !Array.isArray(answer) && answer.error?.code !== PARSE_ERROR &&
+      looksLikeBatch(text);
+    return json(200, wrap ? [answer] : answer);
   };
 }
