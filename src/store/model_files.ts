@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { abortable } from "../async/abortable.ts";
 import { createHash } from "node:crypto";
 import { statfs } from "node:fs/promises";
 import { join, resolve, sep as SEP } from "node:path";
@@ -282,33 +283,6 @@ async function writeFully(file: Deno.FsFile, data: Uint8Array): Promise<void> {
   }
 }
 
-/**
- * Iterates `source` until `signal` aborts, without waiting for a stalled source to produce its
- * next chunk: a cancelled transfer stops at once even when the peer has gone quiet.
- */
-async function* abortable<T>(source: AsyncIterable<T>, signal?: AbortSignal): AsyncGenerator<T> {
-  if (!signal) return yield* source;
-  const iterator = source[Symbol.asyncIterator]();
-  try {
-    while (true) {
-      signal.throwIfAborted();
-      // A listener per read, removed when the read settles: racing every read against one
-      // long-lived abort promise would keep each chunk reachable until the transfer ends.
-      const result = await new Promise<IteratorResult<T>>((resolve, reject) => {
-        const onAbort = () => reject(signal.reason);
-        signal.addEventListener("abort", onAbort, { once: true });
-        iterator.next().then(resolve, reject).finally(() =>
-          signal.removeEventListener("abort", onAbort)
-        );
-      });
-      if (result.done) return;
-      yield result.value;
-    }
-  } finally {
-    // Not awaited: a stalled source may never settle; the connection's end releases it.
-    iterator.return?.()?.catch(() => {});
-  }
-}
 
 /** Makes a rename durable by syncing its folder; skipped where the platform cannot. */
 async function syncDir(dir: string): Promise<void> {
