@@ -61,3 +61,27 @@ export function eventStream(onDisconnect: () => void): EventStream {
     },
   };
 }
+
+/**
+ * An event stream answer that sends each event of `source` as one message (`encode` turns an
+ * event into what is sent), and ends with it. A client that goes cancels `source`.
+ */
+export function sseResponse<T>(
+  source: ReadableStream<T>,
+  encode: (event: T) => unknown = (event) => event,
+): Response {
+  const reader = source.getReader();
+  const stream = eventStream(() => {
+    reader.cancel().catch(() => {});
+  });
+  (async () => {
+    for (let read = await reader.read(); !read.done; read = await reader.read()) {
+      if (!stream.send(encode(read.value))) return;
+    }
+    stream.close();
+  })().catch((error) => {
+    console.error("event stream source failed:", error);
+    stream.close();
+  });
+  return stream.response;
+}

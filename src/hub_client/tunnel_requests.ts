@@ -23,6 +23,9 @@ export interface TunnelContext {
   identity: Identity;
 }
 
+/** Declared lengths up to this are enforced (readText's largest limit: a JSON-RPC request). */
+const TRUSTED_LENGTH_BYTES = 1 << 20;
+
 /** A stream that passes at most `limit` bytes and fails on more. */
 function atMost(limit: number): TransformStream<Uint8Array, Uint8Array> {
   let seen = 0;
@@ -51,8 +54,11 @@ async function tunnelledRequest(
   const request = new Request(`http://localhost:${context.port}${message.path}`, {
     method: message.method,
     headers,
-    // As from a socket, the body holds to its declared length: readers may rely on it.
-    body: body instanceof ReadableStream && declared !== null
+    // As from a socket, a small body holds to its declared length: readText reads such a body
+    // whole, trusting it. Larger ones are only streamed, by readers that count for themselves, so
+    // they skip the extra step per chunk.
+    body: body instanceof ReadableStream && declared !== null &&
+        Number(declared) <= TRUSTED_LENGTH_BYTES
       ? body.pipeThrough(atMost(Number(declared)))
       : body,
     // @ts-ignore: Deno needs duplex for a streamed body; lib.dom lacks it.

@@ -6,7 +6,7 @@
  */
 import type { Image } from "../../gen/mcm/validators.ts";
 import { Conflict, Invalid, NotFound, TooLarge } from "../errors/mod.ts";
-import { uploadBody } from "../http/upload_body.ts";
+import type { UploadBody } from "../http/upload_body.ts";
 import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
 import type { Caller } from "./caller.ts";
@@ -83,8 +83,7 @@ export class Images {
   }
 
   /** Reads, checks and stores an uploaded image. */
-  async upload(caller: Caller, request: Request, queryName: string | undefined): Promise<Image> {
-    const body = await uploadBody(request, "image");
+  async upload(caller: Caller, body: UploadBody, queryName: string | undefined): Promise<Image> {
     if (body.declaredSize !== undefined && body.declaredSize > this.#limits.maxImageBytes) {
       throw new TooLarge(
         `the image is over ${this.#limits.maxImageBytes} bytes (mcm.maxImageBytes)`,

@@ -6,6 +6,7 @@
 import { mcmRoutes } from "../../gen/mcm/routes.ts";
 import type { StartContainerRequest } from "../../gen/mcm/validators.ts";
 import { json } from "../http/reply.ts";
+import { uploadBody } from "../http/upload_body.ts";
 import type { RequestContext } from "../http/pipeline.ts";
 import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
@@ -48,7 +49,7 @@ export function mcmHandlers(
   return {
     listImages: ({ auth }) => json(200, { data: images.list(auth) }),
     uploadImage: async ({ auth, request, query }) =>
-      json(201, await images.upload(auth, request, query.name)),
+      json(201, await images.upload(auth, await uploadBody(request, "image"), query.name)),
     deleteImage: async ({ auth, params }) => json(200, await images.delete(auth, params.id)),
     startContainer: start,
     listContainers: list,

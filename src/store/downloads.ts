@@ -1,14 +1,13 @@
 /**
  * Downloads as clients see them: one transfer per model, shared by every client that asks for
- * it while it runs, each client reading progress from its own event stream. The transfer is
- * cancelled when its last client disconnects.
+ * it while it runs, each client following it through its own stream of events. The transfer is
+ * cancelled when its last follower goes. How the events travel (Server-Sent Events) is the
+ * route's business (routes.ts).
  *
  * @module
  */
 import type { DownloadModelRequest, Model } from "../../gen/store/validators.ts";
-import { Cancelled, Conflict, DomainError } from "../errors/mod.ts";
-import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
-import { type EventStream, eventStream } from "../http/sse.ts";
+import { Cancelled, Conflict } from "../errors/mod.ts";
 import type { FileRole } from "./model_files.ts";
 import type { Provisioning } from "./provisioning.ts";
 
@@ -17,25 +16,26 @@ const PROGRESS_INTERVAL_MS = 250;
 
 type Progress = { size: number; totalSize?: number };
 
-/** The message for one file's progress, as the spec shapes it. */
-function progressMessage(role: FileRole, progress: Progress): unknown {
+/** What a follower of a download hears: progress, then the model or the failure. */
+export type DownloadEvent =
+  | Progress
+  | { mmproj: Progress }
+  | { done: true; model: Model }
+  | { failed: unknown };
+
+/** The event for one file's progress, as the spec shapes it. */
+function progressEvent(role: FileRole, progress: Progress): DownloadEvent {
   return role === "mmproj" ? { mmproj: progress } : progress;
 }
 
-/** The message that ends a stream on failure. */
-function errorMessage(error: unknown): { error: { code: number; message: string } } {
-  if (error instanceof DomainError) {
-    return { error: { code: HTTP_STATUS_OF[error.kind], message: error.message } };
-  }
-  console.error("download failed:", error);
-  return { error: { code: 500, message: `the download failed: ${(error as Error)?.message}` } };
-}
+/** One client following a transfer. */
+type Follower = ReadableStreamDefaultController<DownloadEvent>;
 
-/** One running transfer and the streams that follow it. */
+/** One running transfer and the followers it has. */
 class Job {
   readonly key: string;
   readonly controller = new AbortController();
-  readonly streams = new Set<EventStream>();
+  readonly streams = new Set<Follower>();
   readonly progress = new Map<FileRole, Progress>();
   #changed = new Set<FileRole>();
   #ticker = setInterval(() => this.flush(), PROGRESS_INTERVAL_MS);
@@ -55,19 +55,19 @@ class Job {
 
   flush(): void {
     for (const role of this.#changed) {
-      this.broadcast(progressMessage(role, this.progress.get(role)!));
+      this.broadcast(progressEvent(role, this.progress.get(role)!));
     }
     this.#changed.clear();
   }
 
-  broadcast(message: unknown): void {
-    for (const stream of this.streams) stream.send(message);
+  broadcast(event: DownloadEvent): void {
+    for (const stream of this.streams) stream.enqueue(event);
   }
 
-  finish(message: unknown): void {
+  finish(event: DownloadEvent): void {
     clearInterval(this.#ticker);
     this.flush();
-    this.broadcast(message);
+    this.broadcast(event);
     for (const stream of this.streams) stream.close();
     this.streams.clear();
   }
@@ -84,10 +84,10 @@ export class Downloads {
   }
 
   /**
-   * Answers a download request: a plain error when the request is wrong, otherwise an event
-   * stream following the model's transfer (started now, or joined when one runs).
+   * Follows the model's transfer (started now, or joined when one runs); throws at once when the
+   * request is wrong. Cancelling the stream leaves the transfer; the last to leave cancels it.
    */
-  start(id: string, request: DownloadModelRequest): Response {
+  start(id: string, request: DownloadModelRequest): ReadableStream<DownloadEvent> {
     const model = this.#provisioning.checkDownload(id, request);
     const key = JSON.stringify([request.url, request.mmprojUrl ?? null]);
     const running = this.#jobs.get(id);
@@ -98,25 +98,31 @@ export class Downloads {
     }
     if (!running && model.readyToUse && !request.force) return this.#alreadyReady(model);
     const job = running ?? this.#run(id, request, key);
-    const stream = eventStream(() => {
-      job.streams.delete(stream);
-      if (job.streams.size === 0) this.#cancel(id, job);
+    let follower: Follower;
+    return new ReadableStream<DownloadEvent>({
+      start: (controller) => {
+        follower = controller;
+        job.streams.add(controller);
+        for (const [role, progress] of job.progress) {
+          controller.enqueue(progressEvent(role, progress));
+        }
+      },
+      cancel: () => {
+        job.streams.delete(follower);
+        if (job.streams.size === 0) this.#cancel(id, job);
+      },
     });
-    job.streams.add(stream);
-    for (const [role, progress] of job.progress) stream.send(progressMessage(role, progress));
-    return stream.response;
   }
 
   /** A ready model keeps its file: 100% progress and done, at once. */
-  #alreadyReady(model: Model): Response {
-    const stream = eventStream(() => {});
+  #alreadyReady(model: Model): ReadableStream<DownloadEvent> {
+    const events: DownloadEvent[] = [];
     if (model.mmproj) {
-      stream.send({ mmproj: { size: model.mmproj.totalSize, totalSize: model.mmproj.totalSize } });
+      events.push({ mmproj: { size: model.mmproj.totalSize, totalSize: model.mmproj.totalSize } });
     }
-    stream.send({ size: model.totalSize, totalSize: model.totalSize });
-    stream.send({ done: true, model });
-    stream.close();
-    return stream.response;
+    const size = model.totalSize ?? 0; // Set on every ready model.
+    events.push({ size, totalSize: size }, { done: true, model });
+    return ReadableStream.from(events);
   }
 
   #run(id: string, request: DownloadModelRequest, key: string): Job {
@@ -131,7 +137,7 @@ export class Downloads {
       )
       .then(
         (model) => job.finish({ done: true, model }),
-        (error) => job.finish(errorMessage(error)),
+        (error) => job.finish({ failed: error }),
       )
       .finally(() => {
         if (this.#jobs.get(id) === job) this.#jobs.delete(id);

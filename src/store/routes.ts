@@ -4,17 +4,33 @@
  * @module
  */
 import { storeRoutes } from "../../gen/store/routes.ts";
-import { Invalid, NotFound } from "../errors/mod.ts";
+import { DomainError, Invalid, NotFound } from "../errors/mod.ts";
+import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
 import { fileResponse } from "../http/file_response.ts";
 import { JsonCache } from "../http/json_cache.ts";
 import { empty, fileReply, headReply, json, jsonText, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
+import { sseResponse } from "../http/sse.ts";
 import { uploadBody } from "../http/upload_body.ts";
-import { Downloads } from "./downloads.ts";
+import { type DownloadEvent, Downloads } from "./downloads.ts";
 import type { Provisioning } from "./provisioning.ts";
 import type { ModelRegistry } from "./registry.ts";
 
 export { storeRoutes };
+
+/**
+ * A download event as spec/store.yaml sends it: a failure becomes `{ error: { code, message } }`
+ * with the status the failure would have as an answer.
+ */
+function downloadMessage(event: DownloadEvent): unknown {
+  if (!("failed" in event)) return event;
+  const error = event.failed;
+  if (error instanceof DomainError) {
+    return { error: { code: HTTP_STATUS_OF[error.kind], message: error.message } };
+  }
+  console.error("download failed:", error);
+  return { error: { code: 500, message: `the download failed: ${(error as Error)?.message}` } };
+}
 
 /** Whether a read asks for a file rather than the record; `file` alone is a mistake. */
 function wantsMedia(query: { alt?: "media"; file?: string }): boolean {
@@ -80,6 +96,7 @@ export function storeHandlers(
       const body = await uploadBody(request, "file");
       return json(200, await provisioning.upload(params.id, body, query));
     },
-    downloadModel: async ({ params, body }) => raw(await downloads.start(params.id, body), [200]),
+    downloadModel: ({ params, body }) =>
+      raw(sseResponse(downloads.start(params.id, body), downloadMessage), [200]),
   };
 }
