@@ -10,9 +10,11 @@ async function* counting(stallAfter: number) {
 
 Deno.test("abortable: passes everything without a signal, and stops at once when aborted", async () => {
   const seen: number[] = [];
-  for await (const n of abortable((async function* () {
-    yield* [1, 2, 3];
-  })())) seen.push(n);
+  for await (
+    const n of abortable((async function* () {
+      yield* [1, 2, 3];
+    })())
+  ) seen.push(n);
   assert.deepEqual(seen, [1, 2, 3]);
 
   const controller = new AbortController();

@@ -283,7 +283,6 @@ async function writeFully(file: Deno.FsFile, data: Uint8Array): Promise<void> {
   }
 }
 
-
 /** Makes a rename durable by syncing its folder; skipped where the platform cannot. */
 async function syncDir(dir: string): Promise<void> {
   try {
