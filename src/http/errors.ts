@@ -1,5 +1,5 @@
 /**
- * Errors meant for the caller, and the shapes they are sent in. The registry's shape,
+ * The shapes errors are sent in, and the answer to anything a handler throws. The registry's shape,
  * `{ "error": { "code": <HTTP status>, "message": "<what to fix>" } }`, is the default; a service
  * whose spec says otherwise (insight: `{ message, statusCode }`) passes its own ErrorFormat.
  *
@@ -7,22 +7,6 @@
  */
 import { DomainError } from "../errors/mod.ts";
 import { httpFormOf, type StatusOverrides } from "./error_statuses.ts";
-
-/** An error meant for the caller: its status and message go into the response as they are. */
-export class HttpError extends Error {
-  /** The HTTP status, 4xx for the caller's mistakes. */
-  readonly status: number;
-  /** Extra response headers, such as `Allow` or `Content-Range`. */
-  readonly headers: HeadersInit | undefined;
-
-  /** Creates an error with an HTTP status and a message that says what to fix. */
-  constructor(status: number, message: string, headers?: HeadersInit) {
-    super(message);
-    this.name = "HttpError";
-    this.status = status;
-    this.headers = headers;
-  }
-}
 
 /** A JSON response with the given status. */
 export function jsonResponse(body: unknown, status = 200, headers?: HeadersInit): Response {
@@ -54,7 +38,6 @@ export function responseForError(
     const { status, headers } = httpFormOf(error, overrides);
     return format(status, error.message, headers);
   }
-  if (error instanceof HttpError) return format(error.status, error.message, error.headers);
   const id = crypto.randomUUID();
   console.error(`[${id}] ${request.method} ${new URL(request.url).pathname} failed:`, error);
   return format(500, `internal error (logged as ${id})`);
