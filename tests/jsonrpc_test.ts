@@ -42,19 +42,46 @@ Deno.test("getMe names the node; its id and key survive restarts; the key file i
     assert.deepEqual(await rpc(node, "getMe", []), first);
   }));
 
-Deno.test("JSON-RPC 2.0: batches, notifications and the standard errors", async () => {
+Deno.test("JSON-RPC 2.0: batches, requests without id, and the standard errors", async () => {
   await using node = await startTestNode();
   const call = (id: number | null, method: string, params?: unknown) =>
     JSON.stringify({ jsonrpc: "2.0", id, method, params });
   const batch = await rpcRaw(
     node,
     `[${call(1, "getMe")}, {"jsonrpc":"2.0","method":"getMe"}, ${call(2, "nope")}]`,
-  ) as { id: number; result?: unknown; error?: { code: number } }[];
-  assert.equal(batch.length, 2, "the notification gets no answer");
-  assert.equal(batch.find((a) => a.id === 1)?.result !== undefined, true);
-  assert.equal(batch.find((a) => a.id === 2)?.error?.code, -32601);
+  ) as { id: number | null; result?: unknown; error?: { code: number } }[];
+  assert.deepEqual(batch.map((a) => a.id), [1, null, 2], "answers in order; no id: id null");
+  assert.equal(batch[0].result !== undefined && batch[1].result !== undefined, true);
+  assert.equal(batch[2].error?.code, -32601);
   assert.deepEqual(await rpcRaw(node, `[${call(7, "getMe")}]`).then((a) => (a as []).length), 1);
-  assert.equal(await rpcRaw(node, `{"jsonrpc":"2.0","method":"getMe"}`), undefined, "204");
+  // node-runtime.md's envelope has no id, and the reference answers it with "id": null.
+  const documented = await rpcRaw(node, `{"jsonrpc":"2.0","method":"getMe","params":[""]}`) as {
+    id: unknown;
+    result: { nodeId: string };
+  };
+  assert.equal(documented.id, null);
+  assert.match(documented.result.nodeId, /^[0-9a-f]{56}$/);
+  // JSON-RPC 2.0's example 6, a string as params, an object id, a null body, a large id.
+  const invalid = async (body: string) => {
+    const answer = (await rpcRaw(node, body)) as { id: unknown; error: { code: number } };
+    return [answer.error.code, answer.id];
+  };
+  assert.deepEqual(await invalid(`{"jsonrpc":"2.0","method":1,"params":"bar"}`), [-32600, null]);
+  assert.deepEqual(await invalid(`{"jsonrpc":"2.0","method":"getMe","params":"bar","id":4}`), [
+    -32600,
+    4,
+  ]);
+  assert.deepEqual(await invalid(`{"jsonrpc":"2.0","method":"getMe","id":{"a":1}}`), [
+    -32600,
+    null,
+  ]);
+  assert.deepEqual(await invalid("null"), [-32600, null]);
+  const big = await fetch(`${node.url}/jsonrpc/v1`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: `{"jsonrpc":"2.0","method":"getMe","id":12345678901234567890}`,
+  });
+  assert.match(await big.text(), /"id":12345678901234567890[,}]/, "the id's own digits");
   const error = async (body: string) =>
     ((await rpcRaw(node, body)) as { error: { code: number } }).error.code;
   assert.equal(await error("{not json"), -32700);
@@ -71,6 +98,7 @@ Deno.test("JSON-RPC 2.0: batches, notifications and the standard errors", async 
   await rpcFails(node, "associateAccount", [42], -32602, /param 'edgeAccessToken'/);
   await rpcFails(node, "associateAccount", ["a.b.c", "x"], -32602, /at most 1 params/);
   await rpcFails(node, "associateAccount", { token: "a.b.c" }, -32602, /no param 'token'/);
+  await rpcFails(node, "getMe", { verbose: true }, -32602, /no param 'verbose'/);
 });
 
 Deno.test("the HTTP side of JSON-RPC: media types, 415 for binary bodies, 405 for other methods", async () => {

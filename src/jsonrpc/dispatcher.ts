@@ -1,14 +1,22 @@
 /**
- * A JSON-RPC 2.0 endpoint over HTTP, from a generated method table: json-rpc-2.0 does the
- * protocol (batches, notifications, standard errors); this binds positional or by-name params
- * to the table's parameters and validates them before a handler runs.
+ * A JSON-RPC 2.0 endpoint over HTTP, from a generated method table: envelope.ts checks each
+ * request strictly, json-rpc-2.0 dispatches the valid ones (method lookup, standard errors), and
+ * this binds positional or by-name params to the table's parameters and validates them before a
+ * handler runs.
  *
  * @module
  */
-import { JSONRPCErrorException, JSONRPCServer } from "json-rpc-2.0";
+import { JSONRPCErrorException, type JSONRPCRequest, JSONRPCServer } from "json-rpc-2.0";
 import * as v from "valibot";
 import { json } from "../http/reply.ts";
 import { readText } from "../http/input.ts";
+import {
+  isAnswer,
+  PARSE_ERROR,
+  readEnvelope,
+  type RpcErrorAnswer,
+  type RpcRequest,
+} from "./envelope.ts";
 import { INVALID_PARAMS } from "./error_codes.ts";
 
 /** One generated method table entry. */
@@ -37,8 +45,15 @@ const MAX_BODY_BYTES = 1 << 20;
 
 const invalidParams = (message: string) => new JSONRPCErrorException(message, INVALID_PARAMS);
 
-function bindParams(method: string, spec: MethodSpec, given: unknown): Record<string, unknown> {
-  if (spec.params.length === 0 || given === undefined || given === null) return {};
+/** Binds positional or by-name params to the method's table; exported for its unit test. */
+export function bindParams(
+  method: string,
+  spec: MethodSpec,
+  given: unknown,
+): Record<string, unknown> {
+  if (given === undefined || given === null) given = [];
+  // Real clients send `[""]` to methods without params: positional extras are ignored there.
+  if (spec.params.length === 0 && Array.isArray(given)) return {};
   let named: Record<string, unknown>;
   if (Array.isArray(given)) {
     if (given.length > spec.params.length) {
@@ -68,14 +83,6 @@ function bindParams(method: string, spec: MethodSpec, given: unknown): Record<st
   return bound;
 }
 
-/** Whether the text opens a non-empty array (a batch), without parsing it a second time. */
-function looksLikeBatch(text: string): boolean {
-  return /^\s*\[\s*[^\s\]]/.test(text);
-}
-
-/** JSON-RPC's parse error: the answer to text that is not JSON, batch-looking or not. */
-const PARSE_ERROR = -32700;
-
 /**
  * Builds the HTTP handler of a JSON-RPC endpoint. `mapError` turns an error a handler throws
  * into a JSON-RPC error, or returns undefined for an unexpected one (logged; -32603).
@@ -101,15 +108,19 @@ export function jsonRpcEndpoint<T extends Record<string, MethodSpec>>(
       }
     });
   }
+  const answer = (item: RpcRequest | RpcErrorAnswer) =>
+    isAnswer(item) ? item : server.receive(item as JSONRPCRequest);
   return async (request) => {
     const text = await readText(request, MAX_BODY_BYTES, "JSON-RPC request");
-    const answer = await server.receiveJSON(text);
-    if (answer === null) return new Response(null, { status: 204 });
-    // json-rpc-2.0 answers a batch with one reply as a bare object; a batch gets an array
-    // (an empty array is not a batch: it gets one Invalid Request error; nor is text that only
-    // starts like one: it gets one parse error).
-    const wrap = !Array.isArray(answer) && answer.error?.code !== PARSE_ERROR &&
-      looksLikeBatch(text);
-    return json(200, wrap ? [answer] : answer);
+    const envelope = readEnvelope(text);
+    if (!envelope) {
+      return json(200, {
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: PARSE_ERROR, message: "Parse error: the body is not JSON" },
+      });
+    }
+    if (envelope.kind === "single") return json(200, await answer(envelope.item));
+    return json(200, await Promise.all(envelope.items.map(answer)));
   };
 }
