@@ -91,9 +91,36 @@ Deno.test("HEAD gives the headers of GET without a body, for the file and the re
   assert.equal(record.status, 200);
   assert.match(record.headers.get("content-type") ?? "", /application\/json/);
   assert.equal((await record.arrayBuffer()).byteLength, 0);
+  const recordBody = await (await fetch(`${node.storeUrl}/models/m`)).arrayBuffer();
+  assert.equal(
+    record.headers.get("content-length"),
+    String(recordBody.byteLength),
+    "RFC 9110: HEAD sends GET's Content-Length",
+  );
   const missing = await fetch(`${node.storeUrl}/models/nope?alt=media`, { method: "HEAD" });
   assert.equal(missing.status, 404);
   await missing.body?.cancel();
+});
+
+Deno.test("HEAD is answered wherever GET is (RFC 9110), with GET's headers and no body", async () => {
+  await using node = await startTestNode();
+  const paths = [
+    "/jsonrpc/v1/jwks",
+    "/ai/store/v1/models",
+    "/mds/v1/nodes?ping=true",
+    "/",
+  ];
+  for (const path of paths) {
+    // identity: fetch would otherwise ask for gzip and hand back the inflated body.
+    const headers = node.auth({ "Accept-Encoding": "identity" });
+    const get = await fetch(`${node.url}${path}`, { headers });
+    const getBody = await get.arrayBuffer();
+    const head = await fetch(`${node.url}${path}`, { method: "HEAD", headers });
+    assert.equal(head.status, get.status, path);
+    assert.equal(head.headers.get("content-type"), get.headers.get("content-type"), path);
+    assert.equal(head.headers.get("content-length"), String(getBody.byteLength), path);
+    assert.equal((await head.arrayBuffer()).byteLength, 0, path);
+  }
 });
 
 Deno.test("alt=media is 404 for an unknown model and for one without a file; other alt values are 400", async () => {

@@ -8,7 +8,7 @@ import { DomainError, Invalid, NotFound } from "../errors/mod.ts";
 import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
 import { fileResponse } from "../http/file_response.ts";
 import { JsonCache } from "../http/json_cache.ts";
-import { empty, fileReply, headReply, json, jsonText, raw } from "../http/reply.ts";
+import { fileReply, headReply, json, jsonText, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
 import { sseResponse } from "../http/sse.ts";
 import { uploadBody } from "../http/upload_body.ts";
@@ -83,8 +83,8 @@ export function storeHandlers(
       if (wantsMedia(query)) {
         return headReply(await media(request, params.id, query.file), [200, 206, 304]);
       }
-      modelJson(params.id); // 404 for a missing record, as GET would.
-      return empty(200, { "Content-Type": "application/json" });
+      // GET's answer: Deno.serve sends its headers, Content-Length included, without the body.
+      return headReply(jsonText(200, modelJson(params.id)), [200]);
     },
     deleteModel: async ({ params }) => {
       await registry.remove(params.id);
