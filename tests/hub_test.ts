@@ -120,6 +120,20 @@ Deno.test("hub: account and proximity listings, bep and sep, tunnels and their r
       const tunnelled = await through(sep, a1.token, "/mesh/insight/v1/info?types=self");
       assert.equal(tunnelled.status, 200);
       assert.deepEqual(await tunnelled.json(), direct);
+      // A client written for the reference: its header names and its insight path.
+      const reference = await through(
+        {
+          ...sep,
+          headers: {
+            "x-mimik-port": sep.headers["x-edge-port"],
+            "x-mimik-routing": sep.headers["x-edge-routing"],
+          },
+        },
+        a1.token,
+        "/mimik-mesh/insight/v1/info?types=self",
+      );
+      assert.equal(reference.status, 200);
+      assert.deepEqual(await reference.json(), direct);
 
       // a 50 MB upload and download, streamed both ways; the account token stands for the key
       const bytes = ggufBytes(50 * 1024 * 1024);

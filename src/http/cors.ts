@@ -27,6 +27,8 @@ export function preflightHeaders(allowHeaders: readonly string[]): Record<string
       "Range",
       "If-None-Match",
       "If-Range",
+      // mcm's deployments name their client with it (spec/mcm.yaml).
+      "X-Client-Id",
       ...allowHeaders,
     ].join(", "),
     "Access-Control-Max-Age": "600",

@@ -19,8 +19,11 @@ import {
   FORWARDED_FOR_HEADER,
   forwardedHeaders,
   PORT_HEADER,
+  REFERENCE_PORT_HEADER,
+  REFERENCE_ROUTING_HEADER,
   routedNodeId,
   ROUTING_HEADER,
+  tunnelAddress,
   VIA_HEADER,
 } from "../tunnel/routing.ts";
 import type { HubSettings } from "./hub_settings.ts";
@@ -74,10 +77,10 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     `tunnelled requests need the ${ROUTING_HEADER} and ${PORT_HEADER} headers from the target's sep info`;
   const pipeline = new Pipeline({
     errorFormat: statusCodeError,
-    allowHeaders: [PORT_HEADER, ROUTING_HEADER],
+    allowHeaders: [PORT_HEADER, ROUTING_HEADER, REFERENCE_PORT_HEADER, REFERENCE_ROUTING_HEADER],
     keepHeadersOf: [101],
     before: ({ request, remote }) =>
-      request.headers.has(ROUTING_HEADER) ? tunnel(request, remote) : undefined,
+      tunnelAddress(request.headers).routing !== undefined ? tunnel(request, remote) : undefined,
     notFound: ({ request, path }) =>
       statusCodeError(404, `no route for ${request.method} ${path}; ${tunnelHint}`),
   });
@@ -101,13 +104,14 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
   }, { prefixes: [""], apiKey: "", errorFormat: statusCodeError });
 
   const tunnel = async (request: Request, remote: string): Promise<Response> => {
-    const nodeId = routedNodeId(request.headers.get(ROUTING_HEADER)!);
+    const address = tunnelAddress(request.headers);
+    const nodeId = routedNodeId(address.routing!);
     if (!nodeId) {
       throw new Invalid(
         `${ROUTING_HEADER} is not a routing header: copy it from the sep info`,
       );
     }
-    const portText = request.headers.get(PORT_HEADER) ?? "";
+    const portText = address.port ?? "";
     if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
       throw new Invalid(`${PORT_HEADER} must be the port from the sep info`);
     }

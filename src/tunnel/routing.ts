@@ -9,6 +9,12 @@ import { Buffer } from "node:buffer";
 /** The header names of the sep info, with the neutral word "edge". */
 export const PORT_HEADER = "x-edge-port";
 export const ROUTING_HEADER = "x-edge-routing";
+/**
+ * The reference's names of the same two headers (real-behaviour.md §1): its apps and agents send
+ * these, so the hub routes on either pair, the spec's first.
+ */
+export const REFERENCE_PORT_HEADER = "x-mimik-port";
+export const REFERENCE_ROUTING_HEADER = "x-mimik-routing";
 /** Set by the hub on every tunnelled request. */
 export const VIA_HEADER = "x-edge-via";
 export const FORWARDED_FOR_HEADER = "x-edge-forwarded-for";
@@ -28,10 +34,20 @@ const NOT_FORWARDED = new Set([
   "host",
   PORT_HEADER,
   ROUTING_HEADER,
+  REFERENCE_PORT_HEADER,
+  REFERENCE_ROUTING_HEADER,
   VIA_HEADER,
   FORWARDED_FOR_HEADER,
   CALLER_ACCOUNT_HEADER,
 ]);
+
+/** The routing and port headers of a tunnelled request, under either pair of names. */
+export function tunnelAddress(headers: Headers): { routing?: string; port?: string } {
+  const routing = headers.get(ROUTING_HEADER) ?? headers.get(REFERENCE_ROUTING_HEADER);
+  if (routing === null) return {};
+  const port = headers.get(PORT_HEADER) ?? headers.get(REFERENCE_PORT_HEADER);
+  return port === null ? { routing } : { routing, port };
+}
 
 /** The routing header of a node: base64 of `{"nodeId", "localLinkNetworkId"}`. */
 export function routingHeader(nodeId: string, localLinkNetworkId: string): string {
