@@ -163,3 +163,19 @@ Deno.test("no route serves a file from outside its folder", async () => {
   await Deno.symlink(`${node.dataDir}/elsewhere`, `${node.dataDir}/models/m`);
   assert.equal(await served("/ai/store/v1/models/m?alt=media"), 404);
 });
+
+Deno.test("oversized request headers are refused before any handler, and the node keeps serving", async () => {
+  await using node = await startTestNode();
+  // Deno's HTTP server (hyper) refuses headers beyond about 64 KiB with an empty 400 before a
+  // handler runs, and offers no hook to answer 431 (spec/common.yaml says so).
+  const huge = await fetch(`${node.storeUrl}/models`, {
+    headers: { "X-Big": "a".repeat(100 * 1024) },
+  }).then((response) => response.status, (error: Error) => error.message);
+  assert.ok(
+    huge === 400 || huge === 431 || /connection|closed|reset/i.test(String(huge)),
+    `${huge}`,
+  );
+  const after = await fetch(`${node.storeUrl}/models`);
+  assert.equal(after.status, 200);
+  await after.body?.cancel();
+});
