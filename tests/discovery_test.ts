@@ -3,6 +3,7 @@
  * announcements that must not be believed.
  */
 import assert from "node:assert/strict";
+import type dnsPacket from "dns-packet";
 import type { TestNode } from "./helpers/node.ts";
 import { runEdgenode, waitFor, withTempDir } from "./helpers/node.ts";
 import {
@@ -226,3 +227,217 @@ Deno.test("bad discovery settings stop the node with exit 2 and say what to fix"
     assert.equal(tooFast.code, 2);
     assert.match(tooFast.stderr, /discovery.announceSeconds: must be at least 0.2/);
   }));
+
+/** Waits `ms` milliseconds. */
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A query for the service type, with these known answers. */
+function serviceQuery(id = 0, known: dnsPacket.Answer[] = []): dnsPacket.Packet {
+  return {
+    type: "query",
+    id,
+    questions: [{ type: "PTR", name: "_edgenode._tcp.local", class: "IN" }],
+    answers: known,
+  };
+}
+
+/** Whether a packet is a response that carries a PTR record of the service type. */
+function carriesServicePtr({ packet }: { packet: dnsPacket.Packet }): boolean {
+  return packet.type === "response" &&
+    (packet.answers ?? []).some((a) => a.type === "PTR" && a.name === "_edgenode._tcp.local");
+}
+
+/**
+ * One node announcing every 30 s (so that no announcement falls into a test) and a client that
+ * joined the node's private group, on the mDNS port: its queries are not legacy ones. Runs
+ * `test` after the node's three start-up announcements, with the node's PTR record.
+ */
+async function withQuietNode(
+  test: (
+    client: Awaited<ReturnType<typeof openMdnsClient>>,
+    ptr: dnsPacket.Answer,
+  ) => Promise<void>,
+) {
+  const port = randomMdnsPort();
+  const client = await openMdnsClient(port, true);
+  const node = await startMeshNode(port, { name: "quiet", announceSeconds: 30 });
+  try {
+    // Announcements carry every record as an answer and nothing else.
+    const announcements = () =>
+      client.packets.filter((p) => carriesServicePtr(p) && !p.packet.additionals?.length);
+    await waitFor(() => announcements().length >= 3, "the three start-up announcements", 8000);
+    // Past the one-second limit of the last one.
+    await sleep(1100);
+    const ptr = announcements()[0].packet.answers!.find((a) => a.type === "PTR")!;
+    await test(client, ptr);
+  } finally {
+    await client.close();
+    await node.stop();
+  }
+}
+
+Deno.test("a legacy unicast query gets the id and question back, TTL <= 10 s, no cache-flush bit", async () => {
+  const port = randomMdnsPort();
+  const node = await startMeshNode(port, { name: "legacy", announceSeconds: 30 });
+  // On an ephemeral port: a plain DNS resolver (RFC 6762 §6.7).
+  const client = await openMdnsClient(port);
+  try {
+    const id = 0x1234;
+    const deadline = Date.now() + 5000;
+    while (!client.packets.some((p) => p.packet.type === "response") && Date.now() < deadline) {
+      await client.send(serviceQuery(id));
+      await sleep(200);
+    }
+    const answer = client.packets.find((p) => p.packet.type === "response");
+    assert.ok(answer, "no unicast answer");
+    assert.equal(answer.from.port, port);
+    assert.equal(answer.packet.id, id);
+    assert.deepEqual(
+      answer.packet.questions?.map(({ name, type }) => ({ name, type })),
+      [{ name: "_edgenode._tcp.local", type: "PTR" }],
+    );
+    const records = [...answer.packet.answers ?? [], ...answer.packet.additionals ?? []];
+    assert.deepEqual(records.map((r) => r.type).sort(), ["A", "PTR", "SRV", "TXT"]);
+    for (const record of records) {
+      assert.ok(record.type !== "OPT");
+      // dns-packet reads the top bit of the class field as `flush` and the rest as `class`.
+      assert.equal(record.flush, false, `${record.type} has the cache-flush bit`);
+      assert.equal(record.class, "IN");
+      assert.ok(record.ttl !== undefined && record.ttl <= 10, `${record.type} TTL ${record.ttl}`);
+    }
+  } finally {
+    await client.close();
+    await node.stop();
+  }
+});
+
+Deno.test("a burst of 20 queries within a second gets at most two multicast answers", () =>
+  withQuietNode(async (client) => {
+    const from = client.packets.length;
+    for (let i = 0; i < 20; i++) {
+      await client.send(serviceQuery());
+      await sleep(40);
+    }
+    await sleep(2000);
+    const answers = client.packets.slice(from).filter(carriesServicePtr);
+    assert.ok(answers.length >= 1, "the burst got no answer at all");
+    assert.ok(answers.length <= 2, `${answers.length} multicast answers to 20 queries`);
+  }));
+
+Deno.test("a query that lists the answer with at least half its TTL gets no answer (known answers)", () =>
+  withQuietNode(async (client, ptr) => {
+    assert.ok(ptr.type === "PTR" && ptr.ttl === 90);
+    let from = client.packets.length;
+    await client.send(serviceQuery(0, [ptr]));
+    await client.send(serviceQuery(0, [{ ...ptr, ttl: 45 }]));
+    await sleep(1500);
+    assert.deepEqual(client.packets.slice(from).filter(carriesServicePtr), []);
+    // Control: with less than half the TTL left, the querier gets the record again.
+    from = client.packets.length;
+    await client.send(serviceQuery(0, [{ ...ptr, ttl: 44 }]));
+    await waitFor(
+      () => client.packets.slice(from).some(carriesServicePtr),
+      "an answer to a query whose known answer is about to expire",
+      1500,
+    );
+  }));
+
+/** A python3 that has python-zeroconf, if there is one. */
+async function findZeroconfPython(): Promise<string | undefined> {
+  for (const python of ["python3", "/usr/bin/python3"]) {
+    const ok = await new Deno.Command(python, {
+      args: ["-c", "import zeroconf"],
+      stdout: "null",
+      stderr: "null",
+    }).output().then((o) => o.success, () => false);
+    if (ok) return python;
+  }
+  return undefined;
+}
+
+/** python-zeroconf, installed from Debian (python3-zeroconf) when missing and apt-get can. */
+const zeroconfPython = await (async () => {
+  const found = await findZeroconfPython();
+  if (found) return found;
+  const install = await new Deno.Command("apt-get", {
+    args: ["install", "-y", "--no-install-recommends", "python3-zeroconf"],
+    env: { DEBIAN_FRONTEND: "noninteractive" },
+    stdout: "null",
+    stderr: "piped",
+  }).output().catch((error: Error) => ({ success: false, stderr: error.message }));
+  const installed = install.success ? await findZeroconfPython() : undefined;
+  if (!installed) {
+    const why = typeof install.stderr === "string"
+      ? install.stderr
+      : new TextDecoder().decode(install.stderr).trim().split("\n").pop();
+    console.log(
+      `discovery_test: the python-zeroconf test is skipped: no python3 with zeroconf, and apt-get install python3-zeroconf failed (${why})`,
+    );
+  }
+  return installed;
+})();
+
+/**
+ * python-zeroconf, an independent implementation, as a legacy unicast resolver (its sockets
+ * have a port of their own): asks the test's group for the service type and resolves the
+ * instance from its cache (PTR, then SRV, TXT and A from the additionals).
+ */
+const ZEROCONF_RESOLVE = `
+import json, sys, time
+from zeroconf import DNSOutgoing, DNSQuestion, ServiceInfo, Zeroconf, const
+port = int(sys.argv[1])
+type_ = "_edgenode._tcp.local."
+zc = Zeroconf(interfaces=["127.0.0.1"], unicast=True)
+found = None
+try:
+    deadline = time.time() + 8
+    while found is None and time.time() < deadline:
+        out = DNSOutgoing(const._FLAGS_QR_QUERY)
+        out.add_question(DNSQuestion(type_, const._TYPE_PTR, const._CLASS_IN))
+        zc.send(out, sys.argv[2], port)
+        time.sleep(0.3)
+        for ptr in zc.cache.get_all_by_details(type_, const._TYPE_PTR, const._CLASS_IN):
+            info = ServiceInfo(type_, ptr.alias)
+            if info.load_from_cache(zc):
+                found = info
+                break
+finally:
+    zc.close()
+if found is None:
+    sys.exit("not resolved")
+print(json.dumps({
+    "name": found.name,
+    "server": found.server,
+    "port": found.port,
+    "addresses": found.parsed_addresses(),
+    "properties": {k.decode(): (v or b"").decode() for k, v in found.properties.items()},
+}))
+`;
+
+Deno.test({
+  name: "python-zeroconf resolves a node (legacy unicast query to the group)",
+  ignore: !zeroconfPython,
+  async fn() {
+    const port = randomMdnsPort();
+    const node = await startMeshNode(port, { name: "zc" });
+    try {
+      const id = await nodeIdOf(node);
+      const output = await new Deno.Command(zeroconfPython!, {
+        args: ["-c", ZEROCONF_RESOLVE, String(port), "224.0.0.251"],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stderr = new TextDecoder().decode(output.stderr);
+      assert.ok(output.success, stderr);
+      const found = JSON.parse(new TextDecoder().decode(output.stdout));
+      assert.equal(found.name, `zc-${id.slice(0, 8)}._edgenode._tcp.local.`);
+      assert.equal(found.server, `edgenode-${id.slice(0, 12)}.local.`);
+      assert.equal(found.port, Number(new URL(node.url).port));
+      assert.deepEqual(found.addresses, ["127.0.0.1"]);
+      assert.equal(found.properties.id, id);
+      assert.equal(found.properties.name, "zc");
+    } finally {
+      await node.stop();
+    }
+  },
+});

@@ -20,6 +20,7 @@ import {
 } from "./mdns_records.ts";
 import { interfaceAddresses, MdnsSocket, type Sender } from "./mdns_socket.ts";
 import { CheckQueue } from "./check_queue.ts";
+import { MulticastResponder, withoutCacheFlush, withoutKnownAnswers } from "./mdns_responder.ts";
 import { byElection, electSupernode, Members } from "./members.ts";
 import { checkPeer } from "./peer_proof.ts";
 
@@ -43,6 +44,8 @@ const TTL_INTERVALS = 3;
 const CHECK_LIMITS = { concurrency: 8, maxWaiting: 256, retryMs: 5000 };
 /** Records heard are kept at most this long, whatever TTL they carry. */
 const MAX_TTL_SECONDS = 4500;
+/** Legacy unicast answers: at most this many a second (a flood must not be reflected). */
+const LEGACY_ANSWERS_PER_SECOND = 20;
 
 /** The discovery service of one node. */
 export class LinkLocal {
@@ -58,6 +61,8 @@ export class LinkLocal {
   #nextAnnounceAt = 0;
   #startupAnnouncements = 3;
   #nextStaticCheckAt = 0;
+  #responder: MulticastResponder | undefined;
+  #legacyWindow = { startedAt: 0, count: 0 };
 
   constructor(describe: () => SelfDescription, settings: DiscoverySettings) {
     this.#describe = describe;
@@ -92,6 +97,13 @@ export class LinkLocal {
             "set discovery.mdns to false to run without it, or discovery.peers to list peers",
         );
       }
+      const socket = this.#socket;
+      if (socket) {
+        this.#responder = new MulticastResponder({
+          send: (answers, additionals) =>
+            void socket.multicast(responsePacket(answers, additionals)),
+        });
+      }
       await this.#socket?.multicast({
         type: "query",
         id: 0,
@@ -105,6 +117,7 @@ export class LinkLocal {
   /** Sends the goodbye and stops; call after the HTTP server has stopped. */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
+    this.#responder?.close();
     if (!this.#socket) return;
     await this.#socket.multicast(announcementPacket(this.#ownRecords(), 0));
     await this.#socket.close();
@@ -144,7 +157,9 @@ export class LinkLocal {
       this.#announcedTxt = txt;
       this.#startupAnnouncements = Math.max(0, this.#startupAnnouncements - 1);
       this.#nextAnnounceAt = now + (this.#startupAnnouncements > 0 ? 1000 : this.#announceMs);
-      void this.#socket.multicast(announcementPacket(this.#ownRecords(), this.#ttlSeconds));
+      const packet = announcementPacket(this.#ownRecords(), this.#ttlSeconds);
+      void this.#socket.multicast(packet);
+      this.#responder?.sent(packet.answers ?? []);
     }
     if (now >= this.#nextStaticCheckAt) {
       this.#nextStaticCheckAt = now + this.#announceMs;
@@ -195,24 +210,44 @@ export class LinkLocal {
 
   #answer(query: dnsPacket.Packet, from: Sender): void {
     const socket = this.#socket;
-    if (!socket || !query.questions?.length) return;
+    const responder = this.#responder;
+    if (!socket || !responder || !query.questions?.length) return;
     // Legacy unicast (RFC 6762 §6.7): a resolver not on the mDNS port wants a plain DNS answer.
     const legacy = from.port !== this.#settings.port;
     const ttl = legacy ? Math.min(10, this.#ttlSeconds) : this.#ttlSeconds;
     const { answers, additionals } = answersFor(query.questions, this.#ownRecords(), ttl);
     if (answers.length === 0) return;
     if (legacy) {
-      void socket.unicast(
-        { ...responsePacket(answers, additionals), id: query.id, questions: query.questions },
-        from,
-      );
+      if (!this.#takeLegacyAnswer()) return;
+      // The id and the question echoed, and no cache-flush bit (§6.7, §10.2): a plain DNS
+      // resolver's cache must not read it as the class.
+      void socket.unicast({
+        ...responsePacket(withoutCacheFlush(answers), withoutCacheFlush(additionals)),
+        id: query.id,
+        questions: query.questions,
+      }, from);
       return;
     }
+    // Known-answer suppression (§7.1), then at most one multicast of a record a second (§6).
+    const fresh = withoutKnownAnswers(answers, query.answers);
+    if (fresh.length === 0) return;
+    const bundles = fresh.map((answer) => ({
+      answer,
+      additionals: answer.type === "PTR" && answer.name === SERVICE_TYPE ? additionals : [],
+    }));
     // Shared (PTR) answers wait 20-120 ms so that many responders do not collide (§6).
-    const delay = answers.some((a) => a.type === "PTR") ? 20 + Math.random() * 100 : 0;
-    setTimeout(() => {
-      void socket.multicast(responsePacket(answers, additionals));
-    }, delay);
+    const delay = fresh.some((a) => a.type === "PTR") ? 20 + Math.random() * 100 : 0;
+    // A probe (a query with proposed records in its authority section) may be answered sooner.
+    responder.queue(bundles, delay, (query.authorities?.length ?? 0) > 0);
+  }
+
+  /** Whether another legacy unicast answer fits in this second's allowance. */
+  #takeLegacyAnswer(): boolean {
+    const now = Date.now();
+    if (now - this.#legacyWindow.startedAt >= 1000) {
+      this.#legacyWindow = { startedAt: now, count: 0 };
+    }
+    return ++this.#legacyWindow.count <= LEGACY_ANSWERS_PER_SECOND;
   }
 
   #onAnnouncement(announcement: Announcement, address: string): void {
