@@ -11,6 +11,7 @@ import {
   NodeListSchema,
 } from "../gen/insight/validators.ts";
 import { cliToken, makeIssuer, rpc, type TestIssuer } from "./helpers/identity.ts";
+import { scriptImage, startContainer, uploadImage } from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor, withTempDir } from "./helpers/node.ts";
 
 function insight(node: TestNode, path: string, init: RequestInit = {}, key = node.apiKey) {
@@ -153,3 +154,25 @@ Deno.test("account-scoped answers need a stored, unexpired token; PUT /token wal
       await expectInsightError(await insight(node, "/nodes?type=account"), 403, /absent/);
     }
   }));
+
+Deno.test("insight lists the node's running microservices as its services", async () => {
+  await using node = await startTestNode();
+  await uploadImage(
+    node,
+    await scriptImage(`mimikModule.exports = (context, req, res) => res.end("hi");`),
+    "hello.tar",
+  );
+  await startContainer(node, { name: "hello", image: "hello" });
+  const info = v.parse(InfoResponseSchema, await (await insight(node, "/info?types=self")).json());
+  assert.deepEqual(
+    info.data.self?.services.map(({ serviceType, status }) => ({ serviceType, status })),
+    [{ serviceType: "hello", status: "started" }],
+  );
+  assert.match(info.data.self?.services[0].id ?? "", /hello/);
+  const nodes = v.parse(
+    NodeListSchema,
+    await (await insight(node, "/nodes?type=linkLocal")).json(),
+  );
+  const self = nodes.data.find((entry) => entry.id === info.data.self?.id);
+  assert.equal(self?.services.length, 1, "the listing says the same");
+});

@@ -51,6 +51,7 @@ export function selfDescriber(
   identity: Identity,
   characteristics: Characteristic[],
   addresses: () => Address[],
+  services: () => SelfDescription["services"] = () => [],
 ): () => SelfDescription {
   return () => ({
     id: identity.nodeId,
@@ -59,7 +60,7 @@ export function selfDescriber(
     os: Deno.build.os,
     version: identity.version,
     addresses: addresses(),
-    services: [],
+    services: services(),
     characteristics,
   });
 }

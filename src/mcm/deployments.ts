@@ -298,6 +298,18 @@ export class Deployments {
     });
   }
 
+  /**
+   * Every deployed microservice as the node describes itself (insight's and mds's `services`):
+   * the container's id, its name as the service type, and its state.
+   */
+  services(): { id: string; serviceType: string; status: string }[] {
+    return this.#records.containers(undefined).map((record) => ({
+      id: record.id,
+      serviceType: record.name,
+      status: this.#runtimes.get(record.id)?.state ?? "stopped",
+    }));
+  }
+
   /** The caller's containers (every client's for a key holder), oldest first. */
   list(caller: Caller): Container[] {
     return this.#records.containers(caller.admin ? undefined : caller.client).map((record) =>

@@ -106,13 +106,14 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     ],
     readEnv,
     ownAddresses: () => Deno.networkInterfaces().map((i) => i.address),
-    answerCall: (_container, call) => nodeServices.answer(call),
+    answerCall: (_container, call): Promise<unknown> => nodeServices.answer(call),
   });
   const linkLocal = new LinkLocal(
     selfDescriber(
       identity,
       await machineCharacteristics(settings.dataDir, meta.version),
       () => localAddresses(settings.host, boundPort),
+      () => deployments.services(),
     ),
     settings.discovery,
   );
