@@ -42,13 +42,15 @@ export const NodeConfigDefaults = {
   "host": "0.0.0.0",
   "port": 8083,
   "storePrefixes": [
-    "/ai/store/v1"
+    "/ai/store/v1",
+    "/mimik-ai/store/v1"
   ],
   "readsRequireKey": false,
   "downloadStallSeconds": 30,
   "downloadRetries": 5,
   "insightPrefixes": [
-    "/mesh/insight/v1"
+    "/mesh/insight/v1",
+    "/mimik-mesh/insight/v1"
   ],
   "discovery": {
     "mdns": true,

@@ -81,6 +81,7 @@ export interface operations {
     requestBody?: never;
     responses: {
       200: { headers: { [name: string]: unknown }; content: { "application/json": schemas.HubHealth } };
+      400: { headers: { [name: string]: unknown }; content: { "application/json": schemas.MeshError } };
     };
   };
 }

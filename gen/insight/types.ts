@@ -99,6 +99,7 @@ export interface operations {
       401: { headers: { [name: string]: unknown }; content: { "application/json": schemas.MeshError } };
       403: { headers: { [name: string]: unknown }; content: { "application/json": schemas.MeshError } };
       501: { headers: { [name: string]: unknown }; content: { "application/json": schemas.MeshError } };
+      503: { headers: { [name: string]: unknown }; content: { "application/json": schemas.MeshError } };
     };
   };
   /** Nodes of the local link network, of the account, or nearby */

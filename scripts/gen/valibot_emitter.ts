@@ -3,7 +3,8 @@
  *
  * Supported: `$ref` to component schemas (of the same spec file, or of another one such as
  * `common.yaml#/components/schemas/Error`: the same constant name, imported), string (enum, const, minLength, maxLength, pattern,
- * `allOf` of patterns, `not: {pattern}`, with an optional `errorMessage` per rule), integer and
+ * `allOf` of patterns, `not: {pattern}`, with an optional `x-error-message` per rule: an OpenAPI
+ * extension, so that strict linters accept the specs), integer and
  * number (minimum, maximum, const), boolean (const), array (items, minItems, maxItems), object
  * (properties, required, additionalProperties false or a schema). Anything else throws, so a
  * spec never silently loses a rule.
@@ -55,14 +56,26 @@ export function dependencyOrder(schemas: Record<string, JsonSchema>): string[] {
 
 const lit = (value: unknown) => JSON.stringify(value);
 
+/** The extension that gives a rule's own message (`errorMessage` is not an OpenAPI keyword). */
+export const ERROR_MESSAGE = "x-error-message";
+
 function ruleMessage(rule: JsonSchema, fallback: string): string {
-  return lit(typeof rule.errorMessage === "string" ? rule.errorMessage : fallback);
+  const message = rule[ERROR_MESSAGE];
+  return lit(typeof message === "string" ? message : fallback);
+}
+
+/** Throws on the former `errorMessage` keyword, so that a spec never silently loses a message. */
+function refuseErrorMessage(schema: JsonSchema): void {
+  if ("errorMessage" in schema) {
+    throw new Error(`'errorMessage' is not an OpenAPI keyword: write '${ERROR_MESSAGE}'`);
+  }
 }
 
 function patternActions(schema: JsonSchema): string[] {
   const actions: string[] = [];
   const rules = [schema, ...((schema.allOf as JsonSchema[] | undefined) ?? [])];
   for (const rule of rules) {
+    refuseErrorMessage(rule);
     if (typeof rule.pattern === "string") {
       actions.push(
         `v.regex(new RegExp(${lit(rule.pattern)}, "u"), ${
@@ -151,6 +164,7 @@ function objectSchema(schema: JsonSchema): string {
 
 /** valibot source for one JSON schema. */
 export function valibotFor(schema: JsonSchema): string {
+  refuseErrorMessage(schema);
   if (typeof schema.$ref === "string") {
     const ref = parseRef(schema.$ref, "");
     if (ref.section !== "schemas") throw new Error(`unsupported $ref ${schema.$ref}`);

@@ -23,7 +23,7 @@ Deno.test("valibotFor: each schema accepts what it allows and says why it refuse
       bad: [["a", /at least 2/], ["abcd", /at most 3/], [1, /string/]],
     },
     {
-      schema: { type: "string", pattern: "^[a-z]+$", errorMessage: "lower-case letters only" },
+      schema: { type: "string", pattern: "^[a-z]+$", "x-error-message": "lower-case letters only" },
       good: ["abc"],
       bad: [["aB", /lower-case letters only/]],
     },
@@ -62,6 +62,27 @@ Deno.test("valibotFor: each schema accepts what it allows and says why it refuse
       assert.match(result.issues.map((i) => i.message).join("; "), message);
     }
   }
+});
+
+Deno.test("valibotFor: a rule's message is x-error-message; the former errorMessage throws", () => {
+  const allOf = {
+    type: "string",
+    allOf: [
+      { pattern: "^[a-z]+$", "x-error-message": "letters only" },
+      { not: { pattern: "x" }, "x-error-message": "no x" },
+    ],
+  };
+  const parsed = compiled(allOf);
+  assert.match(v.safeParse(parsed, "a1").issues?.[0].message ?? "", /letters only/);
+  assert.match(v.safeParse(parsed, "ax").issues?.[0].message ?? "", /no x/);
+  assert.throws(
+    () => valibotFor({ type: "string", pattern: "^a$", errorMessage: "a" }),
+    /x-error-message/,
+  );
+  assert.throws(
+    () => valibotFor({ type: "string", allOf: [{ pattern: "^a$", errorMessage: "a" }] }),
+    /x-error-message/,
+  );
 });
 
 Deno.test("dependencyOrder puts a schema after those it references", () => {

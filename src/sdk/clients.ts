@@ -90,7 +90,10 @@ export function insightClient(
   return createClient<InsightPaths>(options(connection, prefix));
 }
 
-/** Microservice deployment (spec/mcm.yaml); its paths carry /mcm/v1 themselves. */
+/**
+ * Microservice deployment (spec/mcm.yaml). As the spec's server is the node's origin and its
+ * paths carry /mcm/v1 themselves, the client's base URL is the node's URL, with no prefix.
+ */
 export function mcmClient(connection: NodeConnection): McmClient {
   return createClient<McmPaths>(options(connection));
 }
