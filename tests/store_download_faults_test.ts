@@ -7,7 +7,14 @@ import { ModelSchema } from "../gen/store/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
 import { allMessages, doneModel, messages, startDownload, streamError } from "./helpers/events.ts";
 import { startFileServer } from "./helpers/file_server.ts";
-import { ggufBytes, listFiles, sha256Hex, startTestNode, waitFor } from "./helpers/node.ts";
+import {
+  ggufBytes,
+  listFiles,
+  sha256Hex,
+  startTestNode,
+  type TestNode,
+  waitFor,
+} from "./helpers/node.ts";
 import { createModel } from "./helpers/store.ts";
 
 const SLOW = { bytesPerSecond: 256 * 1024 };
@@ -226,4 +233,137 @@ Deno.test("stopping the node ends open download streams with a 503 message", asy
   for await (const message of stream) rest.push(message);
   streamError(rest, 503, /the node is shutting down/);
   assert.equal(await stopped, 0);
+});
+
+/** A node whose downloads give up on a silent or trickling source after 1 s. */
+const quickStall = (extra: Record<string, unknown> = {}) =>
+  startTestNode({
+    config: { apiKey: "a-test-key-of-enough-length", downloadStallSeconds: 1, ...extra },
+  });
+
+/** Every message of a download, or a failure after `ms` (a download that never ends). */
+async function allMessagesWithin(response: Response, ms: number) {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the download did not end in ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([allMessages(response), timeout]);
+  } finally {
+    clearTimeout(timer);
+    await response.body?.cancel().catch(() => {});
+  }
+}
+
+Deno.test("a resumed download that stalls again is cut again and resumed (two stalls in a row)", async () => {
+  await using node = await quickStall();
+  await using source = startFileServer();
+  const bytes = ggufBytes(1024 * 1024);
+  const url = source.serve("/m.gguf", bytes, { stalls: [256 * 1024, 256 * 1024] });
+  await createModel(node, "m");
+  const all = await allMessagesWithin(await startDownload(node, "m", { url }), 15_000);
+  assert.equal(doneModel(all).sha256, await sha256Hex(bytes));
+  assert.deepEqual(source.requests.map((r) => r.range), [null, "bytes=262144-", "bytes=524288-"]);
+  await waitFor(() => source.open === 0, "every stalled connection to be closed");
+});
+
+Deno.test("three stalls in a row, the resumed ones silent at once, end in 504 after the retries", async () => {
+  await using node = await quickStall({ downloadRetries: 2 });
+  await using source = startFileServer();
+  const url = source.serve("/m.gguf", ggufBytes(1024 * 1024), { stalls: [256 * 1024, 0, 0, 0] });
+  await createModel(node, "m");
+  const all = await allMessagesWithin(await startDownload(node, "m", { url }), 15_000);
+  streamError(all, 504, /the source sent no data for 1 s/);
+  assert.deepEqual(source.requests.map((r) => r.range), [
+    null,
+    "bytes=262144-",
+    "bytes=262144-",
+  ]);
+  await waitFor(() => source.open === 0, "every stalled connection to be closed");
+  assert.deepEqual(await partials(node.dataDir), []);
+  const model = await expectJson(await fetch(`${node.storeUrl}/models/m`), 200, ModelSchema);
+  assert.equal(model.readyToUse, false);
+});
+
+/**
+ * Starts a download whose first answer stalls after 128 KiB and whose resumed answer streams
+ * slowly, and returns once the resumed answer has delivered bytes.
+ */
+async function duringResumedAttempt(node: TestNode, signal?: AbortSignal) {
+  const source = startFileServer();
+  const url = source.serve("/m.gguf", ggufBytes(8 * 1024 * 1024), {
+    stalls: [128 * 1024],
+    bytesPerSecond: 256 * 1024,
+  });
+  await createModel(node, "m");
+  const response = await startDownload(node, "m", { url }, signal);
+  const stream = messages(response);
+  while (true) {
+    const { value, done } = await stream.next();
+    if (done) throw new Error("the stream ended before the resumed attempt sent anything");
+    if ("size" in value && value.size > 256 * 1024) break;
+  }
+  assert.deepEqual(source.requests.map((r) => r.range), [null, "bytes=131072-"]);
+  return { source, stream };
+}
+
+Deno.test("DELETE during a resumed attempt releases the source connection", async () => {
+  await using node = await quickStall();
+  const { source, stream } = await duringResumedAttempt(node);
+  await using _source = source;
+  const deleted = await fetch(`${node.storeUrl}/models/m`, {
+    method: "DELETE",
+    headers: node.auth(),
+  });
+  assert.equal(deleted.status, 200);
+  await deleted.body?.cancel();
+  const rest = [];
+  for await (const message of stream) rest.push(message);
+  streamError(rest, 409, /was deleted while its file was being downloaded/);
+  await waitFor(() => source.open === 0, "the node to close the resumed connection", 5_000);
+  assert.equal(source.requests.length, 2, "no request after the DELETE");
+  await waitFor(async () => (await listFiles(`${node.dataDir}/models`)).length === 0, "cleanup");
+});
+
+Deno.test("the last client leaving during a resumed attempt releases the source connection", async () => {
+  await using node = await quickStall();
+  const client = new AbortController();
+  const { source } = await duringResumedAttempt(node, client.signal);
+  await using _source = source;
+  client.abort();
+  await waitFor(() => source.open === 0, "the node to close the resumed connection", 5_000);
+  assert.equal(source.requests.length, 2, "no request after the client left");
+  await waitFor(async () => (await partials(node.dataDir)).length === 0, "cleanup");
+  const model = await expectJson(await fetch(`${node.storeUrl}/models/m`), 200, ModelSchema);
+  assert.equal(model.readyToUse, false);
+});
+
+Deno.test("a source trickling below the minimum rate is abandoned, resumed, and fails with 504", async () => {
+  await using node = await quickStall({ downloadRetries: 1 });
+  await using source = startFileServer();
+  const url = source.serve("/m.gguf", ggufBytes(256 * 1024), {
+    trickleAfter: 0,
+    trickleBytesPerSecond: 8,
+    failures: 9,
+  });
+  await createModel(node, "m");
+  const all = await allMessagesWithin(await startDownload(node, "m", { url }), 15_000);
+  const message = streamError(all, 504, /\d+ B\/s over 1 s, below the minimum of 1024 B\/s/);
+  assert.equal(source.requests.length, 2, message);
+  assert.match(source.requests[1].range ?? "", /^bytes=\d+-$/, "the second request resumes");
+  await waitFor(() => source.open === 0, "every trickling connection to be closed");
+  assert.deepEqual(await partials(node.dataDir), []);
+});
+
+Deno.test("a source that trickles once is resumed and the download completes", async () => {
+  await using node = await quickStall();
+  await using source = startFileServer();
+  const bytes = ggufBytes(512 * 1024);
+  const url = source.serve("/m.gguf", bytes, { trickleAfter: 64 * 1024, trickleBytesPerSecond: 8 });
+  await createModel(node, "m");
+  const all = await allMessagesWithin(await startDownload(node, "m", { url }), 15_000);
+  assert.equal(doneModel(all).sha256, await sha256Hex(bytes));
+  assert.equal(source.requests.length, 2);
+  const resumedAt = Number(/^bytes=(\d+)-$/.exec(source.requests[1].range ?? "")?.[1]);
+  assert.ok(resumedAt >= 64 * 1024 && resumedAt < 64 * 1024 + 100, `resumed at ${resumedAt}`);
 });

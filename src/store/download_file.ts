@@ -58,6 +58,8 @@ export async function downloadFile(
         headBytes: options.headBytes,
       });
     } catch (error) {
+      // Whatever stopped the write, the source's connection is closed now, not when collected.
+      source.cancel();
       if (error instanceof RestartNeeded && restarts < options.retries) continue;
       if (error instanceof RestartNeeded) {
         throw new UpstreamFailed(`${error.message} and the retries are used up: ${url}`);

@@ -7,9 +7,15 @@
  * then the key/values (u64-length string key, u32 type, value), then per tensor: name, u32
  * dimension count, u64 dimensions, u32 type, u64 offset.
  *
+ * Walking the header to its end is also the check that a GGUF file is usable: every count and
+ * length is checked against the bytes left before anything is read or allocated, arrays may
+ * nest only a few levels, and the items visited are counted, so a crafted header is refused in
+ * milliseconds and constant memory.
+ *
  * @module
  */
 import type { ChatTemplateHint, GgufInfo } from "../../gen/store/validators.ts";
+import { Invalid } from "../errors/mod.ts";
 import { hintForTemplate } from "./chat_template_hint.ts";
 
 /** What the header says, plus the chat template text itself (for hint detection). */
@@ -41,6 +47,25 @@ const FIXED_SIZES: Record<number, number> = {
 const MAX_HEADER_BYTES = 256 << 20;
 /** Longest string value kept (a chat template is a few KiB; anything longer is skipped). */
 const MAX_KEPT_STRING = 1 << 20;
+/** Longest key; the GGUF specification caps keys at 2^16 - 1 bytes. */
+const MAX_KEY_BYTES = 0xffff;
+/**
+ * Deepest nesting of arrays accepted. The converters write only flat arrays (llama.cpp itself
+ * reads no array of arrays); a few levels leave room for other writers, and the bound keeps a
+ * crafted file of nested one-element arrays from being walked level by level.
+ */
+const MAX_ARRAY_DEPTH = 4;
+/**
+ * Keys, tensors and string or array items visited, at most. The largest real headers hold about
+ * a million (a 256k-token vocabulary, its merges and scores; fixed-size arrays count once, as
+ * they are skipped in one step); this bounds the time a crafted header can take.
+ */
+const MAX_ITEMS = 8_000_000;
+/** Most dimensions a tensor may have (llama.cpp has 4; room for other readers). */
+const MAX_DIMENSIONS = 8;
+/** Fewest bytes a key/value (8-byte key length, type, 1-byte value) or tensor info takes. */
+const MIN_KV_BYTES = 8 + 4 + 1;
+const MIN_TENSOR_BYTES = 8 + 4 + 4 + 8;
 
 /** llama.cpp's names of `general.file_type` values (llama_ftype). */
 const FILE_TYPES: Record<number, string> = {
@@ -79,31 +104,60 @@ const FILE_TYPES: Record<number, string> = {
   38: "MXFP4_MOE",
 };
 
-/** The header could not be read to its end; the file is cut short or malformed. */
-class Malformed extends Error {}
+/** The header cannot be read to its end: the file is cut short, malformed or implausible. */
+export class GgufMalformed extends Error {
+  override name = "GgufMalformed";
+}
+const Malformed = GgufMalformed;
 
-/** Sequential reads over a file through a buffer that grows only for one long value. */
+/**
+ * Sequential reads over a file through a buffer that grows only for one value kept (a key, a
+ * wanted string): memory stays under a few MiB whatever the file says.
+ */
 class FileCursor {
   readonly #file: Deno.FsFile;
   readonly #size: number;
-  #buffer = new Uint8Array(1 << 20);
+  #buffer = new Uint8Array(64 << 10);
   #view = new DataView(this.#buffer.buffer);
   #start = 0; // index of the next unread byte in the buffer
   #end = 0; // bytes valid in the buffer
   #fileOffset = 0; // file offset of buffer[#end]
+  #items = 0;
 
   constructor(file: Deno.FsFile, size: number) {
     this.#file = file;
     this.#size = size;
   }
 
+  /** Bytes of the file not read yet (within the header limit). */
+  get remaining(): number {
+    return Math.min(this.#size, MAX_HEADER_BYTES) - this.#fileOffset + (this.#end - this.#start);
+  }
+
+  /** Counts `n` visited items against the work limit. */
+  visit(n = 1): void {
+    this.#items += n;
+    if (this.#items > MAX_ITEMS) {
+      throw new Malformed(`the header holds more than ${MAX_ITEMS} keys, tensors and items`);
+    }
+  }
+
+  /** Throws unless `count` items of at least `each` bytes fit in the rest of the header. */
+  fits(count: number, each: number, what: string): void {
+    if (count * each > this.remaining) {
+      throw new Malformed(
+        `${what} ${count} cannot fit in the ${this.remaining} bytes left of the header`,
+      );
+    }
+  }
+
   async #need(bytes: number): Promise<void> {
     if (this.#end - this.#start >= bytes) return;
     if (this.#fileOffset + bytes - (this.#end - this.#start) > this.#size) {
-      throw new Malformed("the header runs past the end of the file");
+      throw new Malformed("the file ends inside its header");
     }
-    if (this.#fileOffset + bytes > MAX_HEADER_BYTES) {
-      throw new Malformed("the header is implausibly large");
+    if (this.#fileOffset + bytes - (this.#end - this.#start) > MAX_HEADER_BYTES) {
+      throw new Malformed(`the header is larger than ${MAX_HEADER_BYTES} bytes`);
     }
     const kept = this.#buffer.subarray(this.#start, this.#end);
     if (bytes > this.#buffer.byteLength) {
@@ -118,7 +172,7 @@ class FileCursor {
     this.#start = 0;
     while (this.#end < bytes) {
       const read = await this.#file.read(this.#buffer.subarray(this.#end));
-      if (read === null) throw new Malformed("the file ended inside its header");
+      if (read === null) throw new Malformed("the file ends inside its header");
       this.#end += read;
       this.#fileOffset += read;
     }
@@ -131,12 +185,19 @@ class FileCursor {
     return value;
   }
 
-  async u64(): Promise<number> {
+  /** A u64 as a BigInt, whatever its size. */
+  async bigU64(): Promise<bigint> {
     await this.#need(8);
     const value = this.#view.getBigUint64(this.#start, true);
     this.#start += 8;
-    if (value > BigInt(Number.MAX_SAFE_INTEGER)) {
-      throw new Malformed("a count is implausibly large");
+    return value;
+  }
+
+  /** A u64 count or length: one larger than the rest of the header is refused. */
+  async u64(what = "a count"): Promise<number> {
+    const value = await this.bigU64();
+    if (value > BigInt(this.remaining)) {
+      throw new Malformed(`${what} of ${value} runs past the end of the header`);
     }
     return Number(value);
   }
@@ -173,12 +234,30 @@ class FileCursor {
     }
   }
 
-  async string(): Promise<string> {
-    const length = await this.u64();
+  /** A string of at most `limit` bytes; a longer one is skipped and read as undefined. */
+  async string(limit: number, what = "a string"): Promise<string | undefined> {
+    const length = await this.u64(`${what}'s length`);
+    if (length > limit) {
+      await this.skip(length);
+      return undefined;
+    }
+    return await this.#text(length);
+  }
+
+  async #text(length: number): Promise<string> {
     await this.#need(length);
     const text = new TextDecoder().decode(this.#buffer.subarray(this.#start, this.#start + length));
     this.#start += length;
     return text;
+  }
+
+  /** A key: a string of at most 2^16 - 1 bytes. */
+  async key(): Promise<string> {
+    const length = await this.u64("a key's length");
+    if (length > MAX_KEY_BYTES) {
+      throw new Malformed(`a key is ${length} bytes long; GGUF keys have at most ${MAX_KEY_BYTES}`);
+    }
+    return await this.#text(length);
   }
 
   async skip(bytes: number): Promise<void> {
@@ -188,24 +267,40 @@ class FileCursor {
       return;
     }
     const target = this.#fileOffset + bytes - buffered;
-    if (target > this.#size || target > MAX_HEADER_BYTES) {
-      throw new Malformed("the header runs past the end of the file, or is implausibly large");
+    if (target > this.#size) throw new Malformed("the file ends inside its header");
+    if (target > MAX_HEADER_BYTES) {
+      throw new Malformed(`the header is larger than ${MAX_HEADER_BYTES} bytes`);
     }
     await this.#file.seek(target, Deno.SeekMode.Start);
     this.#fileOffset = target;
     this.#start = this.#end = 0;
   }
 
-  /** Skips a value of any type, arrays of arrays included. */
-  async skipValue(type: number): Promise<void> {
-    if (type === STRING) return await this.skip(await this.u64());
+  /**
+   * Skips a value of any type. Arrays of fixed-size items are skipped in one step; arrays of
+   * strings or arrays item by item, within the depth, size and work limits.
+   */
+  async skipValue(type: number, depth = 0): Promise<void> {
+    if (type === STRING) return await this.skip(await this.u64("a string's length"));
     if (type === ARRAY) {
-      const itemType = await this.u32();
-      const count = await this.u64();
-      if (FIXED_SIZES[itemType] !== undefined) {
-        return await this.skip(count * FIXED_SIZES[itemType]);
+      if (depth >= MAX_ARRAY_DEPTH) {
+        throw new Malformed(`arrays are nested more than ${MAX_ARRAY_DEPTH} deep`);
       }
-      for (let i = 0; i < count; i++) await this.skipValue(itemType);
+      const itemType = await this.u32();
+      const count = await this.u64("an array's item count");
+      const fixed = FIXED_SIZES[itemType];
+      if (fixed !== undefined) {
+        this.visit();
+        this.fits(count, fixed, "an array's item count");
+        return await this.skip(count * fixed);
+      }
+      if (itemType !== STRING && itemType !== ARRAY) {
+        throw new Malformed(`an array has items of unknown type ${itemType}`);
+      }
+      // A string takes at least its 8-byte length; an array its type and count.
+      this.fits(count, itemType === STRING ? 8 : 12, "an array's item count");
+      this.visit(count);
+      for (let i = 0; i < count; i++) await this.skipValue(itemType, depth + 1);
       return;
     }
     if (FIXED_SIZES[type] === undefined) throw new Malformed(`unknown value type ${type}`);
@@ -214,70 +309,88 @@ class FileCursor {
 }
 
 /**
- * The metadata of the GGUF file at `path`, or undefined when its header cannot be read (the
- * caller has already checked the magic and version; a file that fails here is still accepted,
- * just without metadata).
+ * The metadata of the GGUF file at `path`, read by walking its whole header: every key/value and
+ * every tensor info. Throws GgufMalformed when the header cannot be read to its end (the file is
+ * cut short, a count or length runs past the end, a type is unknown, or a limit is passed):
+ * such a file is not a usable GGUF file. The caller has already checked the magic and version.
+ * Refusals are quick and in constant memory whatever the file claims.
  */
-export async function readGgufMetadata(path: string): Promise<GgufMetadata | undefined> {
+export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
   using file = await Deno.open(path, { read: true });
   const cursor = new FileCursor(file, (await file.stat()).size);
-  try {
-    await cursor.skip(8); // magic and version
-    const tensorCount = await cursor.u64();
-    const keyCount = await cursor.u64();
-    const strings = new Map<string, string>();
-    const numbers = new Map<string, number>();
-    for (let i = 0; i < keyCount; i++) {
-      const key = await cursor.string();
-      const type = await cursor.u32();
-      if (type === STRING && wantedString(key)) {
-        const text = await cursor.string();
-        if (text.length <= MAX_KEPT_STRING) strings.set(key, text);
-      } else if (FIXED_SIZES[type] !== undefined && wantedNumber(key)) {
-        numbers.set(key, await cursor.scalar(type));
-      } else {
-        await cursor.skipValue(type);
-      }
+  await cursor.skip(8); // magic and version
+  const tensorCount = await cursor.u64("the tensor count");
+  const keyCount = await cursor.u64("the key/value count");
+  cursor.fits(keyCount, MIN_KV_BYTES, "the key/value count");
+  cursor.fits(tensorCount, MIN_TENSOR_BYTES, "the tensor count");
+  cursor.visit(keyCount + tensorCount);
+  const strings = new Map<string, string>();
+  const numbers = new Map<string, number>();
+  for (let i = 0; i < keyCount; i++) {
+    const key = await cursor.key();
+    const type = await cursor.u32();
+    if (type === STRING && wantedString(key)) {
+      const text = await cursor.string(MAX_KEPT_STRING);
+      if (text !== undefined) strings.set(key, text);
+    } else if (FIXED_SIZES[type] !== undefined && wantedNumber(key)) {
+      numbers.set(key, await cursor.scalar(type));
+    } else {
+      await cursor.skipValue(type);
     }
-    let parameterCount = 0;
-    for (let i = 0; i < tensorCount; i++) {
-      await cursor.skipValue(STRING); // name
-      const dimensions = await cursor.u32();
-      if (dimensions > 8) throw new Malformed(`a tensor has ${dimensions} dimensions`);
-      let elements = 1;
-      for (let d = 0; d < dimensions; d++) elements *= await cursor.u64();
-      parameterCount += elements;
-      await cursor.skip(12); // type and offset
-    }
-    const architecture = strings.get("general.architecture");
-    const chatTemplate = strings.get("tokenizer.chat_template");
-    const info: GgufInfo = { hasChatTemplate: chatTemplate !== undefined };
-    if (architecture) info.architecture = architecture.slice(0, 256);
-    const name = strings.get("general.name");
-    if (name) info.name = name.slice(0, 1024);
-    if (tensorCount > 0) info.parameterCount = parameterCount;
-    const context = architecture ? numbers.get(`${architecture}.context_length`) : undefined;
-    if (context !== undefined && Number.isSafeInteger(context) && context >= 0) {
-      info.contextLength = context;
-    }
-    const fileType = numbers.get("general.file_type");
-    if (fileType !== undefined && FILE_TYPES[fileType]) info.quantization = FILE_TYPES[fileType];
-    return { info, chatTemplate };
-  } catch (error) {
-    if (error instanceof Malformed) return undefined;
-    throw error;
   }
+  // In BigInt: 8 dimensions of up to 2^64 each overflow any float exactly.
+  let parameterCount = 0n;
+  for (let i = 0; i < tensorCount; i++) {
+    await cursor.skipValue(STRING); // name
+    const dimensions = await cursor.u32();
+    if (dimensions > MAX_DIMENSIONS) {
+      throw new Malformed(`a tensor has ${dimensions} dimensions (at most ${MAX_DIMENSIONS})`);
+    }
+    let elements = 1n;
+    for (let d = 0; d < dimensions; d++) elements *= await cursor.bigU64();
+    parameterCount += elements;
+    await cursor.skip(12); // type and offset
+  }
+  const architecture = strings.get("general.architecture");
+  const chatTemplate = strings.get("tokenizer.chat_template");
+  const info: GgufInfo = { hasChatTemplate: chatTemplate !== undefined };
+  if (architecture) info.architecture = architecture.slice(0, 256);
+  const name = strings.get("general.name");
+  if (name) info.name = name.slice(0, 1024);
+  if (tensorCount > 0 && parameterCount <= BigInt(Number.MAX_SAFE_INTEGER)) {
+    info.parameterCount = Number(parameterCount);
+  }
+  const context = architecture ? numbers.get(`${architecture}.context_length`) : undefined;
+  if (context !== undefined && Number.isSafeInteger(context) && context >= 0) {
+    info.contextLength = context;
+  }
+  const fileType = numbers.get("general.file_type");
+  if (fileType !== undefined && FILE_TYPES[fileType]) info.quantization = FILE_TYPES[fileType];
+  return { info, chatTemplate };
 }
 
 /** What the records keep of a model file's header: its metadata and the hint it suggests. */
+export interface ModelFileFacts {
+  ggufInfo?: GgufInfo;
+  templateHint?: ChatTemplateHint;
+}
+
+/**
+ * What the records keep of a model file's header. For GGUF, walking the header is the check
+ * that the file is usable: a header that cannot be read is a 400 (Invalid) naming the problem.
+ */
 export async function describeModelFile(
   path: string,
   format: "gguf" | "onnx",
-): Promise<{ ggufInfo?: GgufInfo; templateHint?: ChatTemplateHint }> {
-  const metadata = format === "gguf" ? await readGgufMetadata(path) : undefined;
+): Promise<ModelFileFacts> {
+  if (format !== "gguf") return {};
+  const metadata = await readGgufMetadata(path).catch((error) => {
+    if (!(error instanceof GgufMalformed)) throw error;
+    throw new Invalid(`not a usable GGUF file: ${error.message}`);
+  });
   return {
-    ggufInfo: metadata?.info,
-    templateHint: metadata?.chatTemplate ? hintForTemplate(metadata.chatTemplate) : undefined,
+    ggufInfo: metadata.info,
+    templateHint: metadata.chatTemplate ? hintForTemplate(metadata.chatTemplate) : undefined,
   };
 }
 

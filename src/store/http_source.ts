@@ -34,6 +34,119 @@ export class RestartNeeded extends Error {
 /** The watchdog's reason for aborting a silent connection. */
 class Stalled extends Error {}
 
+/** The watchdog's reason for aborting a connection that trickles below the minimum rate. */
+class TooSlow extends Error {
+  constructor(readonly bytes: number, readonly windowMs: number) {
+    super(`${bytes} bytes in ${windowMs} ms`);
+  }
+}
+
+/**
+ * The slowest average rate accepted, in bytes per second, over each window of `stallMs` once
+ * bytes flow; slower counts as a stall (abandoned, resumed, 504 after the retries).
+ *
+ * 1 KiB/s: a stall is "no byte for downloadStallSeconds", so a source dripping one byte a
+ * second would otherwise hold a transfer (and its client streams, and a one-per-model slot)
+ * forever: a 1 GB model at 1 B/s takes 30 years. No real source of model files is this slow —
+ * even a 56 kbit/s modem sends 7 KiB/s, and at 1 KiB/s the smallest useful GGUF (tens of MB)
+ * would take most of a day — so the floor only ever catches sources that are broken or
+ * throttled to uselessness, while leaving a congested link a wide margin. A constant, not a
+ * setting: a node that must wait for slower sources has no use for them anyway.
+ */
+export const MIN_BYTES_PER_SECOND = 1024;
+
+/**
+ * One HTTP request with a watchdog that aborts it when no byte arrives for `stallMs`, or when
+ * fewer than MIN_BYTES_PER_SECOND arrive on average over a window of `stallMs` (windows start
+ * at the first byte).
+ *
+ * The body is read through a reader the attempt holds, and aborting the attempt cancels that
+ * reader, which closes the connection. Aborting fetch's signal is not enough once the response
+ * has arrived: fetch follows the signal it is given through a signal of its own that the given
+ * one references only weakly, and after a garbage collection the abort reached no connection
+ * (a resumed download stalled for good; a DELETE left the source connection open). The
+ * transfer's signal reaches the attempt through an abort listener, which is a strong reference.
+ */
+class Attempt {
+  readonly controller = new AbortController();
+  /** What fetch gets: aborted by the watchdog, by `cancel`, or by the transfer's signal. */
+  readonly signal = this.controller.signal;
+  readonly #outer: AbortSignal;
+  readonly #onOuterAbort = () => this.controller.abort(this.#outer.reason);
+  #lastActivity = Date.now();
+  #windowStart: number | undefined;
+  #windowBytes = 0;
+  #timer: ReturnType<typeof setInterval>;
+  #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+
+  constructor(stallMs: number, outer: AbortSignal) {
+    this.#outer = outer;
+    if (outer.aborted) this.controller.abort(outer.reason);
+    else outer.addEventListener("abort", this.#onOuterAbort, { once: true });
+    this.#timer = setInterval(() => {
+      const now = Date.now();
+      if (now - this.#lastActivity > stallMs) return this.abort(new Stalled());
+      if (this.#windowStart === undefined || now - this.#windowStart < stallMs) return;
+      const elapsed = now - this.#windowStart;
+      if (this.#windowBytes * 1000 < MIN_BYTES_PER_SECOND * elapsed) {
+        return this.abort(new TooSlow(this.#windowBytes, elapsed));
+      }
+      this.#windowStart = now;
+      this.#windowBytes = 0;
+    }, Math.min(1000, Math.max(50, stallMs / 4)));
+  }
+
+  /** Why the watchdog cut the connection, if it did. */
+  get cut(): Stalled | TooSlow | undefined {
+    const reason = this.signal.reason;
+    return reason instanceof Stalled || reason instanceof TooSlow ? reason : undefined;
+  }
+
+  /** Counts bytes that arrived. */
+  touch(bytes: number): void {
+    const now = Date.now();
+    this.#lastActivity = now;
+    this.#windowStart ??= now;
+    this.#windowBytes += bytes;
+  }
+
+  /** Aborts the request, closing its connection, and stops the watchdog. */
+  abort(reason: unknown): void {
+    this.controller.abort(reason);
+    this.#reader?.cancel(reason).catch(() => {});
+    this.stop();
+  }
+
+  /**
+   * The chunks of this attempt's response body, counted by the watchdog. Throws the abort's
+   * reason when the attempt is aborted; a consumer that stops early closes the connection.
+   */
+  async *read(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+    const reader = this.#reader = body.getReader();
+    let finished = false;
+    try {
+      while (true) {
+        const { value, done } = await reader.read();
+        this.signal.throwIfAborted();
+        if (done) {
+          finished = true;
+          return;
+        }
+        this.touch(value.byteLength);
+        yield value;
+      }
+    } finally {
+      if (!finished) reader.cancel().catch(() => {});
+    }
+  }
+
+  /** Stops the watchdog and lets go of the transfer's signal. */
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#outer.removeEventListener("abort", this.#onOuterAbort);
+  }
+}
+
 /** Statuses worth asking again for. */
 const TRANSIENT_STATUSES = new Set([408, 425, 429, 500, 502, 503, 504]);
 
@@ -55,31 +168,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** One HTTP request with a watchdog that aborts it when no byte arrives for `stallMs`. */
-class Attempt {
-  readonly controller = new AbortController();
-  #lastActivity = Date.now();
-  #timer: ReturnType<typeof setInterval>;
-
-  constructor(stallMs: number) {
-    this.#timer = setInterval(() => {
-      if (Date.now() - this.#lastActivity > stallMs) this.controller.abort(new Stalled());
-    }, Math.min(1000, Math.max(50, stallMs / 4)));
-  }
-
-  get stalled(): boolean {
-    return this.controller.signal.reason instanceof Stalled;
-  }
-
-  touch(): void {
-    this.#lastActivity = Date.now();
-  }
-
-  stop(): void {
-    clearInterval(this.#timer);
-  }
-}
-
 function sourceError(url: string, response: Response): UpstreamFailed {
   return new UpstreamFailed(
     `the source answered ${response.status} ${response.statusText || ""}`.trimEnd() + ` for ${url}`,
@@ -99,15 +187,16 @@ function contentRange(response: Response): { start: number; total?: number } | u
  */
 export async function openSource(url: string, options: SourceOptions): Promise<Source> {
   const { signal, stallMs, retries } = options;
-  let attempt = new Attempt(stallMs);
+  let attempt = new Attempt(stallMs, signal);
   const send = async (headers: Record<string, string>) => {
     attempt.stop();
-    attempt = new Attempt(stallMs);
+    attempt = new Attempt(stallMs, signal);
     try {
-      return await fetch(url, {
+      const answer = await fetch(url, {
         headers: { "accept-encoding": "identity", ...headers },
-        signal: AbortSignal.any([signal, attempt.controller.signal]),
+        signal: attempt.signal,
       });
+      return answer;
     } catch (error) {
       attempt.stop();
       throw error;
@@ -115,8 +204,16 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
   };
   const failure = (error: unknown): Error => {
     signal.throwIfAborted();
-    if (attempt.stalled) {
+    const cut = attempt.cut;
+    if (cut instanceof Stalled) {
       return new UpstreamTimeout(`the source sent no data for ${stallMs / 1000} s: ${url}`);
+    }
+    if (cut instanceof TooSlow) {
+      const rate = Math.floor((cut.bytes * 1000) / cut.windowMs);
+      return new UpstreamTimeout(
+        `the source sent ${rate} B/s over ${stallMs / 1000} s, below the minimum of ` +
+          `${MIN_BYTES_PER_SECOND} B/s: ${url}`,
+      );
     }
     if (error instanceof DomainError || error instanceof RestartNeeded) return error;
     return new UpstreamFailed(`the connection to ${url} failed: ${(error as Error).message}`);
@@ -146,16 +243,20 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
   async function* chunks(): AsyncGenerator<Uint8Array> {
     let received = 0;
     let failures = 0;
+    // Bytes of the current attempt; the failure count starts again once an attempt has
+    // delivered a window's worth at the minimum rate (a trickle must not reset it forever).
+    let attemptBytes = 0;
+    const healthyBytes = (MIN_BYTES_PER_SECOND * stallMs) / 1000;
     let body = response.body;
     let resumeFailure: unknown = new Error("the answer had no body");
     try {
       while (true) {
         try {
           if (!body) throw resumeFailure;
-          for await (const chunk of body) {
-            attempt.touch();
+          for await (const chunk of attempt.read(body)) {
             received += chunk.byteLength;
-            failures = 0;
+            attemptBytes += chunk.byteLength;
+            if (attemptBytes >= healthyBytes) failures = 0;
             yield chunk;
           }
           if (totalSize === undefined || received >= totalSize) return;
@@ -168,8 +269,11 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
           ) {
             throw reason;
           }
+          // The connection is closed at once, whatever the body's reader does next.
+          attempt.abort(reason);
           if (++failures > retries) throw reason;
           await sleep(backoffMs(failures), signal);
+          attemptBytes = 0;
           body = await resume(received).catch((error) => {
             const reason = failure(error);
             if (reason instanceof RestartNeeded || !(reason instanceof DomainError)) throw reason;
@@ -179,7 +283,8 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
         }
       }
     } finally {
-      attempt.stop();
+      // Ended by the reader, a failure or the transfer's signal: the connection goes with it.
+      attempt.abort(new Error("the download ended"));
     }
   }
 
@@ -212,8 +317,7 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
     totalSize,
     chunks: chunks(),
     cancel() {
-      attempt.stop();
-      response.body?.cancel().catch(() => {});
+      attempt.abort(new Error("the download was cancelled"));
     },
   };
 }

@@ -5,12 +5,12 @@
  *
  * @module
  */
-import type { DownloadModelRequest, Model } from "../../gen/store/validators.ts";
+import type { DownloadModelRequest, Kind, Model } from "../../gen/store/validators.ts";
 import { Conflict, DomainError, Invalid, Unavailable } from "../errors/mod.ts";
 import type { UploadBody } from "../http/upload_body.ts";
 import { downloadFile } from "./download_file.ts";
 import { checkDownloadRequest, verifyWritten, type WrittenFiles } from "./file_checks.ts";
-import { describeModelFile } from "./gguf_metadata.ts";
+import { describeModelFile, type ModelFileFacts } from "./gguf_metadata.ts";
 import { formatOf, GGUF_HEADER_BYTES } from "./model_format.ts";
 import { type FileRole, fileTooLarge, type ModelFiles, storedFileName } from "./model_files.ts";
 import { type CommittedFiles, type ModelRecords, toModel } from "./model_records.ts";
@@ -163,26 +163,38 @@ export class Provisioning {
     transfer: "upload" | "download",
   ): Promise<Model> {
     try {
-      verifyWritten(this.#records.require(id).kind, written, expectedSha256, transfer);
-      return await this.#transfers.exclusive(id, () => this.#putInPlace(id, written, transfer));
+      const { kind } = this.#records.require(id);
+      verifyWritten(kind, written, expectedSha256, transfer);
+      // The header walk is the GGUF check (400 when it fails), made before anything is put in
+      // place and outside the model's lock: a large vocabulary takes a moment to skip.
+      const described = await describeWritten(kind, written);
+      return await this.#transfers.exclusive(
+        id,
+        () => this.#putInPlace(id, kind, written, described, transfer),
+      );
     } finally {
       for (const file of Object.values(written)) await this.#files.discard(file);
     }
   }
 
-  async #putInPlace(id: string, written: WrittenFiles, transfer: "upload" | "download") {
+  async #putInPlace(
+    id: string,
+    kind: Kind,
+    written: WrittenFiles,
+    described: ModelFileFacts,
+    transfer: "upload" | "download",
+  ) {
     const current = this.#records.get(id);
     if (!current) throw deletedDuring(id, transfer);
+    if (formatOf(current.kind) !== formatOf(kind)) {
+      throw new Conflict(
+        `model '${id}' changed to kind ${current.kind} while its file was being ${transfer}ed`,
+      );
+    }
     const { model, mmproj } = written;
     const facts: CommittedFiles = {};
     if (mmproj) facts.mmproj = { size: mmproj.size, sha256: mmproj.sha256 };
-    if (model) {
-      facts.model = {
-        size: model.size,
-        sha256: model.sha256,
-        ...await describeModelFile(model.tempPath, formatOf(current.kind)),
-      };
-    }
+    if (model) facts.model = { size: model.size, sha256: model.sha256, ...described };
     this.#records.setPending(id, facts);
     if (mmproj) await this.#files.commit(mmproj, this.#files.pathFor(current, "mmproj"));
     if (model) await this.#files.commit(model, this.#files.pathFor(current, "model"));
@@ -194,4 +206,18 @@ export class Provisioning {
   cancelAll(message: string): void {
     this.#transfers.cancelEverything(new Unavailable(message));
   }
+}
+
+/**
+ * Walks the GGUF headers of the written files (the model file of a GGUF kind, and a vlm's
+ * projector) and returns what the record keeps of the model file's; 400 when one cannot be read.
+ */
+async function describeWritten(kind: Kind, written: WrittenFiles): Promise<ModelFileFacts> {
+  if (written.mmproj) {
+    await describeModelFile(written.mmproj.tempPath, "gguf").catch((error) => {
+      throw error instanceof Invalid ? new Invalid(`projector: ${error.message}`) : error;
+    });
+  }
+  if (!written.model) return {};
+  return await describeModelFile(written.model.tempPath, formatOf(kind));
 }

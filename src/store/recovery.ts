@@ -48,9 +48,11 @@ export async function recoverStore(
     if (record.pendingModel || record.pendingMmproj) {
       const settled: CommittedFiles = {};
       if (await arrived(modelPath, record.pendingModel)) {
+        // The file passed the header walk before it became pending; should it fail now (it
+        // was changed on disk), it is still recorded, just without metadata.
         settled.model = {
           ...record.pendingModel!,
-          ...await describeModelFile(modelPath, formatOf(record.kind)),
+          ...await describeModelFile(modelPath, formatOf(record.kind)).catch(() => ({})),
         };
       }
       if (await arrived(mmprojPath, record.pendingMmproj)) settled.mmproj = record.pendingMmproj;
