@@ -5,7 +5,14 @@
 import assert from "node:assert/strict";
 import { ModelSchema } from "../gen/store/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
-import { allMessages, doneModel, messages, startDownload, streamError } from "./helpers/events.ts";
+import {
+  allMessages,
+  doneModel,
+  type DownloadMessage,
+  messages,
+  startDownload,
+  streamError,
+} from "./helpers/events.ts";
 import { startFileServer } from "./helpers/file_server.ts";
 import {
   ggufBytes,
@@ -34,6 +41,22 @@ async function untilProgress(response: Response) {
 
 const partials = async (dir: string) =>
   (await listFiles(`${dir}/models`)).filter((name) => name.endsWith(".partial"));
+
+/** DELETEs model `m` while `stream` follows its download; the stream must end with a 409. */
+async function deleteWhileDownloading(
+  node: TestNode,
+  stream: AsyncIterable<DownloadMessage>,
+) {
+  const deleted = await fetch(`${node.storeUrl}/models/m`, {
+    method: "DELETE",
+    headers: node.auth(),
+  });
+  assert.equal(deleted.status, 200);
+  await deleted.body?.cancel();
+  const rest: DownloadMessage[] = [];
+  for await (const message of stream) rest.push(message);
+  streamError(rest, 409, /model 'm' was deleted while its file was being downloaded/);
+}
 
 Deno.test("when the last client disconnects the transfer stops and its partial file goes", async () => {
   await using node = await startTestNode();
@@ -69,15 +92,7 @@ Deno.test("DELETE during a download ends its stream with an error and removes ev
     const { value } = await stream.next();
     if (value && "size" in value && value.size > 0) break;
   }
-  const deleted = await fetch(`${node.storeUrl}/models/m`, {
-    method: "DELETE",
-    headers: node.auth(),
-  });
-  assert.equal(deleted.status, 200);
-  await deleted.body?.cancel();
-  const rest = [];
-  for await (const message of stream) rest.push(message);
-  streamError(rest, 409, /model 'm' was deleted while its file was being downloaded/);
+  await deleteWhileDownloading(node, stream);
   await expectError(await fetch(`${node.storeUrl}/models/m`), 404);
   await waitFor(async () => (await listFiles(`${node.dataDir}/models`)).length === 0, "cleanup");
 });
@@ -311,15 +326,7 @@ Deno.test("DELETE during a resumed attempt releases the source connection", asyn
   await using node = await quickStall();
   const { source, stream } = await duringResumedAttempt(node);
   await using _source = source;
-  const deleted = await fetch(`${node.storeUrl}/models/m`, {
-    method: "DELETE",
-    headers: node.auth(),
-  });
-  assert.equal(deleted.status, 200);
-  await deleted.body?.cancel();
-  const rest = [];
-  for await (const message of stream) rest.push(message);
-  streamError(rest, 409, /was deleted while its file was being downloaded/);
+  await deleteWhileDownloading(node, stream);
   await waitFor(() => source.open === 0, "the node to close the resumed connection", 5_000);
   assert.equal(source.requests.length, 2, "no request after the DELETE");
   await waitFor(async () => (await listFiles(`${node.dataDir}/models`)).length === 0, "cleanup");
