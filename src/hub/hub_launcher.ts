@@ -9,6 +9,7 @@ import { netAddress } from "../program/permission_set.ts";
 import { HUB_ENV_VARS } from "../program/env_vars.ts";
 import { NO_PERMISSIONS, type PermissionSet } from "../program/permission_set.ts";
 import { runNarrowed } from "../program/self_program.ts";
+import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { type HubFlags, type HubSettings, loadHubSettings } from "./hub_settings.ts";
 
 /** The Deno permissions of a hub with these settings. */
@@ -33,5 +34,7 @@ export async function launchHub(flags: HubFlags, env: EnvReader): Promise<number
   const settings = await loadHubSettings(flags, env);
   settings.dataDir = await Deno.realPath(settings.dataDir);
   settings.configPath = await realConfigPath(settings.configPath);
+  // Held while this launcher lives, that is while its hub runs.
+  using _lock = await lockDataDir(settings.dataDir);
   return await runNarrowed(hubPermissions(settings), ["__hub"], settings);
 }

@@ -14,6 +14,7 @@ import { NODE_ENV_VARS } from "../program/env_vars.ts";
 import { netAddress, type PermissionSet } from "../program/permission_set.ts";
 import { runNarrowed } from "../program/self_program.ts";
 import { realConfigPath } from "../config/mod.ts";
+import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
 
 /**
@@ -63,6 +64,8 @@ export async function launch(
   const { settings, generatedKey } = await loadSettings(flags, env);
   // Permission paths must be the real ones: a symlinked data directory would otherwise not match.
   settings.dataDir = await Deno.realPath(settings.dataDir);
+  // Held while this launcher lives, that is while its node runs.
+  using _lock = await lockDataDir(settings.dataDir);
   settings.configPath = await realConfigPath(settings.configPath);
   if (generatedKey) {
     console.log(
