@@ -39,6 +39,27 @@ Deno.test("EDGENODE_API_KEY overrides the config file's key", async () => {
   assert.equal((await post("from-the-environment-123")).status, 201);
 });
 
+Deno.test("a config file without apiKey serves with EDGENODE_API_KEY", () =>
+  withTempDir(async (dataDir) => {
+    await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify({ nodeName: "pi" }), {
+      mode: 0o600,
+    });
+    await using node = await startTestNode({
+      dataDir,
+      env: { EDGENODE_API_KEY: "from-the-environment-123" },
+    });
+    const created = await fetch(`${node.storeUrl}/models`, {
+      method: "POST",
+      headers: {
+        Authorization: "Bearer from-the-environment-123",
+        "Content-Type": "application/json",
+      },
+      body: JSON.stringify({ id: "m", version: "1", kind: "llm" }),
+    });
+    assert.equal(created.status, 201);
+    await created.body?.cancel();
+  }));
+
 Deno.test("bad configuration and flags exit with 2 and say what to fix", () =>
   withTempDir(async (dataDir) => {
     await Deno.writeTextFile(
@@ -51,7 +72,16 @@ Deno.test("bad configuration and flags exit with 2 and say what to fix", () =>
       bad.stderr,
       /config.json is not a valid config file: storePrefixes.0: must be a path like \/ai\/store\/v1/,
     );
-    assert.match(bad.stderr, /Invalid key: Expected never but received "colour"/);
+    assert.match(bad.stderr, /unknown field 'colour' \(known fields: /);
+    await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify({ apiKey: "k", prot: 1 }));
+    assert.match(
+      (await runEdgenode(["serve", "--data-dir", dataDir])).stderr,
+      /unknown field 'prot'; did you mean 'port'\?/,
+    );
+    await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify({ nodeName: "pi" }));
+    const keyless = await runEdgenode(["serve", "--data-dir", dataDir]);
+    assert.equal(keyless.code, 2);
+    assert.match(keyless.stderr, /config.json has no "apiKey": add one .* or set EDGENODE_API_KEY/);
     await Deno.writeTextFile(`${dataDir}/config.json`, "{oops");
     assert.match((await runEdgenode(["serve", "--data-dir", dataDir])).stderr, /is not valid JSON/);
     const missing = await runEdgenode([

@@ -29,12 +29,69 @@ export async function readJsonFile<S extends v.GenericSchema>(
   }
   const result = safeParse(schema, parsed);
   if (!result.success) {
-    const problems = result.issues.map((issue) =>
-      `${(issue.path ?? []).map((p) => p.key).join(".") || "(file)"}: ${issue.message}`
-    );
+    const problems = result.issues.map((issue) => describeIssue(schema, issue));
     throw new ConfigError(`${path} is not a valid ${what}: ${problems.join("; ")}`);
   }
   return result.output;
+}
+
+/** What an object schema at `keys` (under optional and array wrappers) allows, if it is one. */
+function fieldsAt(schema: v.GenericSchema, keys: readonly unknown[]): string[] {
+  type Node = { entries?: Record<string, Node>; wrapped?: Node; item?: Node };
+  let node: Node | undefined = schema as unknown as Node;
+  const unwrap = (n: Node | undefined) => {
+    while (n?.wrapped) n = n.wrapped;
+    return n;
+  };
+  for (const key of keys) {
+    node = unwrap(node);
+    node = typeof key === "number" ? node?.item : node?.entries?.[String(key)];
+  }
+  return Object.keys(unwrap(node)?.entries ?? {});
+}
+
+/** Edit distance with swaps of neighbours (optimal string alignment), for "did you mean". */
+function distance(a: string, b: string): number {
+  const d = Array.from(
+    { length: a.length + 1 },
+    (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(
+        d[i - 1][j] + 1,
+        d[i][j - 1] + 1,
+        d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.length][b.length];
+}
+
+/**
+ * One problem in the user's words: an unknown field is named as such, with the closest allowed
+ * name when one is near; others say where and what.
+ */
+export function describeIssue(schema: v.GenericSchema, issue: v.BaseIssue<unknown>): string {
+  const keys = (issue.path ?? []).map((item) => item.key);
+  const where = keys.join(".") || "(file)";
+  if (issue.expected === "never" && keys.length > 0) {
+    const name = String(keys.at(-1));
+    const allowed = fieldsAt(schema, keys.slice(0, -1));
+    const closest = allowed
+      .map((field) => ({ field, d: distance(field.toLowerCase(), name.toLowerCase()) }))
+      .sort((x, y) => x.d - y.d)[0];
+    const hint = closest && closest.d <= Math.max(1, Math.floor(name.length / 3))
+      ? `; did you mean '${keys.slice(0, -1).concat(closest.field).join(".")}'?`
+      : allowed.length > 0
+      ? ` (known fields: ${allowed.join(", ")})`
+      : "";
+    return `unknown field '${where}'${hint}`;
+  }
+  return `${where}: ${issue.message}`;
 }
 
 /** The issuers of trust files given with --trust. */

@@ -125,10 +125,16 @@ export async function loadSettings(
       }); run chmod 600 on it`,
     );
   }
+  const apiKey = env("EDGENODE_API_KEY") || file.apiKey;
+  if (!apiKey) {
+    throw new ConfigError(
+      `${configPath} has no "apiKey": add one (32 or more random characters) or set EDGENODE_API_KEY`,
+    );
+  }
   const settings: Settings = {
     dataDir,
     configPath,
-    apiKey: env("EDGENODE_API_KEY") || file.apiKey,
+    apiKey,
     host: flags.host ?? file.host ?? DEFAULTS.host,
     port: flags.port ?? file.port ?? DEFAULTS.port,
     storePrefixes: file.storePrefixes ?? [...DEFAULTS.storePrefixes],
@@ -152,7 +158,7 @@ export async function loadSettings(
     mcm: {
       ...DEFAULTS.mcm,
       ...file.mcm,
-      apiKey: file.mcm?.apiKey ?? (env("EDGENODE_API_KEY") || file.apiKey),
+      apiKey: file.mcm?.apiKey ?? apiKey,
       outboundHosts: file.mcm?.outboundHosts,
       outboundNetworks: [...(file.mcm?.outboundNetworks ?? DEFAULTS.mcm.outboundNetworks)],
     },
