@@ -60,6 +60,36 @@ Deno.test("a config file without apiKey serves with EDGENODE_API_KEY", () =>
     await created.body?.cancel();
   }));
 
+Deno.test("a port in use or a host that is not this machine's: exit 2 naming the address", async () => {
+  await using node = await startTestNode();
+  const port = new URL(node.url).port;
+  await withTempDir(async (dataDir) => {
+    const taken = await runEdgenode([
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      port,
+      "--data-dir",
+      dataDir,
+    ]);
+    assert.equal(taken.code, 2, taken.stderr);
+    assert.match(taken.stderr, new RegExp(`127\\.0\\.0\\.1:${port} is in use by another program`));
+    const host = await runEdgenode([
+      "serve",
+      "--host",
+      "nosuchhost.invalid",
+      "--data-dir",
+      dataDir,
+    ]);
+    assert.equal(host.code, 2, host.stderr);
+    assert.match(
+      host.stderr,
+      /cannot listen on nosuchhost\.invalid:8083: .*--host takes an address/,
+    );
+  });
+});
+
 Deno.test("bad configuration and flags exit with 2 and say what to fix", () =>
   withTempDir(async (dataDir) => {
     await Deno.writeTextFile(

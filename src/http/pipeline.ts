@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { ConfigError } from "../config/config_error.ts";
 import { preflightHeaders } from "./cors.ts";
 import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
 import { RouteTree } from "./route_tree.ts";
@@ -120,6 +121,37 @@ export class Pipeline {
    */
   route(method: string, pattern: string, step: Step, format?: ErrorFormat): void {
     this.#tree.add(method, pattern, { step, format: format ?? this.#format });
+  }
+
+  /**
+   * Serves this pipeline on `hostname:port`; resolves once it listens. An address that cannot be
+   * had is a ConfigError naming it and the fix, not the OS's bare "os error 98".
+   */
+  async listen(
+    hostname: string,
+    port: number,
+  ): Promise<{ server: Deno.HttpServer<Deno.NetAddr>; addr: Deno.NetAddr }> {
+    const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
+    let server: Deno.HttpServer<Deno.NetAddr>;
+    try {
+      server = Deno.serve(
+        { hostname, port, onListen: resolve },
+        (request, info) => this.serve(request, { info }),
+      );
+    } catch (error) {
+      const where = `${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+      if (error instanceof Deno.errors.AddrInUse) {
+        throw new ConfigError(
+          `${where} is in use by another program (another edgenode?); stop it or pass another --port`,
+        );
+      }
+      throw new ConfigError(
+        `cannot listen on ${where}: ${
+          (error as Error).message
+        }; --host takes an address of this machine (0.0.0.0 for every interface)`,
+      );
+    }
+    return { server, addr: await listening };
   }
 
   /** The Deno.serve handler. */

@@ -132,12 +132,14 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     return await session.forward(request, Number(portText), headers);
   };
 
-  const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
-  const server = Deno.serve(
-    { hostname: settings.host, port: settings.port, onListen: resolve },
-    (request, info) => pipeline.serve(request, { info }),
-  );
-  const addr = await listening;
+  let listened;
+  try {
+    listened = await pipeline.listen(settings.host, settings.port);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  const { server, addr } = listened;
   const pinger = setInterval(() => {
     const now = Date.now();
     for (const session of [...sessions.values(), ...connecting]) session.keepAlive(now);

@@ -199,12 +199,14 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   const handle = (request: Request, origin?: Origin): Response | Promise<Response> =>
     pipeline.serve(request, origin);
 
-  const { promise: listening, resolve } = Promise.withResolvers<Deno.NetAddr>();
-  const server = Deno.serve(
-    { hostname: settings.host, port: settings.port, onListen: resolve },
-    (request, info) => pipeline.serve(request, { info }),
-  );
-  const addr = await listening;
+  let listened;
+  try {
+    listened = await pipeline.listen(settings.host, settings.port);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  const { server, addr } = listened;
   boundPort = addr.port;
   try {
     await linkLocal.start(settings.host);
