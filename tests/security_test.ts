@@ -147,6 +147,8 @@ Deno.test("no route serves a file from outside its folder", async () => {
       "/ai/store/v1/models/../../config.json?alt=media",
       "/dashboard/assets/..%2f..%2fconfig.json",
       "/dashboard/assets/%2e%2e%2fconfig.json",
+      "/dashboard/assets/constructor",
+      "/dashboard/assets/__proto__",
     ]
   ) {
     const status = await served(path);
@@ -178,4 +180,26 @@ Deno.test("oversized request headers are refused before any handler, and the nod
   const after = await fetch(`${node.storeUrl}/models`);
   assert.equal(after.status, 200);
   await after.body?.cancel();
+});
+
+Deno.test("local-only routes refuse tunnelled requests however the path is spelled", async () => {
+  await using node = await startTestNode();
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getEdgeIdToken" });
+  // x-edge-via is what the hub sets on every tunnelled request (spec/hub.yaml).
+  for (const path of ["/jsonrpc/v1", "//jsonrpc/v1", "/jsonrpc//v1/", "//mcm//v1/images"]) {
+    const response = await fetch(`${node.url}${path}`, {
+      method: path.includes("mcm") ? "GET" : "POST",
+      headers: { "x-edge-via": "hub", "Content-Type": "application/json" },
+      body: path.includes("mcm") ? undefined : body,
+    });
+    assert.equal(response.status, 403, path);
+    assert.match((await response.json()).error.message, /local callers only/, path);
+  }
+  const local = await fetch(`${node.url}//jsonrpc/v1`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body,
+  });
+  assert.equal(local.status, 200, "a local caller may spell it so");
+  await local.body?.cancel();
 });

@@ -54,6 +54,7 @@ Deno.test("Range requests: 206 for a-b, a- and -n; 416 outside the file; several
       headers: { Range: range },
     });
     assert.equal(response.headers.get("content-range"), `bytes */${size}`);
+    assert.equal(response.headers.get("access-control-expose-headers"), "Content-Range");
     await expectError(response, 416, new RegExp(`the file has ${size} bytes`));
   }
   const whole = await get(node, "m", { Range: "bytes=0-1,5-6" });

@@ -79,7 +79,7 @@ export function mountDashboardPage(pipeline: Pipeline, path: string): void {
   for (const method of ["GET", "HEAD"]) {
     pipeline.route(method, path, ({ request }) => serveAsset(page, request));
     pipeline.route(method, `${ASSETS_PATH}:name`, ({ request, params }) => {
-      const asset = ASSETS[params.name];
+      const asset = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined;
       if (!asset || asset === page) {
         throw new NotFound(`no dashboard asset '${params.name}'; the page is at ${path}`);
       }

@@ -107,6 +107,8 @@ export async function checkPeer(baseUrl: string, claimedId?: string): Promise<No
   const response = await fetch(url, {
     signal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
     redirect: "error",
+    // A compressed answer would be counted after inflating; a peer has no reason to compress.
+    headers: { "Accept-Encoding": "identity" },
   });
   if (!response.ok) {
     await response.body?.cancel();

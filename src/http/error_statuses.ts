@@ -39,6 +39,8 @@ export function httpFormOf(
   if (retryAfterSeconds !== undefined) headers["Retry-After"] = String(retryAfterSeconds);
   if (size !== undefined && error.kind === "range_not_satisfiable") {
     headers["Content-Range"] = `bytes */${size}`;
+    // A script resuming a download reads the size from it.
+    headers["Access-Control-Expose-Headers"] = "Content-Range";
   }
   if (allow) headers["Allow"] = allow.join(", ");
   if (error.kind === "unauthenticated") {

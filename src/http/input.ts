@@ -75,10 +75,16 @@ export async function readText(
   const tooLarge = () => new TooLarge(`${what} is larger than ${limit} bytes`);
   const declared = request.headers.get("content-length");
   if (Number(declared ?? "0") > limit) throw tooLarge();
-  // A body holds to its declared length (Deno's server, fetch, and the tunnel, which cuts a
+  // A request's body holds to its declared length (Deno's server, and the tunnel, which cuts a
   // longer one off), so within the limit it is read whole, on Deno's fast path (which touching
-  // `request.body` first would leave).
-  if (declared !== null && /^\d+$/.test(declared)) return await request.text();
+  // `request.body` first would leave). Not a fetch's answer: fetch inflates a compressed body
+  // past its declared length (a small "br" answer can become gigabytes).
+  if (
+    request instanceof Request && declared !== null && /^\d+$/.test(declared) &&
+    !request.headers.has("content-encoding")
+  ) {
+    return await request.text();
+  }
   if (request.body === null) return "";
   // Without a length it is counted as it arrives. A reader rather than for-await: its iterator
   // costs more than a small body's read.

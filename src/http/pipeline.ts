@@ -81,6 +81,8 @@ class Context implements RequestContext {
 export interface PipelineOptions {
   /** Answers requests no route matches (the microservices, else a 404). */
   notFound: Step;
+  /** Whether a request came from elsewhere (through the hub): `local` routes refuse it. */
+  isRemote?: (context: RequestContext) => boolean;
   /** Runs before the route lookup; a Response it returns is the answer. */
   before?: (context: RequestContext) => Response | Promise<Response> | undefined;
   /** The shape of errors the pipeline itself answers (405, 500). */
@@ -103,7 +105,7 @@ export function splitUrl(url: string): { path: string; search: string } {
 
 /** Routes and the steps around them, for one server. */
 export class Pipeline {
-  readonly #tree = new RouteTree<{ step: Step; format: ErrorFormat }>();
+  readonly #tree = new RouteTree<{ step: Step; format: ErrorFormat; local: boolean }>();
   readonly #options: PipelineOptions;
   readonly #format: ErrorFormat;
   readonly #preflight: Record<string, string>;
@@ -117,10 +119,17 @@ export class Pipeline {
 
   /**
    * Answers `method` on `pattern` (`:name` segments are parameters) with `step`; other methods on
-   * the same pattern get a 405 in `format` (the pipeline's by default).
+   * the same pattern get a 405 in `format` (the pipeline's by default). A `local` route answers
+   * 403 to requests `isRemote` says came from elsewhere (through the hub).
    */
-  route(method: string, pattern: string, step: Step, format?: ErrorFormat): void {
-    this.#tree.add(method, pattern, { step, format: format ?? this.#format });
+  route(
+    method: string,
+    pattern: string,
+    step: Step,
+    format?: ErrorFormat,
+    local = false,
+  ): void {
+    this.#tree.add(method, pattern, { step, format: format ?? this.#format, local });
   }
 
   /**
@@ -175,11 +184,21 @@ export class Pipeline {
     if (early) return early;
     const found = this.#tree.find(context.request.method, context.path);
     if (found.kind === "match") {
+      // Decided on the route matched, not on the path's spelling (`//jsonrpc/v1` is this route).
+      if (found.value.local && this.#options.isRemote?.(context)) {
+        return found.value.format(
+          403,
+          "this endpoint is for local callers only, not through the hub",
+        );
+      }
       context.params = found.params;
       return found.value.step(context);
     }
     if (found.kind === "method") {
-      const allow = [...found.allow, "OPTIONS"].join(", ");
+      const methods = found.allow.includes("GET") && !found.allow.includes("HEAD")
+        ? [...found.allow, "HEAD"]
+        : found.allow;
+      const allow = [...methods, "OPTIONS"].join(", ");
       return found.other.format(
         405,
         `${context.request.method} is not allowed here; use ${allow}`,

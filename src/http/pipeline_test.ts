@@ -25,6 +25,7 @@ function pipeline(): Pipeline {
   );
   pipeline.route("GET", "/fetched", () => Response.redirect("http://127.0.0.1/elsewhere", 302));
   pipeline.route("PUT", "/formatted", () => new Response(), statusCodeError);
+  pipeline.route("GET", "/readable", () => new Response("r"));
   return pipeline;
 }
 
@@ -66,6 +67,10 @@ Deno.test("Pipeline: preflight, async routes, errors, 405 in the route's format,
     message: "GET is not allowed here; use PUT, OPTIONS",
     statusCode: 405,
   });
+
+  const readOnly = await p.serve(new Request(url("/readable"), { method: "PUT" }));
+  assert.equal(readOnly.headers.get("allow"), "GET, HEAD, OPTIONS", "HEAD is served where GET is");
+  await readOnly.body?.cancel();
 
   const missing = await p.serve(new Request(url("/nowhere?q=1")));
   assert.deepEqual(await missing.json(), { missing: "/nowhere" });

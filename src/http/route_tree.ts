@@ -33,6 +33,8 @@ const NONE = { kind: "none" } as const;
 const SLASH = 47;
 /** How many recent matches a tree keeps. */
 const RECENT_PATHS = 1024;
+/** The longest path kept among them (so the cache holds at most about 256 KiB of paths). */
+const RECENT_PATH_LENGTH = 256;
 
 /** The value of `method` at a branch; HEAD falls back to GET. */
 function valueFor<T>(node: Branch<T>, method: string): T | undefined {
@@ -103,8 +105,11 @@ export class RouteTree<T> {
     const node = this.#walk(this.#root, path, 0, params, method);
     if (node) {
       const found = { kind: "match", value: valueFor(node, method)!, params } as const;
-      if (this.#recent.size >= RECENT_PATHS) this.#recent.clear();
-      this.#recent.set(key, Object.freeze(found));
+      // Long paths are not kept: anyone may send them, and the cache must stay small.
+      if (path.length <= RECENT_PATH_LENGTH) {
+        if (this.#recent.size >= RECENT_PATHS) this.#recent.clear();
+        this.#recent.set(key, Object.freeze(found));
+      }
       Object.freeze(params);
       return found;
     }

@@ -77,6 +77,8 @@ export interface MountOptions<A = undefined> {
   wrongKeyStatus?: 401 | 403;
   /** The shape of this service's errors; the registry's by default. */
   errorFormat?: ErrorFormat;
+  /** Whether the service is for local callers only (403 through the hub; spec/hub.yaml). */
+  local?: boolean;
   /** Statuses this service's spec gives some kinds of domain error in place of the table's. */
   statusOverrides?: StatusOverrides;
   /**
@@ -157,7 +159,7 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
       }
     };
     for (const prefix of options.prefixes) {
-      pipeline.route(route.method, prefix + route.path, step, format);
+      pipeline.route(route.method, prefix + route.path, step, format, options.local === true);
     }
   }
 }

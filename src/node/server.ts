@@ -17,6 +17,7 @@ import { JSONRPC_PATH, mountJsonRpc } from "../jsonrpc/routes.ts";
 import { mdsHandlers, mdsRoutes } from "../mds/routes.ts";
 import { NodeServices } from "../mcm/node_services.ts";
 import { errorResponse, responseForError } from "../http/errors.ts";
+import { CORS_FILE_HEADERS } from "../http/cors.ts";
 import { type Origin, Pipeline, type RequestContext } from "../http/pipeline.ts";
 import { BundleFiles } from "../mcm/bundle_files.ts";
 import { Deployments } from "../mcm/deployments.ts";
@@ -42,13 +43,6 @@ export interface RunningNode {
   port: number;
   /** Stops accepting requests, lets running ones finish, closes the database. */
   shutdown(): Promise<void>;
-}
-
-/** Paths only local callers may use: tunnelled requests get 403 (spec/hub.yaml). */
-const LOCAL_ONLY_PREFIXES = [JSONRPC_PATH, "/mcm/"];
-
-function localOnly(path: string): boolean {
-  return LOCAL_ONLY_PREFIXES.some((prefix) => path === prefix || path.startsWith(prefix));
 }
 
 /** An environment variable the node may read, else undefined. */
@@ -149,18 +143,23 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
       );
     }
     try {
-      return await target.runtime.forward(request, target.path + search, boundPort);
+      const answer = await target.runtime.forward(request, target.path + search, boundPort);
+      // A microservice's own CORS answer is kept; otherwise it is the node's, file headers
+      // exposed (a microservice may serve files with ranges).
+      if (!answer.headers.has("access-control-allow-origin")) {
+        for (const [name, value] of Object.entries(CORS_FILE_HEADERS)) {
+          answer.headers.set(name, value);
+        }
+      }
+      return answer;
     } catch (error) {
       return responseForError(error, request);
     }
   };
 
   const pipeline = new Pipeline({
-    // The path first: reading a header makes Deno build the request's whole header list.
-    before: ({ request, path }) =>
-      localOnly(path) && request.headers.has(VIA_HEADER)
-        ? errorResponse(403, "this endpoint is for local callers only, not through the hub")
-        : undefined,
+    // Only asked for local routes: reading a header makes Deno build the whole header list.
+    isRemote: ({ request }) => request.headers.has(VIA_HEADER),
     notFound: serveContainer,
   });
   const mountOptions = { apiKey: settings.apiKey, readsRequireKey: settings.readsRequireKey };
@@ -185,6 +184,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     apiKey: settings.mcm.apiKey,
     prefixes: [""],
     authorize: mcmAuthorizer(settings.mcm.apiKey, identity),
+    local: true,
   });
   if (settings.dashboard.enabled) {
     const { dataDir } = settings;
