@@ -4,8 +4,11 @@ import { readText } from "./input.ts";
 
 Deno.test("readText: a compressed answer is counted inflated, and refused past the limit", async () => {
   const bomb = brotliCompressSync(new Uint8Array(8 << 20)); // 8 MiB of zeros, a few hundred bytes
-  await using server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, () =>
-    new Response(bomb, { headers: { "Content-Encoding": "br", "Content-Type": "text/plain" } }));
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      new Response(bomb, { headers: { "Content-Encoding": "br", "Content-Type": "text/plain" } }),
+  );
   const answer = await fetch(`http://127.0.0.1:${server.addr.port}/`);
   assert.ok(Number(answer.headers.get("content-length")) < 64 * 1024);
   await assert.rejects(() => readText(answer, 512 * 1024, "answer"), /larger than 524288 bytes/);

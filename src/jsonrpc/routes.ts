@@ -55,9 +55,21 @@ export function mountJsonRpc(pipeline: Pipeline, identity: Identity): void {
     },
   }, jsonRpcErrorOf);
   // Both local only: identity and account association are not for callers through the hub.
-  pipeline.route("POST", JSONRPC_PATH, ({ request }) => {
-    if (request.headers.has("content-type")) requireContentType(request, JSONRPC_CONTENT_TYPES);
-    return endpoint(request);
-  }, undefined, true);
-  pipeline.route("GET", `${JSONRPC_PATH}/jwks`, () => jsonResponse(identity.jwks()), undefined, true);
+  pipeline.route(
+    "POST",
+    JSONRPC_PATH,
+    ({ request }) => {
+      if (request.headers.has("content-type")) requireContentType(request, JSONRPC_CONTENT_TYPES);
+      return endpoint(request);
+    },
+    undefined,
+    true,
+  );
+  pipeline.route(
+    "GET",
+    `${JSONRPC_PATH}/jwks`,
+    () => jsonResponse(identity.jwks()),
+    undefined,
+    true,
+  );
 }
