@@ -315,7 +315,7 @@ Deno.test("unknown routes are 404 and wrong methods 405, both in the error shape
     /no route for GET \/nothing; the model registry is under \/ai\/store\/v1/,
   );
   const r405 = await fetch(`${node.storeUrl}/models`, { method: "PATCH" });
-  assert.equal(r405.headers.get("allow"), "GET, POST, PUT, OPTIONS");
+  assert.equal(r405.headers.get("allow"), "GET, POST, PUT, HEAD, OPTIONS");
   await expectError(r405, 405, /PATCH is not allowed here/);
   const preflight = await fetch(`${node.storeUrl}/models`, { method: "OPTIONS" });
   await preflight.body?.cancel();
