@@ -101,7 +101,7 @@ async function restarted(node: TestNode, id: string, after: number) {
 
 Deno.test("a hostile microservice reaches none of the node's files, env, processes or network", async () => {
   await using node = await startTestNode({ config: CONFIG });
-  const { url } = await deployHostile(node);
+  const { url, container } = await deployHostile(node);
   const { status, body } = await getJson(`${url}/probe`);
   assert.equal(status, 200);
   for (const [probe, outcome] of Object.entries(body)) {
@@ -127,7 +127,11 @@ Deno.test("a hostile microservice reaches none of the node's files, env, process
   await assert.rejects(Deno.stat(`${node.dataDir}/pwned`), Deno.errors.NotFound);
   const failed = await getJson(`${url}/throw`);
   assert.equal(failed.status, 500);
-  assert.match(failed.body.error.message, /boom/);
+  assert.doesNotMatch(failed.body.error.message, /boom/, "the error's text is not the caller's");
+  const reference = /logged as (\w+)/.exec(failed.body.error.message)?.[1];
+  assert.ok(reference, failed.body.error.message);
+  const logs = await mcm(node, `/containers/${container.id}/logs`);
+  assert.match(await logs.text(), new RegExp(`\\[${reference}\\] GET .* failed: .*boom`));
   assert.equal((await getJson(`${url}/ok`)).body.ok, true, "an exception ends only its request");
 });
 

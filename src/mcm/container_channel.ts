@@ -138,7 +138,12 @@ function containerCommand(options: ChannelOptions): { command: string; args: str
 function exitReason(status: Deno.CommandStatus, stderr: string, memoryMb: number): string {
   const lines = stderr.trim().split("\n");
   const own = lines.findLast((line) => line.startsWith("edgenode: "))?.slice(10);
-  if (status.code === EXIT_OUT_OF_MEMORY || /out of memory|heap limit/i.test(stderr)) {
+  // V8 ends a process whose heap cannot grow with SIGTRAP and a C stack trace, after the line
+  // that says so may have scrolled out of the tail kept.
+  if (
+    status.code === EXIT_OUT_OF_MEMORY || status.signal === "SIGTRAP" ||
+    /out of memory|heap limit|C stack trace/i.test(stderr)
+  ) {
     return `out of memory (MCM.MEMORY_MB ${memoryMb} MB)${own ? `: ${own}` : ""}`;
   }
   if (status.code === EXIT_CPU_BUDGET && own) return own;

@@ -161,8 +161,14 @@ async function serve(
     if (error instanceof BodyTooLarge) {
       out = errorOutgoing(413, `the request body is over ${start.maxBodyBytes} bytes`);
     } else {
-      log("error", `${message.method} ${message.path} failed: ${describe(error)}`);
-      out = errorOutgoing(500, `the microservice failed: ${(error as Error)?.message ?? error}`);
+      // The error's text may hold the microservice's secrets: it goes to the log, which only
+      // the deployment's credentials read, and the caller gets the reference to it.
+      const reference = crypto.randomUUID().slice(0, 8);
+      log("error", `[${reference}] ${message.method} ${message.path} failed: ${describe(error)}`);
+      out = errorOutgoing(
+        500,
+        `the microservice failed (logged as ${reference}; GET /mcm/v1/containers/<id>/logs)`,
+      );
     }
   }
   // A whole body is the end of the microservice's work; a stream ends when it is sent.
