@@ -170,6 +170,17 @@ Deno.test("announcements that cannot be proven are not listed; a genuine one is"
     for (const checked of [plainPort, wrongKeyPort, replayPort]) assert.ok(asked.get(checked));
     assert.match(a.output(), /not listing .* the proof's key does not belong to node/);
     assert.match(a.output(), /not listing .* the proof is for another challenge/);
+    // The forger announces again after the check queue's retry time: checked again, not logged
+    // again (one line per peer, address and reason).
+    const checksBefore = asked.get(wrongKeyPort)!;
+    await new Promise((resolve) => setTimeout(resolve, 5200));
+    await client.send(announcement({ id: idB, name: "b", port: wrongKeyPort, txt: { x: "1" } }));
+    await waitFor(() => asked.get(wrongKeyPort)! > checksBefore, "the second check");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const lines = a.output().split("\n").filter((line) =>
+      line.includes(`:${wrongKeyPort}`) && /does not belong to node/.test(line)
+    );
+    assert.equal(lines.length, 1, lines.join("\n"));
   } finally {
     await client.close();
     await Promise.all(servers.map((server) => server.shutdown()));

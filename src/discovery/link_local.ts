@@ -46,6 +46,8 @@ const CHECK_LIMITS = { concurrency: 8, maxWaiting: 256, retryMs: 5000 };
 const MAX_TTL_SECONDS = 4500;
 /** Legacy unicast answers: at most this many a second (a flood must not be reflected). */
 const LEGACY_ANSWERS_PER_SECOND = 20;
+/** Peers whose failed check was logged, kept to log each reason once (emptied when full). */
+const MAX_REMEMBERED_FAILURES = 1024;
 
 /** The discovery service of one node. */
 export class LinkLocal {
@@ -54,6 +56,8 @@ export class LinkLocal {
   readonly #members = new Members();
   readonly #startedAt = Date.now();
   readonly #checks = new CheckQueue(CHECK_LIMITS);
+  /** The last logged reason a check failed, by peer and address. */
+  readonly #failures = new Map<string, string>();
   #networkId = `lln-${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("hex")}`;
   #socket: MdnsSocket | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -272,18 +276,24 @@ export class LinkLocal {
    */
   #check(url: string, claimedId: string | undefined, txtKey: string | undefined, ttlMs: number) {
     const goodbye = ttlMs === 0;
-    this.#checks.add(`${claimedId ?? "?"}@${url}`, async () => {
+    const key = `${claimedId ?? "?"}@${url}`;
+    this.#checks.add(key, async () => {
       try {
         const node = await checkPeer(url, claimedId);
+        this.#failures.delete(key);
         if (node.id === this.self().id) return;
         const known = this.#members.get(node.id);
         const expiresAt = goodbye ? (known?.expiresAt ?? 0) : Date.now() + ttlMs;
         this.#members.put({ node, url, expiresAt, txtKey: txtKey ?? known?.txtKey });
       } catch (error) {
-        // The queue's retry time limits this to one line per peer and address every 5 s.
-        console.log(
-          `discovery: not listing ${claimedId ?? "peer"} at ${url}: ${(error as Error).message}`,
-        );
+        // Once per peer, address and reason: a node long gone keeps announcing through caches
+        // for a while, and a line every few seconds about it helps nobody.
+        const reason = (error as Error).message;
+        if (this.#failures.get(key) !== reason) {
+          if (this.#failures.size >= MAX_REMEMBERED_FAILURES) this.#failures.clear();
+          this.#failures.set(key, reason);
+          console.log(`discovery: not listing ${claimedId ?? "peer"} at ${url}: ${reason}`);
+        }
         if (goodbye && claimedId) this.#members.remove(claimedId);
         throw error;
       } finally {
