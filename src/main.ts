@@ -10,6 +10,7 @@ import { MODELS_HELP, modelsCommand } from "./cli/models_commands.ts";
 import { NODES_HELP, nodesDecryptCommand } from "./cli/nodes.ts";
 import { identityCommand, infoCommand, listNodesCommand, NODE_HELP } from "./cli/node_commands.ts";
 import { GLOBAL_HELP } from "./cli/cli_context.ts";
+import { closestName } from "./config/closest_name.ts";
 import { launchHub } from "./hub/hub_launcher.ts";
 import { startHub } from "./hub/hub_server.ts";
 import type { HubFlags, HubSettings } from "./hub/hub_settings.ts";
@@ -214,6 +215,24 @@ function commandHelp(command: string): string | undefined {
   return local.includes(command) ? usage : `${usage}\n\n${GLOBAL_HELP}`;
 }
 
+/** The commands a user types (the `__` ones are the program's own). */
+const COMMANDS = [
+  "serve",
+  "hub",
+  "issuer",
+  "token",
+  "nodes",
+  "me",
+  "associate",
+  "unassociate",
+  "info",
+  "models",
+  "image",
+  "deploy",
+  "version",
+  "help",
+];
+
 /** Runs the program with these arguments and returns the exit code. */
 export async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args;
@@ -266,9 +285,15 @@ export async function main(args: string[]): Promise<number> {
       case "-h":
         console.log(HELP);
         return 0;
-      default:
-        console.error(`unknown command '${command}'\n\n${HELP}`);
+      default: {
+        const near = closestName(command, COMMANDS);
+        console.error(
+          `edgenode: unknown command '${command}'${
+            near ? `; did you mean '${near}'?` : ""
+          } ('edgenode help' lists the commands)`,
+        );
         return 2;
+      }
     }
   } catch (error) {
     const usage = error instanceof ConfigError ||

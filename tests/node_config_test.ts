@@ -132,6 +132,13 @@ Deno.test("bad configuration and flags exit with 2 and say what to fix", () =>
     const command = await runEdgenode(["frobnicate"]);
     assert.equal(command.code, 2);
     assert.match(command.stderr, /unknown command 'frobnicate'/);
+    const typo = await runEdgenode(["modles"]);
+    assert.equal(typo.code, 2);
+    assert.equal(
+      typo.stderr.trim(),
+      "edgenode: unknown command 'modles'; did you mean 'models'? ('edgenode help' lists the commands)",
+      "one line, not the whole help",
+    );
   }));
 
 Deno.test("help and version", async () => {

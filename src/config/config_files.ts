@@ -9,6 +9,7 @@ import { basename, dirname, join } from "node:path";
 import type * as v from "valibot";
 import { safeParse } from "valibot";
 import { type TrustedIssuer, TrustedIssuerSchema } from "../../gen/config/validators.ts";
+import { closestName } from "./closest_name.ts";
 import { ConfigError } from "./config_error.ts";
 
 /** Reads an environment variable; injected so that callers can decide which ones are allowed. */
@@ -50,27 +51,6 @@ function fieldsAt(schema: v.GenericSchema, keys: readonly unknown[]): string[] {
   return Object.keys(unwrap(node)?.entries ?? {});
 }
 
-/** Edit distance with swaps of neighbours (optimal string alignment), for "did you mean". */
-function distance(a: string, b: string): number {
-  const d = Array.from(
-    { length: a.length + 1 },
-    (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
-  );
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      d[i][j] = Math.min(
-        d[i - 1][j] + 1,
-        d[i][j - 1] + 1,
-        d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.length][b.length];
-}
-
 /**
  * One problem in the user's words: an unknown field is named as such, with the closest allowed
  * name when one is near; others say where and what.
@@ -81,11 +61,9 @@ export function describeIssue(schema: v.GenericSchema, issue: v.BaseIssue<unknow
   if (issue.expected === "never" && keys.length > 0) {
     const name = String(keys.at(-1));
     const allowed = fieldsAt(schema, keys.slice(0, -1));
-    const closest = allowed
-      .map((field) => ({ field, d: distance(field.toLowerCase(), name.toLowerCase()) }))
-      .sort((x, y) => x.d - y.d)[0];
-    const hint = closest && closest.d <= Math.max(1, Math.floor(name.length / 3))
-      ? `; did you mean '${keys.slice(0, -1).concat(closest.field).join(".")}'?`
+    const closest = closestName(name, allowed);
+    const hint = closest
+      ? `; did you mean '${keys.slice(0, -1).concat(closest).join(".")}'?`
       : allowed.length > 0
       ? ` (known fields: ${allowed.join(", ")})`
       : "";
