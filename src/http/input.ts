@@ -46,16 +46,6 @@ export function validate<S extends v.GenericSchema>(
   throw new Invalid(messages.join("; "));
 }
 
-/** The query string as an object; a parameter given twice is 400. */
-export function queryObject(url: URL): Record<string, string> {
-  const query: Record<string, string> = {};
-  for (const [key, value] of url.searchParams) {
-    if (key in query) throw new Invalid(`query parameter '${key}' is given more than once`);
-    query[key] = value;
-  }
-  return query;
-}
-
 /** Checks the Content-Type's media type against the accepted ones; 415 otherwise. */
 export function requireContentType(request: Request, accepted: readonly string[]): string {
   const mediaType = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();

@@ -132,14 +132,10 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     return await session.forward(request, Number(portText), headers);
   };
 
-  let listened;
-  try {
-    listened = await pipeline.listen(settings.host, settings.port);
-  } catch (error) {
+  const { server, addr } = await pipeline.listen(settings.host, settings.port).catch((error) => {
     db.close();
     throw error;
-  }
-  const { server, addr } = listened;
+  });
   const pinger = setInterval(() => {
     const now = Date.now();
     for (const session of [...sessions.values(), ...connecting]) session.keepAlive(now);

@@ -199,14 +199,10 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   const handle = (request: Request, origin?: Origin): Response | Promise<Response> =>
     pipeline.serve(request, origin);
 
-  let listened;
-  try {
-    listened = await pipeline.listen(settings.host, settings.port);
-  } catch (error) {
+  const { server, addr } = await pipeline.listen(settings.host, settings.port).catch((error) => {
     db.close();
     throw error;
-  }
-  const { server, addr } = listened;
+  });
   boundPort = addr.port;
   try {
     await linkLocal.start(settings.host);
