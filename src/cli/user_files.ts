@@ -25,6 +25,22 @@ export async function readUserFile(path: string): Promise<Uint8Array> {
   }
 }
 
+/**
+ * `path` opened for streaming (files too large to read whole, such as models); a ConfigError
+ * naming the file when it cannot be read or is a directory.
+ */
+export async function openUserFile(path: string): Promise<Deno.FsFile> {
+  let file: Deno.FsFile | undefined;
+  try {
+    file = await Deno.open(path);
+    if ((await file.stat()).isDirectory) throw new Deno.errors.IsADirectory(path);
+    return file;
+  } catch (error) {
+    file?.close();
+    throw new ConfigError(`cannot read ${path}: ${reason(error)}`);
+  }
+}
+
 /** The text of `path`; a ConfigError naming the file when it cannot be read. */
 export async function readUserText(path: string): Promise<string> {
   return new TextDecoder().decode(await readUserFile(path));
