@@ -1,15 +1,19 @@
 /**
- * The README runs as written: every ```sh block, in order, in one bash session with a fresh
- * HOME, against the node its first block starts (`npx -y deno@2.9.6 task start`), with the
- * `edgenode` command on the PATH. The harness only points the README at this machine: port
- * 8083 becomes a free port, the model source and the hub's public name become servers the
- * test starts. A block that cannot run here is listed below with the reason; a new block runs
- * unless it is listed, and a listed block that no longer exists fails the test.
+ * The README runs as written: every ```sh block (and ```ts block, with Deno), in order, in one
+ * bash session with a fresh HOME, against the node its first block starts
+ * (`npx -y deno@2.9.6 task start`), with an `edgenode` command on the PATH. The harness only
+ * points the README at this machine: the model source and the hub's public name become servers
+ * the test starts, and where port 8083 is taken the node uses another (and the text follows).
+ * `edgenode serve` and `edgenode hub` in a block (re)start that process in the background. A
+ * block that cannot run here is listed below with the reason; a new block runs unless it is
+ * listed, and a listed block that no longer exists fails the test.
  *
  * A request answered 5xx fails the walkthrough; one answered 4xx fails it unless the block
  * says that status in a comment (the README's own "409 while a container uses it").
  */
 import assert from "node:assert/strict";
+import * as v from "valibot";
+import { NodeConfigSchema } from "../gen/config/validators.ts";
 import { startFileServer } from "./helpers/file_server.ts";
 import { ggufBytes, withTempDir } from "./helpers/node.ts";
 import { type ShellBlock, shellBlocks, walkthroughScript } from "./helpers/readme_blocks.ts";
@@ -72,6 +76,9 @@ npx() {
     "-y deno@2.9.6 task test"*) echo "(the test suite itself: not run from inside it)" ;;
     *) command npx "$@" ;;
   esac
+}
+runTs() { # the SDK as a program beside the checkout imports it (by its package name)
+  "$DENO" run --no-prompt --config "$REPO/deno.json" --allow-net --allow-env --allow-read "$1"
 }
 edgenode() {
   case "${"${1:-}"}" in
@@ -201,3 +208,13 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
     }
     assert.deepEqual(refused, [], `requests the README does not expect to fail:\n${out}`);
   }));
+
+Deno.test("the README's config.json examples are valid config files", async () => {
+  const markdown = await Deno.readTextFile(`${REPO}/README.md`);
+  const examples = [...markdown.matchAll(/```json\n([\s\S]*?)\n```/g)].map((m) => m[1]);
+  assert.ok(examples.length > 0, "the README shows a config.json");
+  for (const example of examples) {
+    const result = v.safeParse(NodeConfigSchema, JSON.parse(example));
+    assert.ok(result.success, `${example}\n${JSON.stringify(result.issues)}`);
+  }
+});

@@ -5,8 +5,10 @@
  * @module
  */
 
-/** A fenced ```sh block of the README. */
+/** A fenced ```sh (or ```ts) block of the README. */
 export interface ShellBlock {
+  /** `sh`, or `ts` for TypeScript run with Deno. */
+  lang: "sh" | "ts";
   /** The README line of its first command line (1-based). */
   line: number;
   /** The heading it stands under. */
@@ -15,7 +17,7 @@ export interface ShellBlock {
   text: string;
 }
 
-/** Every ```sh block of a Markdown text. */
+/** Every ```sh and ```ts block of a Markdown text. */
 export function shellBlocks(markdown: string): ShellBlock[] {
   const blocks: ShellBlock[] = [];
   let heading = "";
@@ -23,8 +25,8 @@ export function shellBlocks(markdown: string): ShellBlock[] {
   markdown.split("\n").forEach((text, i) => {
     if (open) {
       if (text.trim() === "```") {
-        if (open.lang === "sh") {
-          blocks.push({ line: open.line, heading, text: open.lines.join("\n") });
+        if (open.lang === "sh" || open.lang === "ts") {
+          blocks.push({ line: open.line, lang: open.lang, heading, text: open.lines.join("\n") });
         }
         open = undefined;
       } else open.lines.push(text);
@@ -62,7 +64,8 @@ export interface WalkthroughScript {
 
 /**
  * One bash script: the `prelude` (functions the harness provides), then each block after a
- * line recording which block runs, with `substitutions` applied.
+ * line recording which block runs, with `substitutions` applied. A TypeScript block is written
+ * to a file and run by `runTs FILE` (a function the prelude defines).
  */
 export function walkthroughScript(
   prelude: string,
@@ -72,12 +75,14 @@ export function walkthroughScript(
   const lines = prelude.split("\n");
   const spans: { start: number; block: ShellBlock; count: number }[] = [];
   for (const block of blocks) {
-    lines.push(`__block_line=${block.line}`);
+    const ts = block.lang === "ts";
+    lines.push(`__block_line=${block.line}${ts ? "; cat > snippet.ts <<'END_OF_SNIPPET'" : ""}`);
     let text = commandsOf(block);
     for (const { from, to } of substitutions) text = text.replaceAll(from, to);
     const own = text.split("\n");
     spans.push({ start: lines.length + 1, block, count: own.length });
     lines.push(...own);
+    if (ts) lines.push("END_OF_SNIPPET", "runTs snippet.ts");
   }
   const spanOf = (scriptLine: number) =>
     spans.find((s) => scriptLine >= s.start && scriptLine < s.start + s.count);
