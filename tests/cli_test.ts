@@ -63,7 +63,7 @@ Deno.test("models commands: add, push, ls, show, set, pull, cat, rm, in both out
     ]);
     assert.equal(broken.code, 1, broken.stdout);
     assert.match(broken.stderr, /pulling m4: .*404/, "the node's message");
-    assert.equal((await cli(node, ["models", "rm", "m4"])).code, 0);
+    assert.equal((await cli(node, ["models", "rm", "m4"])).code, 1, "no record left behind");
 
     const table = await cli(node, ["models", "ls"]);
     const lines = table.stdout.trim().split("\n");
@@ -106,7 +106,7 @@ Deno.test("models commands: add, push, ls, show, set, pull, cat, rm, in both out
     assert.match(unreachable.stderr, /cannot reach the node/);
   }));
 
-Deno.test("Ctrl-C during a pull cancels it and leaves no partial file", async () => {
+Deno.test("Ctrl-C during a pull cancels it and leaves no partial file, nor the record it made", async () => {
   await using node = await startTestNode({ config: { apiKey: "a-test-key-of-enough-length" } });
   await using files = startFileServer();
   const url = files.serve("/slow.gguf", ggufBytes(2_000_000), { bytesPerSecond: 200_000 });
@@ -125,13 +125,17 @@ Deno.test("Ctrl-C during a pull cancels it and leaves no partial file", async ()
   child.kill("SIGINT");
   const output = await child.output();
   assert.equal(output.code, 130, new TextDecoder().decode(output.stderr));
-  assert.match(new TextDecoder().decode(output.stderr), /pull of slow cancelled/);
+  assert.match(
+    new TextDecoder().decode(output.stderr),
+    /pull of slow cancelled; the record it created is removed/,
+  );
   await waitFor(
     async () => (await listFiles(`${node.dataDir}/models`)).length === 0,
     "no partial file",
   );
-  const model = await (await fetch(`${node.storeUrl}/models/slow`)).json();
-  assert.equal(model.readyToUse, false);
+  const record = await fetch(`${node.storeUrl}/models/slow`);
+  await record.body?.cancel();
+  assert.equal(record.status, 404, "the record the pull created is gone");
 });
 
 Deno.test("identity commands: me, associate, nodes, info", () =>

@@ -9,6 +9,7 @@ import { humanBytes } from "../sdk/human_units.ts";
 import { parseArgs } from "node:util";
 import { ConfigError, resolvePaths } from "../node/config.ts";
 import type { NodeConnection } from "../sdk/clients.ts";
+import { nodeError, NodeUnreachableError } from "../sdk/node_errors.ts";
 
 /** Reads an environment variable (undefined when unset or not allowed). */
 export type Env = (name: string) => string | undefined;
@@ -131,18 +132,34 @@ export class Progress {
   }
 }
 
-/** The data of an SDK call; an Error with the node's message otherwise. */
+/** Where to point the client when its node does not answer. */
+const UNREACHABLE_HINT = "is it running? Point to another with --node URL or EDGENODE_NODE";
+
+/**
+ * The error to show for `error`: a node that cannot be reached gets the hint of how to point
+ * the client elsewhere; anything else is itself.
+ */
+export function clientError(error: unknown): unknown {
+  return error instanceof NodeUnreachableError
+    ? new Error(`${error.message}; ${UNREACHABLE_HINT}`, { cause: error })
+    : error;
+}
+
+/** `call`'s result; a node that cannot be reached is said as clientError says it. */
+export async function reach<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    throw clientError(error);
+  }
+}
+
+/** The data of an SDK call; an Error with the node's message ("WHAT: STATUS MESSAGE") otherwise. */
 export async function answer<T>(
   call: Promise<{ data?: T; error?: unknown; response: Response }>,
   what: string,
 ): Promise<T> {
-  let result;
-  try {
-    result = await call;
-  } catch (error) {
-    throw new Error(`cannot reach the node for ${what}: ${(error as Error).message}`);
-  }
+  const result = await reach(call);
   if (result.data !== undefined && result.response.ok) return result.data;
-  const message = (result.error as { error?: { message?: string } } | undefined)?.error?.message;
-  throw new Error(`${what}: ${result.response.status} ${message ?? JSON.stringify(result.error)}`);
+  throw nodeError(result.response, result.error, what);
 }

@@ -7,7 +7,7 @@
 import { ConfigError } from "../config/config_error.ts";
 import { insightClient } from "../sdk/clients.ts";
 import { rpcCall } from "../sdk/json_rpc.ts";
-import { answer, type Env, invocation, printJson, printTable } from "./cli_context.ts";
+import { answer, type Env, invocation, printJson, printTable, reach } from "./cli_context.ts";
 
 /** The help lines of these commands. */
 export const NODE_HELP =
@@ -31,7 +31,7 @@ export async function identityCommand(
   const { positionals, connection, json } = invocation(args, {}, env);
   if (command === "me") {
     exactly(positionals, 0, "me");
-    const me = await rpcCall(connection, "getMe");
+    const me = await reach(rpcCall(connection, "getMe"));
     if (json) printJson(me);
     else {
       console.log(`node     ${me.nodeId}\nname     ${me.name}`);
@@ -41,7 +41,7 @@ export async function identityCommand(
   }
   const [token] = exactly(positionals, 1, `${command} TOKEN`);
   const method = command === "associate" ? "associateAccount" : "unassociateAccount";
-  const result = await rpcCall(connection, method, [token]);
+  const result = await reach(rpcCall(connection, method, [token]));
   if (json) printJson(result);
   else console.log(`${command}d: account ${result.accountId}`);
   return 0;

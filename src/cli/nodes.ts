@@ -7,6 +7,7 @@
 import { parseArgs } from "node:util";
 import { decryptNodeListing } from "../sdk/local_nodes.ts";
 import { ConfigError } from "../config/config_error.ts";
+import { readSecretFile, readUserText } from "./user_files.ts";
 
 /** Usage lines for the program's help. */
 export const NODES_HELP =
@@ -28,10 +29,10 @@ export async function nodesDecryptCommand(args: string[]): Promise<number> {
   });
   if (positionals.length > 1) throw new ConfigError("give at most one file");
   const token = values.token ??
-    (values["token-file"] ? (await Deno.readTextFile(values["token-file"])).trim() : undefined);
+    (values["token-file"] ? await readSecretFile(values["token-file"], "token") : undefined);
   if (!token) throw new ConfigError("--token or --token-file is required");
   const input = positionals[0] && positionals[0] !== "-"
-    ? await Deno.readTextFile(positionals[0])
+    ? await readUserText(positionals[0])
     : await new Response(Deno.stdin.readable).text();
   let listing: unknown;
   try {

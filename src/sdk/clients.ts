@@ -10,6 +10,7 @@ import type { paths as InsightPaths } from "../../gen/insight/types.ts";
 import type { paths as McmPaths } from "../../gen/mcm/types.ts";
 import type { paths as MdsPaths } from "../../gen/mds/types.ts";
 import type { paths as StorePaths } from "../../gen/store/types.ts";
+import { nodeFetch } from "./node_errors.ts";
 
 /*
  * The client types below are openapi-fetch's `Client` over a spec's generated `paths`: both are
@@ -64,13 +65,16 @@ export interface NodeConnection {
 /** The default path prefixes of the services. */
 export const PREFIXES = { store: "/ai/store/v1", insight: "/mesh/insight/v1" } as const;
 
+/** A client's options: a failed connection throws NodeUnreachableError naming the node. */
 function options(
   connection: NodeConnection,
   prefix = "",
-): { baseUrl: string; headers: Record<string, string> } {
+): { baseUrl: string; headers: Record<string, string>; fetch: typeof fetch } {
+  const url = connection.url.replace(/\/$/, "");
   return {
-    baseUrl: connection.url.replace(/\/$/, "") + prefix,
+    baseUrl: url + prefix,
     headers: connection.credential ? { Authorization: `Bearer ${connection.credential}` } : {},
+    fetch: nodeFetch(url),
   };
 }
 

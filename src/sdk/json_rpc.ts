@@ -7,6 +7,7 @@
 import * as v from "valibot";
 import { jsonrpcMethods } from "../../gen/jsonrpc/methods.ts";
 import type { NodeConnection } from "./clients.ts";
+import { nodeFetch } from "./node_errors.ts";
 
 /**
  * The node's JSON-RPC methods, as spec/jsonrpc.yaml gives them.
@@ -39,13 +40,17 @@ export class RpcError extends Error {
 
 let nextId = 1;
 
-/** Calls `method` with positional `params`; its result, or RpcError. */
+/**
+ * Calls `method` with positional `params`; its result, or RpcError (NodeUnreachableError when
+ * the node cannot be reached).
+ */
 export async function rpcCall<M extends RpcMethod>(
   connection: NodeConnection,
   method: M,
   params: string[] = [],
 ): Promise<RpcResult<M>> {
-  const response = await fetch(`${connection.url.replace(/\/$/, "")}/jsonrpc/v1`, {
+  const url = connection.url.replace(/\/$/, "");
+  const response = await nodeFetch(url)(`${url}/jsonrpc/v1`, {
     method: "POST",
     headers: {
       "Content-Type": "application/json",

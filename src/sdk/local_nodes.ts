@@ -10,6 +10,7 @@ import {
   LocalLinkListingSchema,
 } from "../../gen/mds/validators.ts";
 import { decryptListing } from "../mds/listing_crypto.ts";
+import { nodeError, nodeFetch } from "./node_errors.ts";
 
 /**
  * The decrypted linkLocal listing of a node (spec/mds.yaml's LocalLinkListing).
@@ -28,7 +29,13 @@ export async function decryptNodeListing(
   clusters: string = "linkLocal",
 ): Promise<unknown> {
   let data = body;
-  if (typeof data === "string" && data.trimStart().startsWith("{")) data = JSON.parse(data);
+  if (typeof data === "string" && data.trimStart().startsWith("{")) {
+    try {
+      data = JSON.parse(data);
+    } catch (error) {
+      throw new TypeError(`not a node listing: not JSON (${(error as Error).message})`);
+    }
+  }
   if (typeof data === "object" && data !== null && "data" in data) data = data.data;
   if (typeof data !== "string") throw new TypeError("not a node listing: expected { data: <JWE> }");
   try {
@@ -44,12 +51,16 @@ export async function decryptNodeListing(
 
 /** Fetches and decrypts the linkLocal listing of the node at `baseUrl`. */
 export async function fetchLocalNodes(baseUrl: string, token: string): Promise<LocalLinkListing> {
-  const response = await fetch(new URL("/mds/v1/nodes?clusters=linkLocal", baseUrl), {
+  const response = await nodeFetch(baseUrl)(new URL("/mds/v1/nodes?clusters=linkLocal", baseUrl), {
     headers: { Authorization: `Bearer ${token}` },
   });
-  const body = await response.json();
+  const text = await response.text();
   if (!response.ok) {
-    throw new Error(`${response.status}: ${body?.error?.message ?? JSON.stringify(body)}`);
+    let body: unknown = text;
+    try {
+      body = JSON.parse(text);
+    } catch { /* a plain text answer is its own message */ }
+    throw nodeError(response, body, "listing the local nodes");
   }
-  return v.parse(LocalLinkListingSchema, await decryptNodeListing(body, token));
+  return v.parse(LocalLinkListingSchema, await decryptNodeListing(text, token));
 }

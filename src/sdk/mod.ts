@@ -32,8 +32,16 @@ export {
   type DownloadModelRequest,
   type DownloadProgressMessage,
   ensureModel,
+  findModel,
   followDownload,
   type Model,
-  NodeError,
+  pullModel,
 } from "./models.ts";
+export {
+  errorMessage,
+  NodeError,
+  nodeError,
+  nodeFetch,
+  NodeUnreachableError,
+} from "./node_errors.ts";
 export { humanBytes } from "./human_units.ts";

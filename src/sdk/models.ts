@@ -1,12 +1,16 @@
 /**
- * Model operations that take more than one call: a record created when missing, and a download
- * followed to its end. The CLI and the dashboard both use them.
+ * Model operations that take more than one call: a record created when missing, a download
+ * followed to its end, and a pull that leaves nothing behind when it fails. The CLI and the
+ * dashboard use them.
  *
  * @module
  */
 import type { components } from "../../gen/store/types.ts";
 import type { StoreClient } from "./clients.ts";
 import { downloadEvents, type DownloadMessage } from "./download_events.ts";
+import { NodeError, nodeError } from "./node_errors.ts";
+
+export { NodeError };
 
 /**
  * A model record of the registry (spec/store.yaml's Model).
@@ -32,24 +36,21 @@ export type DownloadModelRequest = components["schemas"]["DownloadModelRequest"]
 /** A message of a download that went well: progress, projector progress, or done. */
 export type DownloadProgressMessage = Exclude<DownloadMessage, { error: unknown }>;
 
-/** An answer of the node other than the one asked for: its status and message. */
-export class NodeError extends Error {
-  /** Always "NodeError". */
-  override name = "NodeError";
-  /** The HTTP status of the answer (or of the download's error message). */
-  readonly status: number;
-
-  /** An error of HTTP `status` with the node's `message`. */
-  constructor(status: number, message: string) {
-    super(message);
-    this.status = status;
-  }
+/** The model `id`; undefined when the node has none by that id. */
+export async function findModel(store: StoreClient, id: string): Promise<Model | undefined> {
+  const { data, error, response } = await store.GET("/models/{id}", {
+    params: { path: { id }, query: {} },
+  });
+  if (response.status === 404) return undefined;
+  if (!response.ok || data === undefined) throw nodeError(response, error, `reading ${id}`);
+  return data as Model;
 }
 
-async function nodeError(response: Response, what: string): Promise<NodeError> {
-  const body = await response.json().catch(() => undefined);
-  const message = body?.error?.message ?? `${response.status} ${response.statusText}`;
-  return new NodeError(response.status, `${what}: ${message}`);
+/** Creates the record `input`; NodeError when the node refuses. */
+async function createModel(store: StoreClient, input: CreateModelRequest): Promise<Model> {
+  const { data, error, response } = await store.POST("/models", { body: input });
+  if (!response.ok || data === undefined) throw nodeError(response, error, `adding ${input.id}`);
+  return data;
 }
 
 /** The model `input.id`, created from `input` when the node has none by that id. */
@@ -57,15 +58,7 @@ export async function ensureModel(
   store: StoreClient,
   input: CreateModelRequest,
 ): Promise<Model> {
-  const existing = await store.GET("/models/{id}", {
-    params: { path: { id: input.id }, query: {} },
-    parseAs: "stream",
-  });
-  if (existing.response.ok) return await existing.response.json();
-  if (existing.response.status !== 404) throw await nodeError(existing.response, input.id);
-  const created = await store.POST("/models", { body: input, parseAs: "stream" });
-  if (!created.response.ok) throw await nodeError(created.response, `adding ${input.id}`);
-  return await created.response.json();
+  return await findModel(store, input.id) ?? await createModel(store, input);
 }
 
 /**
@@ -79,13 +72,14 @@ export async function* followDownload(
   body: DownloadModelRequest,
   signal?: AbortSignal,
 ): AsyncGenerator<DownloadProgressMessage> {
-  const { response } = await store.POST("/models/{id}/download", {
+  const { response, error } = await store.POST("/models/{id}/download", {
     params: { path: { id } },
     body,
     parseAs: "stream",
     signal,
   });
-  if (!response.ok) throw await nodeError(response, `pulling ${id}`);
+  // openapi-fetch has read an error answer's body into `error` whatever parseAs says.
+  if (!response.ok) throw nodeError(response, error, `pulling ${id}`);
   for await (const message of downloadEvents(response)) {
     if ("error" in message) {
       throw new NodeError(message.error.code, `pulling ${id}: ${message.error.message}`);
@@ -94,4 +88,37 @@ export async function* followDownload(
     if ("done" in message) return;
   }
   throw new NodeError(502, `pulling ${id}: the node ended the stream without finishing`);
+}
+
+/**
+ * Downloads into model `input.id` as followDownload does, creating the record from `input` when
+ * the node has none. A record it created is deleted again when the download does not finish
+ * (refused, failed or aborted), so a pull that fails leaves the registry as it was.
+ */
+export async function* pullModel(
+  store: StoreClient,
+  input: CreateModelRequest,
+  body: DownloadModelRequest,
+  signal?: AbortSignal,
+): AsyncGenerator<DownloadProgressMessage> {
+  const created = await findModel(store, input.id) === undefined;
+  if (created) await createModel(store, input);
+  let finished = false;
+  try {
+    for await (const message of followDownload(store, input.id, body, signal)) {
+      if ("done" in message) finished = true;
+      yield message;
+    }
+  } finally {
+    if (created && !finished) await removeUnready(store, input.id);
+  }
+}
+
+/** Deletes model `id` unless it has become ready meanwhile (a push from elsewhere); best effort. */
+async function removeUnready(store: StoreClient, id: string): Promise<void> {
+  try {
+    if ((await findModel(store, id))?.readyToUse === false) {
+      await store.DELETE("/models/{id}", { params: { path: { id } } });
+    }
+  } catch { /* The node went away: nothing more can be done from here. */ }
 }

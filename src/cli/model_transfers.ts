@@ -1,0 +1,168 @@
+/**
+ * `edgenode models push|pull|cat`: moving a model's file into and out of a node, with progress.
+ * A push or pull into a model that is not there, or a source that is not a URL, is refused
+ * before any byte moves; a pull that fails or is cancelled leaves no record it created.
+ *
+ * @module
+ */
+import { ConfigError } from "../config/config_error.ts";
+import { type NodeConnection, PREFIXES, type StoreClient } from "../sdk/clients.ts";
+import { humanBytes } from "../sdk/human_units.ts";
+import { findModel, type Model, pullModel } from "../sdk/models.ts";
+import { nodeError, nodeFetch } from "../sdk/node_errors.ts";
+import { answer, clientError, printJson, Progress, reach } from "./cli_context.ts";
+import { configOf, DEFAULT_VERSION, exactly, givenRecordFlags, type Kind } from "./model_flags.ts";
+import { openUserFile } from "./user_files.ts";
+
+/** What the transfer commands are given. */
+export interface TransferInvocation {
+  positionals: string[];
+  values: Record<string, unknown>;
+  connection: NodeConnection;
+  store: StoreClient;
+  json: boolean;
+}
+
+/** A file's bytes as a stream that reports its progress. */
+async function fileWithProgress(path: string, label: string) {
+  const file = await openUserFile(path);
+  const total = (await file.stat()).size;
+  const progress = new Progress(label);
+  let done = 0;
+  const body = file.readable.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        done += chunk.length;
+        progress.update(done, total);
+        controller.enqueue(chunk);
+      },
+      flush: () => progress.finish(),
+    }),
+  );
+  return { body, total };
+}
+
+/** The model `id`, or an error that says how to create it. */
+async function existing(store: StoreClient, id: string): Promise<Model> {
+  const model = await reach(findModel(store, id));
+  if (model) return model;
+  throw new Error(
+    `model '${id}' does not exist; create it first: edgenode models add ${id} --kind llm|vlm|embed|onnx`,
+  );
+}
+
+/** `models push ID FILE`: uploads the file into an existing record. */
+export async function push({ positionals, values, store, json }: TransferInvocation) {
+  const [id, path] = exactly(positionals, 2, "push ID FILE [--sha256 HEX]");
+  (await openUserFile(path)).close(); // A missing file is said before the node is asked.
+  await existing(store, id);
+  const { body, total } = await fileWithProgress(path, `push ${id}`);
+  const model = await answer(
+    store.POST("/models/{id}/upload", {
+      params: { path: { id }, query: { sha256: values.sha256 as string | undefined } },
+      body: body as never,
+      bodySerializer: (b: unknown) => b as BodyInit,
+      headers: { "Content-Type": "application/octet-stream", "Content-Length": String(total) },
+      duplex: "half",
+    } as never),
+    `uploading ${path}`,
+  ) as Model;
+  if (json) printJson(model);
+  else console.log(`pushed ${id}: ${humanBytes(model.totalSize)}, ready`);
+  return 0;
+}
+
+/**
+ * `models pull ID URL`: creates the record when needed and follows the download's events. A
+ * ready model is left alone unless --force is given.
+ */
+export async function pull({ positionals, values, store, json }: TransferInvocation) {
+  const [id, url] = exactly(positionals, 2, "pull ID URL [--mmproj URL] [--sha256 HEX] [--force]");
+  for (const [flag, given] of [["URL", url], ["--mmproj", values.mmproj]]) {
+    if (typeof given === "string" && !/^https?:\/\//i.test(given)) {
+      throw new ConfigError(
+        `pull takes an http:// or https:// URL (${flag} is '${given}'); ` +
+          `to send a file from this machine: edgenode models push ${id} FILE`,
+      );
+    }
+  }
+  const before = await reach(findModel(store, id));
+  const force = values.force === true;
+  if (before?.readyToUse && !force) {
+    const said = `${id} is already ready (${humanBytes(before.totalSize)}); nothing was ` +
+      `downloaded. Add --force to download it again from ${url}.`;
+    if (json) {
+      printJson(before);
+      console.error(said);
+    } else console.log(said);
+    return 0;
+  }
+  const ignored = before ? givenRecordFlags(values) : [];
+  if (ignored.length > 0) {
+    const [are, them] = ignored.length > 1 ? ["are", "them"] : ["is", "it"];
+    console.error(
+      `note: ${id} exists, so ${ignored.join(", ")} ${are} not applied; ` +
+        `change ${them} with 'edgenode models set ${id}'`,
+    );
+  }
+  const kind = (values.kind ?? (values.mmproj ? "vlm" : "llm")) as Kind;
+  const version = (values.version as string | undefined) ?? DEFAULT_VERSION;
+  const cancel = new AbortController();
+  const onInterrupt = () => cancel.abort();
+  Deno.addSignalListener("SIGINT", onInterrupt);
+  const bars = { model: new Progress(`pull ${id}`), mmproj: new Progress(`pull ${id} projector`) };
+  const body = {
+    url,
+    ...(values.mmproj ? { mmprojUrl: values.mmproj as string } : {}),
+    ...(values.sha256 ? { sha256: values.sha256 as string } : {}),
+    ...(force ? { force: true } : {}),
+  };
+  try {
+    const record = { id, kind, version, ...configOf(values, kind) };
+    for await (const message of pullModel(store, record, body, cancel.signal)) {
+      if ("done" in message) {
+        bars.model.finish();
+        if (json) printJson(message.model);
+        else console.log(`pulled ${id}: ${humanBytes(message.model.totalSize)}, ready`);
+        return 0;
+      }
+      if ("mmproj" in message) bars.mmproj.update(message.mmproj.size, message.mmproj.totalSize);
+      else bars.model.update(message.size, message.totalSize);
+    }
+    return 0;
+  } catch (error) {
+    if (cancel.signal.aborted) {
+      console.error(
+        before
+          ? `\npull of ${id} cancelled; the node discards the partial file`
+          : `\npull of ${id} cancelled; the record it created is removed`,
+      );
+      return 130;
+    }
+    throw clientError(error);
+  } finally {
+    Deno.removeSignalListener("SIGINT", onInterrupt);
+  }
+}
+
+/** `models cat ID`: the model file to standard output; a reader that goes away ends it quietly. */
+export async function cat({ positionals, connection }: TransferInvocation) {
+  const [id] = exactly(positionals, 1, "cat ID > FILE");
+  const response = await reach(
+    nodeFetch(connection.url)(
+      `${connection.url}${PREFIXES.store}/models/${encodeURIComponent(id)}?alt=media`,
+    ),
+  );
+  if (!response.ok || !response.body) {
+    const body = await response.json().catch(() => undefined);
+    throw nodeError(response, body, `reading ${id}'s file`);
+  }
+  try {
+    await response.body.pipeTo(Deno.stdout.writable, { preventClose: true });
+  } catch (error) {
+    // `edgenode models cat ID | head -c 10`: head has what it wants; that is not a failure.
+    if (error instanceof Deno.errors.BrokenPipe) return 0;
+    throw error;
+  }
+  return 0;
+}
