@@ -193,7 +193,34 @@ Deno.test("an unreachable node, insight's errors, nodes decrypt of a missing fil
     assert.match(pulled.stderr, /cannot reach the node at .*EDGENODE_NODE\n$/);
   });
 
+  await t.step("a server that is not a node: named, with how to point elsewhere", async () => {
+    await using files = startFileServer();
+    for (const args of [["models", "ls"], ["me"], ["nodes"], ["models", "cat", "x"]]) {
+      const result = await runEdgenode([...args, "--node", files.url]);
+      assert.equal(result.code, 1, args.join(" "));
+      assert.match(
+        result.stderr,
+        new RegExp(
+          `: ${files.url} answered \\d{3} \\(text/plain\\), not as an edgenode node does; ` +
+            "point to the node with --node URL or EDGENODE_NODE\n$",
+        ),
+        args.join(" "),
+      );
+    }
+  });
+
   await using node = await startTestNode({ config: { apiKey: "a-test-key-of-enough-length" } });
+  await t.step("a missing or wrong API key: how to give the right one", async () => {
+    for (const key of [[], ["--api-key", "not-the-key"]]) {
+      const result = await runEdgenode(["models", "rm", "x", ...key], { EDGENODE_NODE: node.url });
+      assert.equal(result.code, 1);
+      assert.match(
+        result.stderr,
+        /(401 missing credentials|403 incorrect API key).*; pass the node's key with --api-key or EDGENODE_API_KEY, or point EDGENODE_DATA_DIR at/,
+      );
+    }
+  });
+
   await t.step("insight's errors are their message, not JSON", async () => {
     const info = await cli(node, ["info", "--types", "bogus"]);
     assert.equal(info.code, 1);
@@ -204,12 +231,16 @@ Deno.test("an unreachable node, insight's errors, nodes decrypt of a missing fil
     for (const { stderr } of [info, nodes]) assert.ok(!/[{}]|statusCode/.test(stderr), stderr);
   });
 
-  await t.step("nodes decrypt of a missing file or token file: one line, exit 2", async () => {
-    const missing = await runEdgenode(["nodes", "decrypt", "--token", "T", "/nonexistent"]);
-    assert.equal(missing.code, 2);
-    assert.equal(missing.stderr, "edgenode: cannot read /nonexistent: no such file\n");
-    const tokenFile = await runEdgenode(["nodes", "decrypt", "--token-file", "/no/token"]);
-    assert.equal(tokenFile.code, 2);
-    assert.equal(tokenFile.stderr, "edgenode: cannot read /no/token: no such file\n");
-  });
+  await t.step(
+    "nodes decrypt of a missing file or token file: one line, exit 2",
+    () =>
+      withTempDir(async (dir) => {
+        const missing = await runEdgenode(["nodes", "decrypt", "--token", "T", `${dir}/none`]);
+        assert.equal(missing.code, 2);
+        assert.equal(missing.stderr, `edgenode: cannot read ${dir}/none: no such file\n`);
+        const tokenFile = await runEdgenode(["nodes", "decrypt", "--token-file", `${dir}/token`]);
+        assert.equal(tokenFile.code, 2);
+        assert.equal(tokenFile.stderr, `edgenode: cannot read ${dir}/token: no such file\n`);
+      }),
+  );
 });

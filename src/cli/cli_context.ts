@@ -9,7 +9,7 @@ import { humanBytes } from "../sdk/human_units.ts";
 import { parseArgs } from "node:util";
 import { ConfigError, resolvePaths } from "../node/config.ts";
 import type { NodeConnection } from "../sdk/clients.ts";
-import { nodeError, NodeUnreachableError } from "../sdk/node_errors.ts";
+import { NodeError, nodeError, NodeUnreachableError, NotANodeError } from "../sdk/node_errors.ts";
 
 /** Reads an environment variable (undefined when unset or not allowed). */
 export type Env = (name: string) => string | undefined;
@@ -132,17 +132,23 @@ export class Progress {
   }
 }
 
-/** Where to point the client when its node does not answer. */
-const UNREACHABLE_HINT = "is it running? Point to another with --node URL or EDGENODE_NODE";
+/** How to point the client at another node. */
+const NODE_HINT = "--node URL or EDGENODE_NODE";
 
 /**
- * The error to show for `error`: a node that cannot be reached gets the hint of how to point
- * the client elsewhere; anything else is itself.
+ * The error to show for `error`, with what to do when the user can fix it: point the client at
+ * the node (unreachable, or not a node), or give it the node's API key.
  */
 export function clientError(error: unknown): unknown {
-  return error instanceof NodeUnreachableError
-    ? new Error(`${error.message}; ${UNREACHABLE_HINT}`, { cause: error })
-    : error;
+  const hint = error instanceof NodeUnreachableError
+    ? `is it running? Point to another with ${NODE_HINT}`
+    : error instanceof NotANodeError
+    ? `point to the node with ${NODE_HINT}`
+    : error instanceof NodeError && /API key/.test(error.message)
+    ? "pass the node's key with --api-key or EDGENODE_API_KEY, or point EDGENODE_DATA_DIR at " +
+      "the node's data directory (its config.json holds the key)"
+    : undefined;
+  return hint ? new Error(`${(error as Error).message}; ${hint}`, { cause: error }) : error;
 }
 
 /** `call`'s result; a node that cannot be reached is said as clientError says it. */
@@ -161,5 +167,5 @@ export async function answer<T>(
 ): Promise<T> {
   const result = await reach(call);
   if (result.data !== undefined && result.response.ok) return result.data;
-  throw nodeError(result.response, result.error, what);
+  throw clientError(nodeError(result.response, result.error, what));
 }

@@ -155,7 +155,7 @@ export async function cat({ positionals, connection }: TransferInvocation) {
   );
   if (!response.ok || !response.body) {
     const body = await response.json().catch(() => undefined);
-    throw nodeError(response, body, `reading ${id}'s file`);
+    throw clientError(nodeError(response, body, `reading ${id}'s file`));
   }
   try {
     await response.body.pipeTo(Deno.stdout.writable, { preventClose: true });

@@ -31,9 +31,16 @@ export async function nodesDecryptCommand(args: string[]): Promise<number> {
   const token = values.token ??
     (values["token-file"] ? await readSecretFile(values["token-file"], "token") : undefined);
   if (!token) throw new ConfigError("--token or --token-file is required");
-  const input = positionals[0] && positionals[0] !== "-"
-    ? await readUserText(positionals[0])
-    : await new Response(Deno.stdin.readable).text();
+  const fromStdin = !positionals[0] || positionals[0] === "-";
+  if (fromStdin && !positionals[0] && Deno.stdin.isTerminal()) {
+    // Nothing piped in: waiting for a JWE to be typed would only look like a hang.
+    throw new ConfigError(
+      "give the saved answer as FILE, or pipe it in (curl ... | edgenode nodes decrypt ...)",
+    );
+  }
+  const input = fromStdin
+    ? await new Response(Deno.stdin.readable).text()
+    : await readUserText(positionals[0]);
   let listing: unknown;
   try {
     listing = await decryptNodeListing(input, token, values.clusters);

@@ -7,7 +7,7 @@
 import * as v from "valibot";
 import { jsonrpcMethods } from "../../gen/jsonrpc/methods.ts";
 import type { NodeConnection } from "./clients.ts";
-import { nodeFetch } from "./node_errors.ts";
+import { nodeFetch, notANode } from "./node_errors.ts";
 
 /**
  * The node's JSON-RPC methods, as spec/jsonrpc.yaml gives them.
@@ -42,7 +42,7 @@ let nextId = 1;
 
 /**
  * Calls `method` with positional `params`; its result, or RpcError (NodeUnreachableError when
- * the node cannot be reached).
+ * the node cannot be reached, NotANodeError when what answers is not a node).
  */
 export async function rpcCall<M extends RpcMethod>(
   connection: NodeConnection,
@@ -61,7 +61,7 @@ export async function rpcCall<M extends RpcMethod>(
   const answer = await response.json().catch(() => undefined) as
     | { result?: unknown; error?: { code: number; message: string } }
     | undefined;
-  if (!answer) throw new RpcError(-32700, `the node answered ${response.status} without JSON`);
+  if (!answer) throw notANode(response, `calling ${method}`);
   if (answer.error) throw new RpcError(answer.error.code, answer.error.message);
   return v.parse(jsonrpcMethods[method].result, answer.result) as RpcResult<M>;
 }

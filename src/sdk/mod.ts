@@ -40,8 +40,8 @@ export {
 export {
   errorMessage,
   NodeError,
-  nodeError,
   nodeFetch,
   NodeUnreachableError,
+  NotANodeError,
 } from "./node_errors.ts";
 export { humanBytes } from "./human_units.ts";

@@ -21,6 +21,15 @@ export class NodeError extends Error {
   }
 }
 
+/**
+ * An answer that is not what an edgenode node sends (its errors are always JSON): the client
+ * is most likely pointed at another server.
+ */
+export class NotANodeError extends NodeError {
+  /** Always "NotANodeError". */
+  override name = "NotANodeError";
+}
+
 /** No answer at all: the connection failed before the node could say anything. */
 export class NodeUnreachableError extends Error {
   /** Always "NodeUnreachableError". */
@@ -55,10 +64,25 @@ export function errorMessage(body: unknown): string | undefined {
   return typeof message === "string" ? message : undefined;
 }
 
-/** A NodeError for a failed answer and its (already read) body: "WHAT: STATUS MESSAGE". */
+/**
+ * A NodeError for a failed answer and its (already read) body: "WHAT: STATUS MESSAGE"; a
+ * NotANodeError when the answer is not JSON, as a node's never is.
+ */
 export function nodeError(response: Response, body: unknown, what: string): NodeError {
+  const type = response.headers.get("content-type") ?? "";
+  if (!/json/i.test(type)) return notANode(response, what);
   const message = errorMessage(body) ?? response.statusText;
   return new NodeError(response.status, `${what}: ${response.status} ${message}`.trimEnd());
+}
+
+/** The NotANodeError of an answer to `what`, naming the server that gave it. */
+export function notANode(response: Response, what: string): NotANodeError {
+  const type = response.headers.get("content-type")?.split(";")[0] || "no content type";
+  const origin = response.url ? new URL(response.url).origin : "the server";
+  return new NotANodeError(
+    response.status,
+    `${what}: ${origin} answered ${response.status} (${type}), not as an edgenode node does`,
+  );
 }
 
 /** The innermost message of an error and its causes. */
