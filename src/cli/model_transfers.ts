@@ -43,7 +43,7 @@ async function fileWithProgress(path: string, label: string) {
 }
 
 /** The model `id`, or an error that says how to create it. */
-async function existing(store: StoreClient, id: string): Promise<Model> {
+export async function requireModel(store: StoreClient, id: string): Promise<Model> {
   const model = await reach(findModel(store, id));
   if (model) return model;
   throw new Error(
@@ -55,7 +55,7 @@ async function existing(store: StoreClient, id: string): Promise<Model> {
 export async function push({ positionals, values, store, json }: TransferInvocation) {
   const [id, path] = exactly(positionals, 2, "push ID FILE [--sha256 HEX]");
   (await openUserFile(path)).close(); // A missing file is said before the node is asked.
-  await existing(store, id);
+  await requireModel(store, id);
   const { body, total } = await fileWithProgress(path, `push ${id}`);
   const model = await answer(
     store.POST("/models/{id}/upload", {

@@ -16,7 +16,7 @@ import {
   exactly,
   type Kind,
 } from "./model_flags.ts";
-import { cat, pull, push } from "./model_transfers.ts";
+import { cat, pull, push, requireModel } from "./model_transfers.ts";
 
 /** The help lines of these commands. */
 export const MODELS_HELP = `  edgenode models ls [--kind K] [--ready]
@@ -68,15 +68,6 @@ function printModel(model: Model): void {
   }
 }
 
-/** The record `id`, or an error that says how to create it. */
-async function recordOf(store: StoreClient, id: string): Promise<Model> {
-  const model = await reach(findModel(store, id));
-  if (model) return model;
-  throw new Error(
-    `model '${id}' does not exist; create it with: edgenode models add ${id} --kind K`,
-  );
-}
-
 /** `models add`: creates a record; an existing one is refused, never reset. */
 async function add(id: string, values: Record<string, unknown>, store: StoreClient) {
   const kind = values.kind as Kind | undefined;
@@ -117,7 +108,7 @@ async function set(id: string, values: Record<string, unknown>, store: StoreClie
       `updating ${id}`,
     );
   }
-  const before = await recordOf(store, id);
+  const before = await requireModel(store, id);
   const newKind = kind !== undefined && kind !== before.kind ? kind : undefined;
   return await answer(
     store.POST("/models", {
