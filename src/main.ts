@@ -5,7 +5,10 @@
  */
 import { parseArgs } from "node:util";
 import meta from "../deno.json" with { type: "json" };
-import { deployCommand, IMAGE_HELP, imageCommand } from "./cli/image_commands.ts";
+import { ACCOUNT_HELP, accountTokenCommand } from "./cli/account_commands.ts";
+import { CONTAINERS_HELP, containersCommand } from "./cli/container_commands.ts";
+import { DEPLOY_HELP, deployCommand } from "./cli/deploy_command.ts";
+import { IMAGE_HELP, imageCommand } from "./cli/image_commands.ts";
 import { MODELS_HELP, modelsCommand } from "./cli/models_commands.ts";
 import { NODES_HELP, nodesDecryptCommand } from "./cli/nodes.ts";
 import { identityCommand, infoCommand, listNodesCommand, NODE_HELP } from "./cli/node_commands.ts";
@@ -44,7 +47,10 @@ Usage:
 ${NODE_HELP}
 ${MODELS_HELP}
 ${NODES_HELP}
+${ACCOUNT_HELP}
 ${IMAGE_HELP}
+${DEPLOY_HELP}
+${CONTAINERS_HELP}
   edgenode version      Prints the version.
   edgenode help         Prints this help.
 
@@ -227,8 +233,11 @@ const COMMANDS = [
   "unassociate",
   "info",
   "models",
+  "account-token",
   "image",
+  "images",
   "deploy",
+  "containers",
   "version",
   "help",
 ];
@@ -271,10 +280,15 @@ export async function main(args: string[]): Promise<number> {
         return await infoCommand(rest, env);
       case "models":
         return await modelsCommand(rest, env);
+      case "account-token":
+        return await accountTokenCommand(rest, env);
       case "image":
+      case "images":
         return await imageCommand(rest, env);
       case "deploy":
         return await deployCommand(rest, env);
+      case "containers":
+        return await containersCommand(rest, env);
       case "version":
       case "--version":
         console.log(VERSION);

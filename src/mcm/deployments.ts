@@ -227,10 +227,19 @@ export class Deployments {
       throw new Invalid(`env key '${badKey}' must be 1 to 128 letters, digits, '_', '.' or '-'`);
     }
     limitsOf(env, this.#settings.memoryMb);
-    const requested = env["MCM.BASE_API_PATH"] ?? `/${request.name}`;
-    if (!PATH_PATTERN.test(requested) || /\/\.\.?(\/|$)/.test(requested)) {
-      throw new Invalid(`env MCM.BASE_API_PATH must be a path like /hello/v1 (got '${requested}')`);
+    const given = env["MCM.BASE_API_PATH"] ?? `/${request.name}`;
+    if (!PATH_PATTERN.test(given) || /\/\.\.?(\/|$)/.test(given)) {
+      throw new Invalid(`env MCM.BASE_API_PATH must be a path like /hello/v1 (got '${given}')`);
     }
+    const image = this.#images.find(caller, request.image);
+    const id = `${caller.client}-${request.name}`;
+    const segment = this.#records.segmentOf(
+      caller.client,
+      UUID_PATTERN.test(caller.client) ? caller.client.toLowerCase() : undefined,
+    );
+    // A container's env as GET answers it, posted back (a restart, `deploy --keep-env`), is the
+    // same deployment: its served path already starts with the client's segment.
+    const requested = given.startsWith(`/${segment}/`) ? given.slice(segment.length + 1) : given;
     const alias = env["MCM.API_ALIAS"] === "true" ? `/api${requested}` : null;
     const reserved = alias &&
       this.#node.reservedPrefixes.find((prefix) =>
@@ -239,12 +248,6 @@ export class Deployments {
     if (reserved) {
       throw new Conflict(`the alias ${alias} would shadow the node's own ${reserved}`);
     }
-    const image = this.#images.find(caller, request.image);
-    const id = `${caller.client}-${request.name}`;
-    const segment = this.#records.segmentOf(
-      caller.client,
-      UUID_PATTERN.test(caller.client) ? caller.client.toLowerCase() : undefined,
-    );
     const basePath = `/${segment}${requested}`;
     const owner = this.#records.pathOwner(basePath, alias, id);
     if (owner) {
@@ -258,7 +261,9 @@ export class Deployments {
       imageId: image.id,
       imageName: image.name,
       bundle: image.bundle,
-      env,
+      env: env["MCM.BASE_API_PATH"] === undefined
+        ? env
+        : { ...env, "MCM.BASE_API_PATH": requested },
       basePath,
       alias,
       created: Date.now(),

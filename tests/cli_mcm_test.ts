@@ -1,0 +1,418 @@
+/**
+ * The microservice and account commands of the CLI, run as users run them against a real node:
+ * `containers`, `images`, `deploy` (the env a redeploy keeps or drops, the key kept out of every
+ * output), `account-token`, bad usage, and the README's microservice walkthrough.
+ */
+import assert from "node:assert/strict";
+import { cliToken, makeIssuer } from "./helpers/identity.ts";
+import { EXAMPLES, getJson, mcm } from "./helpers/mcm.ts";
+import {
+  LAUNCHER_PERMISSIONS,
+  MAIN,
+  startTestNode,
+  type TestNode,
+  withTempDir,
+} from "./helpers/node.ts";
+
+const KEY = "a-deployment-key-nobody-may-see";
+const CONFIG = { apiKey: KEY, discovery: { mdns: false } };
+
+/** The Deno cache in use: the commands below run without HOME, so they are told where it is. */
+const DENO_DIR = JSON.parse(
+  new TextDecoder().decode(
+    (await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output()).stdout,
+  ),
+).denoDir as string;
+
+/** `edgenode ARGS` with only `env` (no HOME: no key found in a config file by chance). */
+async function edgenode(
+  args: string[],
+  env: Record<string, string>,
+  stdin?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, ...args],
+    clearEnv: true,
+    env: {
+      NO_COLOR: "1",
+      HOME: "/nonexistent",
+      DENO_DIR,
+      PATH: Deno.env.get("PATH") ?? "",
+      ...env,
+    },
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (stdin !== undefined) {
+    const writer = child.stdin.getWriter();
+    await writer.write(new TextEncoder().encode(stdin));
+    await writer.close();
+  }
+  const output = await child.output();
+  const text = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: text.decode(output.stdout),
+    stderr: text.decode(output.stderr),
+  };
+}
+
+/** The CLI pointed at `node` with the deployment key in EDGENODE_KEY. */
+function withKey(node: TestNode) {
+  return async (args: string[], expectedCode = 0) => {
+    const result = await edgenode(args, { EDGENODE_NODE: node.url, EDGENODE_KEY: KEY });
+    assert.equal(result.code, expectedCode, `${args.join(" ")}:\n${result.stdout}${result.stderr}`);
+    return result;
+  };
+}
+
+/** hello-mim built once into `dir`, as `edgenode image build` writes it. */
+async function helloImage(dir: string): Promise<string> {
+  const result = await edgenode(
+    ["image", "build", `${EXAMPLES}hello-mim`, "-o", `${dir}/hello-mim.tar`],
+    {},
+  );
+  assert.equal(result.code, 0, result.stderr);
+  return `${dir}/hello-mim.tar`;
+}
+
+Deno.test("containers ls, logs, rm and images ls, rm, as tables and as JSON", () =>
+  withTempDir(async (dir) => {
+    await using node = await startTestNode({ config: CONFIG });
+    const cli = withKey(node);
+    const tar = await helloImage(dir);
+    const deployed = await cli(["deploy", tar, "--name", "greeter", "--base-path", "/g/v1"]);
+    const url = /^serving at (\S+)$/m.exec(deployed.stdout)?.[1];
+    assert.ok(url?.endsWith("/g/v1/"), deployed.stdout);
+    await getJson(`${url}sayHello/Ada`);
+
+    const table = (await cli(["containers", "ls"])).stdout.trimEnd().split("\n");
+    assert.match(table[0], /^NAME\s+ID\s+IMAGE\s+STATE\s+RESTARTS\s+URL$/);
+    assert.deepEqual(table[1].split(/\s+/), [
+      "greeter",
+      "api-greeter",
+      "hello-mim",
+      "started",
+      "0",
+      url,
+    ]);
+    assert.equal(table.length, 2);
+    const listed = JSON.parse((await cli(["containers", "ls", "--json"])).stdout);
+    assert.deepEqual(listed.data.map((c: { id: string }) => c.id), ["api-greeter"]);
+
+    const logs = (await cli(["containers", "logs", "greeter"])).stdout;
+    assert.match(logs, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} {2}node {3}started in \d+ ms$/m);
+    assert.match(logs, /^\S+ \S+ {2}info {3}GET \/sayHello\/Ada$/m, "the microservice's own line");
+    const byId = JSON.parse((await cli(["containers", "logs", "api-greeter", "--json"])).stdout);
+    assert.ok(byId.data.some((line: { message: string }) => line.message === "GET /sayHello/Ada"));
+    const unknown = await cli(["containers", "logs", "nobody"], 1);
+    assert.match(unknown.stderr, /^edgenode: reading the logs of nobody: 404 .*nobody/);
+
+    const images = (await cli(["images", "ls"])).stdout.trimEnd().split("\n");
+    assert.match(images[0], /^NAME\s+ID\s+SIZE\s+CONTAINERS\s+CREATED$/);
+    assert.match(
+      images[1],
+      /^hello-mim\s+api-hello-mim\s+\d+ KiB\s+1\s+\d{4}-\d\d-\d\d \d\d:\d\d$/,
+    );
+    const inUse = await cli(["images", "rm", "hello-mim"], 1);
+    assert.match(inUse.stderr, /409 .*used by api-greeter/);
+
+    assert.match(
+      (await cli(["containers", "rm", "greeter"])).stdout,
+      /^removed greeter \(api-greeter\); its storage is kept .*--purge/m,
+    );
+    assert.equal(await fetch(`${url}sayHello/Ada`).then((r) => (r.body?.cancel(), r.status)), 404);
+    await cli(["deploy", tar, "--name", "greeter", "--base-path", "/g/v1"]);
+    const purged = JSON.parse(
+      (await cli(["containers", "rm", "api-greeter", "--purge", "--json"])).stdout,
+    );
+    assert.deepEqual([purged.id, purged.state], ["api-greeter", "stopped"]);
+    assert.equal(JSON.parse((await cli(["containers", "ls", "--json"])).stdout).data.length, 0);
+    assert.match(
+      (await cli(["images", "rm", "hello-mim"])).stdout,
+      /^removed image hello-mim \(api-hello-mim\)$/m,
+    );
+    assert.deepEqual(JSON.parse((await cli(["images", "ls", "--json"])).stdout), { data: [] });
+  }));
+
+Deno.test("a redeploy says which env it runs with and what it dropped; --keep-env and the served env keep them", () =>
+  withTempDir(async (dir) => {
+    await using node = await startTestNode({ config: CONFIG });
+    const cli = withKey(node);
+    const tar = await helloImage(dir);
+    const first = await cli([
+      "deploy",
+      tar,
+      "--name",
+      "svc",
+      "--base-path",
+      "/svc/v1",
+      "--env",
+      "A=secret-a",
+      "--env",
+      "B=2",
+    ]);
+    assert.match(
+      first.stdout,
+      /^deployed svc \(image hello-mim\): started\nenv: A, B\nserving at /m,
+    );
+    assert.ok(!first.stdout.includes("secret-a"), "env values are not printed");
+    const url = /^serving at (\S+)$/m.exec(first.stdout)![1];
+
+    const again = await cli(["deploy", tar, "--name", "svc", "--env", "A=1"]);
+    assert.match(again.stdout, /^redeployed svc \(image hello-mim\): started\nenv: A$/m);
+    assert.match(again.stdout, /^dropped env: B \(a redeploy replaces the env.*--keep-env\)$/m);
+    assert.match(
+      again.stdout,
+      /^base path moved from \/[^/]+\/svc\/v1 \(give --base-path \/svc\/v1 /m,
+    );
+
+    const kept = await cli([
+      "deploy",
+      tar,
+      "--name",
+      "svc",
+      "--base-path",
+      "/svc/v1",
+      "--env",
+      "B=3",
+    ]);
+    assert.ok(kept.stdout.includes(`serving at ${url}\n`));
+    const keep = await cli(["deploy", tar, "--name", "svc", "--keep-env", "--env", "C=4"]);
+    assert.match(keep.stdout, /^env: B, C$/m);
+    assert.ok(!/dropped|moved/.test(keep.stdout), keep.stdout);
+    assert.ok(keep.stdout.includes(`serving at ${url}\n`), "the base path kept");
+    assert.deepEqual(
+      [(await getJson(`${url}env`)).body.B, (await getJson(`${url}env`)).body.C],
+      ["3", "4"],
+    );
+
+    // The API: the env GET answers, posted back, is the same deployment (a restart).
+    const served = await (await mcm(node, "/containers/svc")).json();
+    const restarted = await mcm(node, "/containers", {
+      method: "POST",
+      body: JSON.stringify({ name: "svc", image: "hello-mim", env: served.env }),
+      headers: { "Content-Type": "application/json" },
+    });
+    const body = await restarted.json();
+    assert.equal(restarted.status, 200, JSON.stringify(body));
+    assert.equal(body.env["MCM.BASE_API_PATH"], served.env["MCM.BASE_API_PATH"]);
+    assert.equal((await getJson(`${url}env`)).status, 200, "still served at its URL");
+  }));
+
+Deno.test("the deployment key never appears in any output: from EDGENODE_KEY, from --key-file", () =>
+  withTempDir(async (dir) => {
+    await using node = await startTestNode({ config: CONFIG });
+    const tar = await helloImage(dir);
+    await Deno.writeTextFile(`${dir}/key`, `${KEY}\n`, { mode: 0o600 });
+    await Deno.writeTextFile(`${dir}/wrong`, "a-wrong-key-also-kept-secret", { mode: 0o600 });
+    const runs = [
+      await edgenode(["deploy", tar, "--name", "k"], {
+        EDGENODE_NODE: node.url,
+        EDGENODE_KEY: KEY,
+      }),
+      await edgenode([
+        "deploy",
+        tar,
+        "--name",
+        "k",
+        "--json",
+        "--node",
+        node.url,
+        "--key-file",
+        `${dir}/key`,
+      ], {}),
+      await edgenode(
+        ["containers", "ls", "--json", "--node", node.url, "--key-file", `${dir}/key`],
+        {},
+      ),
+      await edgenode(["deploy", tar, "--node", node.url, "--key-file", `${dir}/wrong`], {}),
+      await edgenode(["deploy", tar, "--node", "http://127.0.0.1:9"], { EDGENODE_KEY: KEY }),
+    ];
+    assert.deepEqual(runs.map((run) => run.code), [0, 0, 0, 1, 1], JSON.stringify(runs));
+    assert.match(runs[3].stderr, /403/);
+    for (const { stdout, stderr } of runs) {
+      assert.ok(!`${stdout}${stderr}`.includes(KEY), `the key in:\n${stdout}${stderr}`);
+      assert.ok(
+        !`${stdout}${stderr}`.includes("a-wrong-key"),
+        `the wrong key in:\n${stdout}${stderr}`,
+      );
+    }
+    await Deno.chmod(`${dir}/key`, 0o644);
+    const loose = await edgenode([
+      "containers",
+      "ls",
+      "--node",
+      node.url,
+      "--key-file",
+      `${dir}/key`,
+    ], {});
+    assert.equal(loose.code, 0, loose.stderr);
+    assert.equal(loose.stderr, `warning: other users may read ${dir}/key; chmod 600 ${dir}/key\n`);
+    const both = await edgenode(["containers", "ls", "--key", KEY, "--key-file", `${dir}/key`], {});
+    assert.deepEqual([both.code, both.stderr], [
+      2,
+      "edgenode: give --key or --key-file, not both\n",
+    ]);
+    const none = await edgenode(["containers", "ls", "--node", node.url], {});
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /^edgenode: no credential: set EDGENODE_KEY .*--key-file FILE\n$/);
+  }));
+
+Deno.test("a missing file: one line naming it, exit 2", async () => {
+  for (const args of [["image", "push", "/nonexist.tar"], ["deploy", "/nonexist.tar"]]) {
+    const result = await edgenode(args, { EDGENODE_KEY: KEY });
+    assert.deepEqual(
+      [result.code, result.stderr],
+      [2, "edgenode: cannot read /nonexist.tar: no such file\n"],
+      args.join(" "),
+    );
+  }
+  const keyFile = await edgenode(["containers", "ls", "--key-file", "/nonexist.key"], {});
+  assert.deepEqual([keyFile.code, keyFile.stderr], [
+    2,
+    "edgenode: cannot read /nonexist.key: no such file\n",
+  ]);
+});
+
+Deno.test("account-token stores the token from a file, stdin or an argument, and clears it", () =>
+  withTempDir(async (dir) => {
+    const issuer = await makeIssuer(`${dir}/issuer`);
+    await using node = await startTestNode({ config: CONFIG, args: ["--trust", issuer.trustFile] });
+    const env = { EDGENODE_NODE: node.url, EDGENODE_API_KEY: KEY };
+    const run = async (args: string[], code: number, stdin?: string) => {
+      const result = await edgenode(["account-token", ...args], env, stdin);
+      assert.equal(result.code, code, `${args.join(" ")}: ${result.stdout}${result.stderr}`);
+      return result;
+    };
+    const accountNodes =
+      async () => (await fetch(`${node.url}/mesh/insight/v1/nodes?type=account`, {
+        headers: { Authorization: `Bearer ${KEY}` },
+      }).then((r) => (r.body?.cancel(), r.status)));
+    assert.equal(
+      (await edgenode(
+        ["associate", await cliToken(issuer, "acct-7", "edge:account:associate")],
+        env,
+      )).code,
+      0,
+    );
+    const token = await cliToken(issuer, "acct-7", "edge:clusters");
+    await Deno.writeTextFile(`${dir}/token`, `${token}\n`, { mode: 0o600 });
+
+    assert.equal(await accountNodes(), 403, "no token yet");
+    const stored = await run(["--token-file", `${dir}/token`], 0);
+    assert.match(
+      stored.stdout,
+      /^stored the account token \(account acct-7, expires \d{4}-\d\d-\d\d \d\d:\d\d UTC\)$/m,
+    );
+    assert.equal(await accountNodes(), 503, "stored: only the hub is missing");
+    assert.equal((await run(["--clear"], 0)).stdout, "cleared the account token\n");
+    assert.equal(await accountNodes(), 403, "cleared");
+    assert.deepEqual(JSON.parse((await run(["-", "--json"], 0, `${token}\n`)).stdout), {
+      status: "ok",
+    });
+    assert.equal(await accountNodes(), 503, "stored from stdin");
+    await run(["--clear"], 0);
+    await run([token], 0);
+    assert.equal(await accountNodes(), 503, "stored from the argument");
+
+    const other = await cliToken(issuer, "acct-8", "edge:clusters");
+    const refused = await run([other], 1);
+    assert.match(refused.stderr, /^edgenode: storing the account token: 400 .*acct-8/);
+    for (const result of [stored, refused]) {
+      assert.ok(
+        !`${result.stdout}${result.stderr}`.includes(token.split(".")[2]),
+        "no token printed",
+      );
+    }
+    for (const bad of [[], ["a", "b"], ["--clear", token], ["--token-file", `${dir}/token`, "-"]]) {
+      const result = await run(bad, 2);
+      assert.equal(
+        result.stderr,
+        "edgenode: usage: edgenode account-token --token-file FILE | - | TOKEN, or --clear\n",
+      );
+    }
+    const empty = await run(["-"], 2, "\n");
+    assert.equal(empty.stderr, "edgenode: standard input holds no token\n");
+  }));
+
+Deno.test("the new commands: usage errors exit 2, --help shows their usage, typos get 'did you mean'", async () => {
+  const cases: [string[], RegExp][] = [
+    [["containers"], /^edgenode: usage: edgenode containers ls\|logs NAME\|rm NAME \[--purge\]\n$/],
+    [["containers", "lss"], /^edgenode: unknown containers command 'lss'; did you mean 'ls'\?/],
+    [["containers", "logs"], /^edgenode: usage: edgenode containers logs NAME\|ID\n$/],
+    [
+      ["containers", "rm", "a", "b"],
+      /^edgenode: usage: edgenode containers rm NAME\|ID \[--purge\]\n$/,
+    ],
+    [["containers", "ls", "--bogus"], /^edgenode: Unknown option '--bogus'/],
+    [["images", "rm"], /^edgenode: usage: edgenode images rm NAME\|ID\n$/],
+    [["images", "lx"], /^edgenode: unknown image command 'lx'; did you mean 'ls'\?/],
+    [["deploy"], /^edgenode: usage: edgenode deploy DIR\|FILE\|IMAGE\.tar /],
+    [["containres"], /^edgenode: unknown command 'containres'; did you mean 'containers'\?/],
+    [["acount-token"], /^edgenode: unknown command 'acount-token'; did you mean 'account-token'\?/],
+  ];
+  for (const [args, expected] of cases) {
+    const result = await edgenode(args, { EDGENODE_KEY: KEY });
+    assert.equal(result.code, 2, `${args.join(" ")}: ${result.stderr}`);
+    assert.match(result.stderr, expected);
+  }
+  for (
+    const [command, usage] of [
+      ["containers", /^ {2}edgenode containers logs NAME\|ID$/m],
+      ["images", /^ {2}edgenode images rm NAME\|ID$/m],
+      ["account-token", /^ {2}edgenode account-token --clear$/m],
+      ["deploy", /--key-file FILE/],
+    ] as const
+  ) {
+    const help = await edgenode([command, "--help"], {});
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, usage);
+  }
+});
+
+/** The README's first shell block under "## Microservices (mcm)". */
+async function readmeWalkthrough(): Promise<string> {
+  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  const section = readme.slice(readme.indexOf("\n## Microservices (mcm)\n"));
+  const block = /\n```sh\n([\s\S]*?)\n```\n/.exec(section);
+  assert.ok(block, "README.md has a shell block under '## Microservices (mcm)'");
+  return block[1];
+}
+
+Deno.test("the README's microservice walkthrough runs top to bottom as written", () =>
+  withTempDir(async (dir) => {
+    await using node = await startTestNode({ config: CONFIG });
+    await Deno.mkdir(`${dir}/bin`);
+    await Deno.writeTextFile(
+      `${dir}/bin/edgenode`,
+      `#!/bin/sh\nexec "${Deno.execPath()}" run ${LAUNCHER_PERMISSIONS.join(" ")} "${MAIN}" "$@"\n`,
+      { mode: 0o755 },
+    );
+    await Deno.symlink(EXAMPLES, `${dir}/examples`);
+    // As the README's earlier blocks leave them: N and KEY set, nothing exported. Every request
+    // must succeed (curl fails on any 4xx or 5xx answer).
+    const script = `set -euo pipefail
+N=${node.url}
+KEY=${KEY}
+curl() { command curl -sS --fail-with-body "$@"; echo; }
+${await readmeWalkthrough()}
+`;
+    const run = await new Deno.Command("bash", {
+      args: ["-c", script],
+      cwd: dir,
+      clearEnv: true,
+      env: { PATH: `${dir}/bin:${Deno.env.get("PATH")}`, HOME: dir, DENO_DIR, NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const output = new TextDecoder().decode(run.stdout) + new TextDecoder().decode(run.stderr);
+    assert.equal(run.code, 0, output);
+    assert.match(output, /"message":"Hello Ada!"/);
+    assert.deepEqual(
+      await (await mcm(node, "/containers")).json(),
+      { data: [] },
+      "the walkthrough cleans up after itself",
+    );
+  }));
