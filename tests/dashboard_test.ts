@@ -110,6 +110,19 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
       await audit("models");
     });
 
+    await t.step("models: a download that fails says why and leaves no record", async () => {
+      const form = page.getByRole("form", { name: "Download from a URL" });
+      await form.getByLabel("Model ID").fill("refused");
+      await form.getByLabel("Kind").selectOption("llm");
+      await form.getByLabel("File URL").fill(`${files.url}/missing.gguf`);
+      await form.getByRole("button", { name: "Download" }).click();
+      await page.getByText(/the source answered 404/).waitFor();
+      const { response } = await node.store.GET("/models/{id}", {
+        params: { path: { id: "refused" }, query: {} },
+      });
+      assert.equal(response.status, 404, "the record made for the download is gone again");
+    });
+
     await t.step("models: an upload from this computer", async () => {
       const form = page.getByRole("form", { name: "Upload a file" });
       await form.getByLabel("Model ID").fill("uploaded");

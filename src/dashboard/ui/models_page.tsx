@@ -6,7 +6,7 @@
  */
 import { useState } from "preact/hooks";
 import type { components } from "../../../gen/store/types.ts";
-import { ensureModel, followDownload } from "../../sdk/models.ts";
+import { ensureModel, pullModel } from "../../sdk/models.ts";
 import { bytes, when } from "./format.ts";
 import { clients, messageOf, storedKey, uploadModelFile } from "./node_api.ts";
 import { ConfirmButton, NeedsKey, Notice, ProgressBar, Table, usePolling } from "./widgets.tsx";
@@ -123,11 +123,10 @@ export function ModelsPage() {
     setProblem(undefined);
     const files: Record<string, Transfer> = {};
     try {
-      const { store } = clients();
-      await ensureModel(store, record);
-      models.reload();
       const body = { url, ...(mmprojUrl ? { mmprojUrl } : {}) };
-      for await (const message of followDownload(store, record.id, body)) {
+      // pullModel removes the record it made when the node refuses the download or it fails.
+      for await (const message of pullModel(clients().store, record, body)) {
+        if (Object.keys(files).length === 0) models.reload(); // the new record, while it runs
         if ("done" in message) {
           for (const file of Object.values(files)) track({ ...file, state: "done" });
         } else {
