@@ -12,7 +12,7 @@ import { deploymentInvocation } from "./deployment_target.ts";
 
 /** The help lines of these commands. */
 export const CONTAINERS_HELP = `  edgenode containers ls
-      The containers: name, id, image, state, restarts, URL.
+      The containers: name, id, image, state, restarts, URL (with deploy's credential).
   edgenode containers logs NAME|ID
       The container's recent log lines (its console.* and the node's notes on it), oldest first.
   edgenode containers rm NAME|ID [--purge]

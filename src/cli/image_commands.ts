@@ -22,7 +22,8 @@ export const IMAGE_HELP = `  edgenode image build DIR|FILE [-o OUT.tar] [--name 
   edgenode image push IMAGE.tar [--name NAME]
       Uploads an image (POST /mcm/v1/images).
   edgenode images ls
-      The images on the node: name, id, size, containers using it, upload time.
+      The images on the node: name, id, size, containers using it, upload time (with
+      deploy's credential).
   edgenode images rm NAME|ID
       Removes an image no container uses.`;
 
