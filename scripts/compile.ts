@@ -49,6 +49,8 @@ for (const name of names) {
     args: [
       "compile",
       "--bundle",
+      // Deno's npm cache, not the developers' node_modules (deno.json: nodeModulesDir manual).
+      "--node-modules-dir=none",
       "--target",
       target,
       "--output",

@@ -10,7 +10,7 @@ const SANDBOX = new URL("../../src/mcm/sandbox/", import.meta.url).pathname;
 /** `deno bundle` (esbuild, resolving npm: packages as the project does) of one entry. */
 async function bundle(entry: string): Promise<string> {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["bundle", "--quiet", "--platform=deno", `${SANDBOX}${entry}`],
+    args: ["bundle", "--quiet", "--node-modules-dir=none", "--platform=deno", `${SANDBOX}${entry}`],
     stdout: "piped",
     stderr: "piped",
   }).output();

@@ -83,6 +83,9 @@ export async function runNarrowed(
   if (!executable) {
     return await runChild(Deno.execPath(), [
       "run",
+      // npm packages from Deno's cache, fetched as the node imports them: deno.json's
+      // node_modules is the developers' (dev-only packages included), and may not exist.
+      "--node-modules-dir=none",
       ...permissionFlags(set),
       Deno.mainModule,
       ...args,
