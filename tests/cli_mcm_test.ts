@@ -1,18 +1,12 @@
 /**
  * The microservice commands of the CLI, run as users run them against a real node:
  * `containers`, `images`, `deploy` (the env a redeploy keeps or drops, the key kept out of every
- * output), a missing file, and the README's microservice walkthrough.
+ * output), and a missing file. (The README's walkthrough runs in tests/readme_test.ts.)
  */
 import assert from "node:assert/strict";
-import { DENO_DIR, edgenode } from "./helpers/cli_env.ts";
+import { edgenode } from "./helpers/cli_env.ts";
 import { EXAMPLES, getJson, mcm } from "./helpers/mcm.ts";
-import {
-  LAUNCHER_PERMISSIONS,
-  MAIN,
-  startTestNode,
-  type TestNode,
-  withTempDir,
-} from "./helpers/node.ts";
+import { startTestNode, type TestNode, withTempDir } from "./helpers/node.ts";
 
 const KEY = "a-deployment-key-nobody-may-see";
 const CONFIG = { apiKey: KEY, discovery: { mdns: false } };
@@ -234,48 +228,3 @@ Deno.test("a missing file: one line naming it, exit 2", async () => {
     "edgenode: cannot read /nonexist.key: no such file\n",
   ]);
 });
-
-/** The README's first shell block under "## Microservices (mcm)". */
-async function readmeWalkthrough(): Promise<string> {
-  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
-  const section = readme.slice(readme.indexOf("\n## Microservices (mcm)\n"));
-  const block = /\n```sh\n([\s\S]*?)\n```\n/.exec(section);
-  assert.ok(block, "README.md has a shell block under '## Microservices (mcm)'");
-  return block[1];
-}
-
-Deno.test("the README's microservice walkthrough runs top to bottom as written", () =>
-  withTempDir(async (dir) => {
-    await using node = await startTestNode({ config: CONFIG });
-    await Deno.mkdir(`${dir}/bin`);
-    await Deno.writeTextFile(
-      `${dir}/bin/edgenode`,
-      `#!/bin/sh\nexec "${Deno.execPath()}" run ${LAUNCHER_PERMISSIONS.join(" ")} "${MAIN}" "$@"\n`,
-      { mode: 0o755 },
-    );
-    await Deno.symlink(EXAMPLES, `${dir}/examples`);
-    // As the README's earlier blocks leave them: N and KEY set, nothing exported. Every request
-    // must succeed (curl fails on any 4xx or 5xx answer).
-    const script = `set -euo pipefail
-N=${node.url}
-KEY=${KEY}
-curl() { command curl -sS --fail-with-body "$@"; echo; }
-${await readmeWalkthrough()}
-`;
-    const run = await new Deno.Command("bash", {
-      args: ["-c", script],
-      cwd: dir,
-      clearEnv: true,
-      env: { PATH: `${dir}/bin:${Deno.env.get("PATH")}`, HOME: dir, DENO_DIR, NO_COLOR: "1" },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const output = new TextDecoder().decode(run.stdout) + new TextDecoder().decode(run.stderr);
-    assert.equal(run.code, 0, output);
-    assert.match(output, /"message":"Hello Ada!"/);
-    assert.deepEqual(
-      await (await mcm(node, "/containers")).json(),
-      { data: [] },
-      "the walkthrough cleans up after itself",
-    );
-  }));

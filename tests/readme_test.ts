@@ -207,6 +207,20 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
       }
     }
     assert.deepEqual(refused, [], `requests the README does not expect to fail:\n${out}`);
+    // A comment that is a whole JSON value, nothing abridged ("..."), is what the command prints.
+    for (const block of chosen) {
+      for (const shown of block.text.matchAll(/^# (\{.*\})$/gm)) {
+        if (shown[1].includes("...")) continue;
+        const value = (() => {
+          try {
+            return JSON.stringify(JSON.parse(shown[1]));
+          } catch {
+            return undefined; // abridged ("...") or annotated: only shows the shape
+          }
+        })();
+        if (value) assert.ok(out.includes(value), `README.md:${block.line}ff shows ${value}`);
+      }
+    }
   }));
 
 Deno.test("the README's config.json examples are valid config files", async () => {

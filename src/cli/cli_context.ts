@@ -7,6 +7,7 @@
  */
 import { humanBytes } from "../sdk/human_units.ts";
 import { parseArgs } from "node:util";
+import { closestName } from "../config/closest_name.ts";
 import { ConfigError, resolvePaths } from "../node/config.ts";
 import type { NodeConnection } from "../sdk/clients.ts";
 import { NodeError, nodeError, NodeUnreachableError, NotANodeError } from "../sdk/node_errors.ts";
@@ -168,4 +169,30 @@ export async function answer<T>(
   const result = await reach(call);
   if (result.data !== undefined && result.response.ok) return result.data;
   throw clientError(nodeError(result.response, result.error, what));
+}
+
+/** A command's subcommands by name (`containers ls`, `image push`, ...). */
+export type Subcommands = ReadonlyMap<string, (args: string[], env: Env) => Promise<number>>;
+
+/**
+ * Runs subcommand `args[0]` of `command`; without one, refuses with `usage`; with an unknown
+ * one, names the subcommands there are and the nearest.
+ */
+export function runSubcommand(
+  command: string,
+  subcommands: Subcommands,
+  args: string[],
+  env: Env,
+  usage: string,
+): Promise<number> {
+  const [sub, ...rest] = args;
+  const run = sub === undefined ? undefined : subcommands.get(sub);
+  if (run) return run(rest, env);
+  if (sub === undefined) throw new ConfigError(usage);
+  const names = [...subcommands.keys()];
+  const near = closestName(sub, names);
+  throw new ConfigError(
+    `unknown ${command} command '${sub}'${near ? `; did you mean '${near}'?` : ""} ` +
+      `(${names.join(", ")})`,
+  );
 }

@@ -6,8 +6,7 @@
  */
 import type { Container, LogLine } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../config/config_error.ts";
-import { closestName } from "../config/closest_name.ts";
-import { answer, type Env, printJson, printTable } from "./cli_context.ts";
+import { answer, type Env, printJson, printTable, runSubcommand } from "./cli_context.ts";
 import { deploymentInvocation } from "./deployment_target.ts";
 
 /** The help lines of these commands. */
@@ -100,14 +99,11 @@ const SUBCOMMANDS = new Map<string, (args: string[], env: Env) => Promise<number
 
 /** `edgenode containers ...`. */
 export function containersCommand(args: string[], env: Env): Promise<number> {
-  const [sub, ...rest] = args;
-  const run = sub === undefined ? undefined : SUBCOMMANDS.get(sub);
-  if (run) return run(rest, env);
-  const near = sub && closestName(sub, [...SUBCOMMANDS.keys()]);
-  throw new ConfigError(
-    sub === undefined
-      ? "usage: edgenode containers ls|logs NAME|rm NAME [--purge]"
-      : `unknown containers command '${sub}'${near ? `; did you mean '${near}'?` : ""}` +
-        " (ls, logs, rm)",
+  return runSubcommand(
+    "containers",
+    SUBCOMMANDS,
+    args,
+    env,
+    "usage: edgenode containers ls|logs NAME|rm NAME [--purge]",
   );
 }

@@ -8,9 +8,8 @@ import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import type { Image } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../config/config_error.ts";
-import { closestName } from "../config/closest_name.ts";
 import { humanBytes } from "../sdk/human_units.ts";
-import { answer, type Env, printJson, printTable } from "./cli_context.ts";
+import { answer, type Env, printJson, printTable, runSubcommand } from "./cli_context.ts";
 import { deploymentInvocation, type DeploymentTarget } from "./deployment_target.ts";
 import { buildImage } from "./image_build.ts";
 import { readUserFile } from "./user_files.ts";
@@ -136,14 +135,11 @@ const SUBCOMMANDS = new Map<string, (args: string[], env: Env) => Promise<number
 
 /** `edgenode image ...` and `edgenode images ...` (the same commands). */
 export function imageCommand(args: string[], env: Env): Promise<number> {
-  const [sub, ...rest] = args;
-  const run = sub === undefined ? undefined : SUBCOMMANDS.get(sub);
-  if (run) return run(rest, env);
-  const near = sub && closestName(sub, [...SUBCOMMANDS.keys()]);
-  throw new ConfigError(
-    sub === undefined
-      ? "usage: edgenode image build|push|ls|rm ... ('edgenode image --help')"
-      : `unknown image command '${sub}'${near ? `; did you mean '${near}'?` : ""}` +
-        " (build, push, ls, rm)",
+  return runSubcommand(
+    "image",
+    SUBCOMMANDS,
+    args,
+    env,
+    "usage: edgenode image build|push|ls|rm ... ('edgenode image --help')",
   );
 }
