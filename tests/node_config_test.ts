@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ModelListSchema } from "../gen/store/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
-import { makeIssuer } from "./helpers/identity.ts";
+import { makeIssuer, rpc } from "./helpers/identity.ts";
 import { runEdgenode, startTestNode, waitFor, withTempDir } from "./helpers/node.ts";
 
 Deno.test("a fresh data directory gets a 0600 config with a random key, printed once", () =>
@@ -222,3 +222,25 @@ Deno.test("the node stops when its launcher is killed", async () => {
     }
   }, "the node to exit");
 });
+
+Deno.test("without nodeName, the name is the host name and the id's first digits, kept across restarts", () =>
+  withTempDir(async (dir) => {
+    const host = new TextDecoder().decode(
+      (await new Deno.Command("hostname", { stdout: "piped" }).output()).stdout,
+    ).trim();
+    const config = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
+    const names: string[] = [];
+    for (const dataDir of [`${dir}/a`, `${dir}/b`, `${dir}/a`]) {
+      await Deno.mkdir(dataDir, { recursive: true });
+      await using node = await startTestNode({ dataDir, config });
+      const me = await rpc(node, "getMe");
+      assert.equal(me.name, `${host}-${me.nodeId.slice(0, 4)}`);
+      names.push(me.name);
+    }
+    assert.equal(names[2], names[0], "the same name after a restart");
+    await using named = await startTestNode({
+      dataDir: `${dir}/a`,
+      config: { ...config, nodeName: "pi3" },
+    });
+    assert.equal((await rpc(named, "getMe")).name, "pi3", "nodeName in config wins");
+  }));

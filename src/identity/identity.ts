@@ -31,6 +31,20 @@ export type TokenState = "absent" | "stored" | "expired";
 /** What changed in the identity: the account, the stored token or the GPS fix. */
 export type IdentityChange = "account" | "token" | "gps";
 
+/**
+ * The name of a node whose config names none: the host name and the first four hex digits of its
+ * id (`pi3-0fe0`), so that nodes sharing a machine can be told apart, and the same at every start.
+ */
+export function defaultNodeName(nodeId: string): string {
+  let host = "edgenode";
+  try {
+    host = Deno.hostname() || host;
+  } catch {
+    // Not allowed to ask: the program's name instead.
+  }
+  return `${host}-${nodeId.slice(0, 4)}`;
+}
+
 /** The node's identity and account. */
 export class Identity {
   readonly #listeners: ((change: IdentityChange) => void)[] = [];
@@ -56,15 +70,19 @@ export class Identity {
     this.version = version;
   }
 
-  /** Loads (creating at first start) the identity kept in `dataDir` and `db`. */
+  /**
+   * Loads (creating at first start) the identity kept in `dataDir` and `db`. Without a `name`,
+   * the node is named defaultNodeName(its id).
+   */
   static async open(
     dataDir: string,
     db: DatabaseSync,
-    options: { name: string; version: string; trustedIssuers: TrustedIssuer[] },
+    options: { name?: string; version: string; trustedIssuers: TrustedIssuer[] },
   ): Promise<Identity> {
     const key = await loadNodeKey(dataDir);
     const verifier = await TokenVerifier.create(key.nodeId, options.trustedIssuers);
-    return new Identity(key, new NodeState(db), verifier, options.name, options.version);
+    const name = options.name ?? defaultNodeName(key.nodeId);
+    return new Identity(key, new NodeState(db), verifier, name, options.version);
   }
 
   /** The node id (see loadNodeKey). */

@@ -39,7 +39,8 @@ export interface Settings {
   downloadStallSeconds: number;
   downloadRetries: number;
   downloadHosts: string[] | undefined;
-  nodeName: string;
+  /** The name from the config file; undefined: defaultNodeName (src/identity/identity.ts). */
+  nodeName: string | undefined;
   insightPrefixes: string[];
   trustedIssuers: TrustedIssuer[];
   /** The trust files given with --trust, as absolute paths (the node must read them too). */
@@ -71,15 +72,6 @@ export function resolvePaths(
   }
   const absolute = resolve(dataDir);
   return { dataDir: absolute, configPath: resolve(flags.config ?? join(absolute, "config.json")) };
-}
-
-/** The host name; the launcher may not read it (only the node uses the name). */
-function hostName(): string {
-  try {
-    return Deno.hostname();
-  } catch {
-    return "edgenode";
-  }
 }
 
 /** A new random API key: 32 bytes, base64url. */
@@ -143,7 +135,7 @@ export async function loadSettings(
     downloadStallSeconds: file.downloadStallSeconds ?? DEFAULTS.downloadStallSeconds,
     downloadRetries: file.downloadRetries ?? DEFAULTS.downloadRetries,
     downloadHosts: file.downloadHosts,
-    nodeName: file.nodeName ?? hostName(),
+    nodeName: file.nodeName,
     insightPrefixes: file.insightPrefixes ?? [...DEFAULTS.insightPrefixes],
     trustedIssuers: [...(file.trustedIssuers ?? []), ...await readTrustFiles(trustFiles)],
     trustFiles,
