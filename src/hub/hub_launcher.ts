@@ -10,6 +10,8 @@ import { HUB_ENV_VARS } from "../program/env_vars.ts";
 import { NO_PERMISSIONS, type PermissionSet } from "../program/permission_set.ts";
 import { runNarrowed } from "../program/self_program.ts";
 import { lockDataDir } from "../storage/data_dir_lock.ts";
+import { databaseFiles } from "../storage/database.ts";
+import { checkWritable } from "../storage/writable_check.ts";
 import { type HubFlags, type HubSettings, loadHubSettings } from "./hub_settings.ts";
 
 /** The Deno permissions of a hub with these settings. */
@@ -36,5 +38,6 @@ export async function launchHub(flags: HubFlags, env: EnvReader): Promise<number
   settings.configPath = await realConfigPath(settings.configPath);
   // Held while this launcher lives, that is while its hub runs.
   using _lock = await lockDataDir(settings.dataDir);
+  await checkWritable(settings.dataDir, { trees: [], files: databaseFiles("hub.db") });
   return await runNarrowed(hubPermissions(settings), ["__hub"], settings);
 }

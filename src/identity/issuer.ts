@@ -7,7 +7,7 @@
  */
 import { calculateJwkThumbprint, importJWK, type JWK, SignJWT } from "jose";
 import { ConfigError } from "../config/config_error.ts";
-import { newEd25519Jwks, writeSecretFile } from "./key_files.ts";
+import { newEd25519Jwks, parsePrivateJwk, readSecretFile, writeSecretFile } from "./key_files.ts";
 
 /** The issuer's key file and trust file in its folder. */
 export const ISSUER_FILES = { key: "issuer-key.json", trust: "trust.json" } as const;
@@ -56,14 +56,22 @@ export interface TokenRequest {
 
 /** Signs an edge access token with the issuer in `dir`. */
 export async function signToken(dir: string, request: TokenRequest): Promise<string> {
+  const path = `${dir}/${ISSUER_FILES.key}`;
+  const text = await readSecretFile(path);
+  if (text === undefined) {
+    throw new ConfigError(`no issuer in ${dir}: run 'edgenode issuer init --dir ${dir}' first`);
+  }
   let key: IssuerKey;
   try {
-    key = JSON.parse(await Deno.readTextFile(`${dir}/${ISSUER_FILES.key}`));
+    key = JSON.parse(text);
+    if (typeof key.issuer !== "string") throw new Error("it names no issuer");
+    key.privateJwk = await parsePrivateJwk(JSON.stringify(key.privateJwk ?? ""));
   } catch (error) {
-    if (error instanceof Deno.errors.NotFound) {
-      throw new ConfigError(`no issuer in ${dir}: run 'edgenode issuer init --dir ${dir}' first`);
-    }
-    throw error;
+    const reason = error instanceof SyntaxError ? "the file is not JSON" : (error as Error).message;
+    throw new ConfigError(
+      `${path} is not a valid issuer key (${reason}): restore it from a backup, or make a new ` +
+        `issuer in another --dir (nodes must then trust its trust.json)`,
+    );
   }
   const claims: Record<string, string> = { scope: request.scope };
   if (request.nodeId) claims.node_id = request.nodeId;

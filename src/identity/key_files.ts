@@ -1,10 +1,12 @@
 /**
- * Ed25519 key pairs as JWKs, and secret files written so that a crash never leaves half of one
- * and an existing one is never replaced.
+ * Ed25519 key pairs as JWKs, secret files written so that a crash never leaves half of one and
+ * an existing one is never replaced, and read with errors that name the file.
  *
  * @module
  */
-import { exportJWK, generateKeyPair, type JWK } from "jose";
+import { exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
+import { ConfigError } from "../config/config_error.ts";
+import { osReason } from "../storage/writable_check.ts";
 
 /** A new Ed25519 key pair, both halves as JWKs. */
 export async function newEd25519Jwks(): Promise<{ privateJwk: JWK; publicJwk: JWK }> {
@@ -28,4 +30,70 @@ export async function writeSecretFile(path: string, text: string): Promise<void>
   } finally {
     await Deno.remove(temp);
   }
+}
+
+/**
+ * The text of the secret file at `path`, or undefined when there is none. A file others may read
+ * is warned about; one this user may not read is a ConfigError naming it.
+ */
+export async function readSecretFile(path: string): Promise<string | undefined> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return undefined;
+    throw new ConfigError(
+      `${path} cannot be read (${osReason(error)}): give it to the user edgenode runs as (chown)`,
+    );
+  }
+  const mode = (await Deno.stat(path)).mode;
+  if (mode !== null && (mode & 0o077) !== 0) {
+    console.warn(
+      `warning: ${path} is readable by others (mode ${
+        (mode & 0o777).toString(8)
+      }); run chmod 600 on it`,
+    );
+  }
+  return text;
+}
+
+/**
+ * The Ed25519 private JWK in `text`, checked: JSON, the right kind of key, and halves that belong
+ * together (a changed public half would change the node id; a changed private half, every
+ * signature). Throws an Error saying which, without quoting the file: it is a secret.
+ */
+export async function parsePrivateJwk(text: string): Promise<JWK> {
+  if (text.trim() === "") throw new Error("the file is empty");
+  let jwk: JWK;
+  try {
+    jwk = JSON.parse(text);
+  } catch {
+    throw new Error("the file is not JSON");
+  }
+  if (
+    typeof jwk !== "object" || jwk === null || jwk.kty !== "OKP" || jwk.crv !== "Ed25519" ||
+    typeof jwk.x !== "string" || typeof jwk.d !== "string"
+  ) {
+    throw new Error("it holds no Ed25519 private key");
+  }
+  const { d: _private, ...publicJwk } = jwk;
+  let matches: boolean;
+  try {
+    const data = new Uint8Array(32);
+    const signature = await crypto.subtle.sign(
+      "Ed25519",
+      await importJWK(jwk, "EdDSA") as CryptoKey,
+      data,
+    );
+    matches = await crypto.subtle.verify(
+      "Ed25519",
+      await importJWK(publicJwk, "EdDSA") as CryptoKey,
+      signature,
+      data,
+    );
+  } catch {
+    throw new Error("it holds no usable Ed25519 key");
+  }
+  if (!matches) throw new Error("its public and private halves do not match");
+  return jwk;
 }

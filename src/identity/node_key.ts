@@ -6,7 +6,8 @@
  */
 import { Buffer } from "node:buffer";
 import { importJWK, type JWK } from "jose";
-import { newEd25519Jwks, writeSecretFile } from "./key_files.ts";
+import { ConfigError } from "../config/config_error.ts";
+import { newEd25519Jwks, parsePrivateJwk, readSecretFile, writeSecretFile } from "./key_files.ts";
 
 /** The node's key pair and id. */
 export interface NodeKey {
@@ -24,18 +25,28 @@ export async function nodeIdOf(publicJwk: JWK): Promise<string> {
   return Buffer.from(digest.subarray(0, 28)).toString("hex");
 }
 
-/** Loads the node key, creating it when the data directory has none. */
+/**
+ * Loads the node key, creating it when the data directory has none. A key file that cannot be
+ * read or is not a key stops the start with a ConfigError that names it and the way out.
+ */
 export async function loadNodeKey(dataDir: string): Promise<NodeKey> {
   const dir = `${dataDir}/identity`;
   const path = `${dir}/node-key.json`;
+  const text = await readSecretFile(path);
   let privateJwk: JWK;
-  try {
-    privateJwk = JSON.parse(await Deno.readTextFile(path));
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  if (text === undefined) {
     await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
     ({ privateJwk } = await newEd25519Jwks());
     await writeSecretFile(path, JSON.stringify(privateJwk));
+  } else {
+    try {
+      privateJwk = await parsePrivateJwk(text);
+    } catch (error) {
+      throw new ConfigError(
+        `${path} is not a valid node key (${(error as Error).message}): restore it from a ` +
+          `backup, or move it away to make a new identity (the node id will change)`,
+      );
+    }
   }
   const { d: _private, ...publicPart } = privateJwk;
   const nodeId = await nodeIdOf(publicPart);

@@ -15,6 +15,7 @@ import {
   type TrustedIssuer,
 } from "../../gen/config/validators.ts";
 import { NodeConfigDefaults } from "../../gen/config/defaults.ts";
+import { osReason } from "../storage/writable_check.ts";
 
 /** Flags of `edgenode serve`. */
 export interface ServeFlags {
@@ -94,12 +95,24 @@ export async function loadSettings(
 ): Promise<{ settings: Settings; generatedKey?: string }> {
   const { dataDir, configPath } = resolvePaths(flags, env);
   const trustFiles = (flags.trust ?? []).map((path) => resolve(path));
-  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 }).catch((error) => {
+    throw new ConfigError(
+      `cannot make the data directory ${dataDir} (${osReason(error)}): make it for the user ` +
+        `edgenode runs as, or pass another --data-dir`,
+    );
+  });
   let file: NodeConfig;
   let generatedKey: string | undefined;
   try {
     file = await readConfigFile(configPath);
   } catch (error) {
+    if (error instanceof Deno.errors.PermissionDenied) {
+      throw new ConfigError(
+        `${configPath} cannot be read (${
+          osReason(error)
+        }): give it to the user edgenode runs as (chown)`,
+      );
+    }
     if (!(error instanceof Deno.errors.NotFound)) throw error;
     if (flags.config) throw new ConfigError(`config file ${configPath} does not exist`);
     generatedKey = generateApiKey();

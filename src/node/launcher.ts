@@ -15,6 +15,8 @@ import { netAddress, type PermissionSet } from "../program/permission_set.ts";
 import { runNarrowed } from "../program/self_program.ts";
 import { realConfigPath } from "../config/mod.ts";
 import { lockDataDir } from "../storage/data_dir_lock.ts";
+import { databaseFiles } from "../storage/database.ts";
+import { checkWritable } from "../storage/writable_check.ts";
 import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
 
 /**
@@ -66,6 +68,12 @@ export async function launch(
   settings.dataDir = await Deno.realPath(settings.dataDir);
   // Held while this launcher lives, that is while its node runs.
   using _lock = await lockDataDir(settings.dataDir);
+  // What the node writes: the database, the model store (src/store/model_files.ts) and the
+  // microservices' images and storage (src/mcm/bundle_files.ts).
+  await checkWritable(settings.dataDir, {
+    trees: ["models", "mcm"],
+    files: databaseFiles("edgenode.db"),
+  });
   settings.configPath = await realConfigPath(settings.configPath);
   if (generatedKey) {
     console.log(

@@ -58,6 +58,15 @@ function readEnv(name: string): string | undefined {
 export async function startNode(settings: Settings): Promise<RunningNode> {
   const startedAt = Date.now();
   const db = openDatabase(settings.dataDir);
+  // Before recovery changes anything: a key file that is not a key stops the start.
+  const identity = await Identity.open(settings.dataDir, db, {
+    name: settings.nodeName,
+    version: meta.version,
+    trustedIssuers: settings.trustedIssuers,
+  }).catch((error) => {
+    db.close();
+    throw error;
+  });
   const records = new ModelRecords(db);
   const files = await ModelFiles.open(settings.dataDir);
   const transfers = new Transfers();
@@ -75,12 +84,6 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   ) {
     console.log(`recovered model store: ${JSON.stringify(report)}`);
   }
-
-  const identity = await Identity.open(settings.dataDir, db, {
-    name: settings.nodeName,
-    version: meta.version,
-    trustedIssuers: settings.trustedIssuers,
-  });
 
   let boundPort = settings.port;
   const mcmRecords = new McmRecords(db);

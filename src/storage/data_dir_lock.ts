@@ -17,6 +17,7 @@
  */
 import { join } from "node:path";
 import { ConfigError } from "../config/config_error.ts";
+import { unwritable } from "./writable_check.ts";
 
 /** The lock file's name inside a data directory. */
 export const LOCK_FILE = "edgenode.lock";
@@ -32,11 +33,7 @@ export async function lockDataDir(dataDir: string): Promise<Deno.FsFile> {
   try {
     file = await Deno.open(path, { read: true, write: true, create: true, mode: 0o600 });
   } catch (error) {
-    throw new ConfigError(
-      `the data directory ${dataDir} cannot be written (${
-        (error as Error).message
-      }); give it to this user or pass another --data-dir`,
-    );
+    throw unwritable(dataDir, error);
   }
   if (!(await file.tryLock(true))) {
     file.close();

@@ -14,3 +14,4 @@
 export { openDatabase } from "./database.ts";
 export { KeyedLock } from "./keyed_lock.ts";
 export { lockDataDir } from "./data_dir_lock.ts";
+export { checkWritable } from "./writable_check.ts";
