@@ -193,3 +193,21 @@ Deno.test("a database that is not one, and a config file that is not JSON: one l
       new RegExp(`^edgenode: ${hubDir}/hub.db is not a usable SQLite database`),
     );
   }));
+
+Deno.test("an issuer key that is not one: edgenode token names it and the way out", () =>
+  withTempDir(async (dir) => {
+    const issuer = await makeIssuer(`${dir}/issuer`);
+    const keyFile = `${issuer.dir}/issuer-key.json`;
+    const key = JSON.parse(await Deno.readTextFile(keyFile));
+    await Deno.writeTextFile(keyFile, JSON.stringify(key).slice(0, 60));
+    const token = ["token", "--dir", issuer.dir, "--account", "a1", "--scope", "edge:mcm"];
+    const result = await edgenode(token);
+    assertOneLine(
+      result,
+      new RegExp(
+        `^edgenode: ${keyFile} is not a valid issuer key \\(the file is not JSON\\): restore it ` +
+          "from a backup, or make a new issuer in another --dir",
+      ),
+    );
+    assert.ok(!result.stderr.includes(key.privateJwk.d.slice(0, 8)), "the key is never printed");
+  }));
