@@ -46,6 +46,11 @@ export function unwritable(path: string, error: unknown): ConfigError {
       `${path} is on a read-only file system: mount it read-write, or pass another --data-dir`,
     );
   }
+  if (/no space left|quota/i.test(reason)) {
+    return new ConfigError(
+      `${path} cannot be written (${reason}): free some space, or pass another --data-dir`,
+    );
+  }
   return new ConfigError(
     `${path} cannot be written (${reason}): give it to the user edgenode runs as ` +
       `(chown -R), or pass another --data-dir`,
