@@ -1,7 +1,7 @@
 /**
  * The README runs as written: every ```sh block (and ```ts block, with Deno), in order, in one
  * bash session with a fresh HOME, against the node its first block starts
- * (`npx -y deno@2.9.6 task start`), with an `edgenode` command on the PATH. The harness only
+ * (`npx -y deno@2.9.6 task start`), with the `edgenode` command its install step puts on the PATH. The harness only
  * points the README at this machine: the model source and the hub's public name become servers
  * the test starts, and where port 8083 is taken the node uses another (and the text follows).
  * `edgenode serve` and `edgenode hub` in a block (re)start that process in the background. A
@@ -70,10 +70,11 @@ __hub() {
   __wait_for "http://127.0.0.1:$HUB_PORT/" "$__hub_pid"
 }
 trap '__stop "$__node_pid"; __stop "$__hub_pid"' EXIT
-npx() {
+npx() { # "npx -y deno@2.9.6 task T", as typed in the checkout
   case "$*" in
     "-y deno@2.9.6 task start"*) shift 4; __serve "$DENO" task --config "$REPO/deno.json" start "$@" ;;
     "-y deno@2.9.6 task test"*) echo "(the test suite itself: not run from inside it)" ;;
+    "-y deno@2.9.6 task "*) shift 3; "$DENO" task --config "$REPO/deno.json" "$@" ;;
     *) command npx "$@" ;;
   esac
 }
@@ -117,17 +118,6 @@ async function denoDir(): Promise<string> {
   return JSON.parse(new TextDecoder().decode(output.stdout)).denoDir;
 }
 
-/** Installs the `edgenode` command into `bin` the way the README says. */
-async function installEdgenode(bin: string): Promise<void> {
-  await Deno.mkdir(bin, { recursive: true });
-  await Deno.writeTextFile(
-    `${bin}/edgenode`,
-    `#!/bin/sh\nexec "${Deno.execPath()}" run --no-prompt --allow-env --allow-read ` +
-      `--allow-write --allow-run --allow-net "${REPO}/src/main.ts" "$@"\n`,
-    { mode: 0o755 },
-  );
-}
-
 function blockChosen(block: ShellBlock): boolean {
   return !NOT_RUN.some((skip) => block.text.includes(skip.containing));
 }
@@ -150,7 +140,6 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
     await Deno.mkdir(`${work}/home`);
     await Deno.writeFile(`${work}/cwd/Qwen3-1.7B-Q4_K_M.gguf`, ggufBytes(8192, 2));
     await new Deno.Command("cp", { args: ["-r", `${REPO}/examples`, `${work}/cwd/`] }).output();
-    await installEdgenode(`${work}/bin`);
     // The README's own port, so the CLI's default node is this one; another where it is taken.
     const port = freePort(8083);
     if (port !== 8083) console.log(`port 8083 is taken: the walkthrough's node uses ${port}`);
@@ -167,7 +156,7 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
       args: [`${work}/walkthrough.sh`],
       env: {
         HOME: `${work}/home`,
-        PATH: `${work}/bin:${Deno.env.get("PATH")}`,
+        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", // the README's install step adds edgenode
         DENO_DIR: await denoDir(),
         DENO: Deno.execPath(),
         REPO,
