@@ -6,14 +6,14 @@
  * @module
  */
 import { ConfigError } from "../config/config_error.ts";
+import { osReason } from "../config/file_errors.ts";
 
 /** Why a file cannot be read, in a few words. */
 function reason(error: unknown): string {
   if (error instanceof Deno.errors.NotFound) return "no such file";
   if (error instanceof Deno.errors.PermissionDenied) return "permission denied";
   if (error instanceof Deno.errors.IsADirectory) return "it is a directory";
-  // Other OS errors: their text without the "(os error N): readfile '...'" tail.
-  return (error as Error).message.replace(/\s*\(os error \d+\).*$/s, "").toLowerCase();
+  return osReason(error).toLowerCase();
 }
 
 /** The bytes of `path`; a ConfigError naming the file when it cannot be read. */

@@ -5,8 +5,7 @@
  * @module
  */
 import { exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
-import { ConfigError } from "../config/config_error.ts";
-import { osReason } from "../storage/writable_check.ts";
+import { unreadable, warnIfReadableByOthers } from "../config/file_errors.ts";
 
 /** A new Ed25519 key pair, both halves as JWKs. */
 export async function newEd25519Jwks(): Promise<{ privateJwk: JWK; publicJwk: JWK }> {
@@ -42,18 +41,9 @@ export async function readSecretFile(path: string): Promise<string | undefined> 
     text = await Deno.readTextFile(path);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
-    throw new ConfigError(
-      `${path} cannot be read (${osReason(error)}): give it to the user edgenode runs as (chown)`,
-    );
+    throw unreadable(path, error);
   }
-  const mode = (await Deno.stat(path)).mode;
-  if (mode !== null && (mode & 0o077) !== 0) {
-    console.warn(
-      `warning: ${path} is readable by others (mode ${
-        (mode & 0o777).toString(8)
-      }); run chmod 600 on it`,
-    );
-  }
+  await warnIfReadableByOthers(path);
   return text;
 }
 

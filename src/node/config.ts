@@ -15,7 +15,7 @@ import {
   type TrustedIssuer,
 } from "../../gen/config/validators.ts";
 import { NodeConfigDefaults } from "../../gen/config/defaults.ts";
-import { osReason } from "../storage/writable_check.ts";
+import { osReason, unreadable, warnIfReadableByOthers } from "../config/file_errors.ts";
 
 /** Flags of `edgenode serve`. */
 export interface ServeFlags {
@@ -106,13 +106,7 @@ export async function loadSettings(
   try {
     file = await readConfigFile(configPath);
   } catch (error) {
-    if (error instanceof Deno.errors.PermissionDenied) {
-      throw new ConfigError(
-        `${configPath} cannot be read (${
-          osReason(error)
-        }): give it to the user edgenode runs as (chown)`,
-      );
-    }
+    if (error instanceof Deno.errors.PermissionDenied) throw unreadable(configPath, error);
     if (!(error instanceof Deno.errors.NotFound)) throw error;
     if (flags.config) throw new ConfigError(`config file ${configPath} does not exist`);
     generatedKey = generateApiKey();
@@ -122,14 +116,7 @@ export async function loadSettings(
       mode: 0o600,
     });
   }
-  const mode = (await Deno.stat(configPath)).mode;
-  if (mode !== null && (mode & 0o077) !== 0) {
-    console.warn(
-      `warning: ${configPath} is readable by others (mode ${
-        (mode & 0o777).toString(8)
-      }); run chmod 600 on it`,
-    );
-  }
+  await warnIfReadableByOthers(configPath);
   const apiKey = env("EDGENODE_API_KEY") || file.apiKey;
   if (!apiKey) {
     throw new ConfigError(

@@ -17,6 +17,7 @@
  */
 import { join } from "node:path";
 import { ConfigError } from "../config/config_error.ts";
+import { osReason } from "../config/file_errors.ts";
 
 /** What must be writable below a data directory, besides the directory itself. */
 export interface WritablePlaces {
@@ -24,15 +25,6 @@ export interface WritablePlaces {
   trees: string[];
   /** Files written in place, such as a database and its -wal and -shm files. */
   files: string[];
-}
-
-/**
- * What the system said, without the call and its path (the message names the path itself):
- * "Permission denied" of "Permission denied (os error 13): open '/x'".
- */
-export function osReason(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.replace(/ \(os error \d+\).*$/s, "");
 }
 
 /**

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { checkWritable, osReason, unwritable } from "./writable_check.ts";
+import { osReason } from "../config/file_errors.ts";
+import { checkWritable, unwritable } from "./writable_check.ts";
 
 Deno.test("a writable data directory passes, probes leave nothing behind, links are not followed", async () => {
   const dir = await Deno.makeTempDir();
