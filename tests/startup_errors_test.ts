@@ -210,4 +210,16 @@ Deno.test("an issuer key that is not one: edgenode token names it and the way ou
       ),
     );
     assert.ok(!result.stderr.includes(key.privateJwk.d.slice(0, 8)), "the key is never printed");
+    for (const [text, reason] of [["null", "it names no issuer"], ["{}", "it names no issuer"]]) {
+      await Deno.writeTextFile(keyFile, text);
+      assertOneLine(
+        await edgenode(token),
+        new RegExp(`^edgenode: ${keyFile} is not a valid issuer key \\(${reason}\\): `),
+      );
+    }
+    await Deno.writeTextFile(keyFile, JSON.stringify({ ...key, privateJwk: undefined }));
+    assertOneLine(
+      await edgenode(token),
+      new RegExp(`is not a valid issuer key \\(it holds no Ed25519 private key\\): `),
+    );
   }));

@@ -7,7 +7,7 @@
  */
 import { calculateJwkThumbprint, importJWK, type JWK, SignJWT } from "jose";
 import { ConfigError } from "../config/config_error.ts";
-import { newEd25519Jwks, parsePrivateJwk, readSecretFile, writeSecretFile } from "./key_files.ts";
+import { checkPrivateJwk, newEd25519Jwks, readSecretFile, writeSecretFile } from "./key_files.ts";
 
 /** The issuer's key file and trust file in its folder. */
 export const ISSUER_FILES = { key: "issuer-key.json", trust: "trust.json" } as const;
@@ -64,8 +64,8 @@ export async function signToken(dir: string, request: TokenRequest): Promise<str
   let key: IssuerKey;
   try {
     key = JSON.parse(text);
-    if (typeof key.issuer !== "string") throw new Error("it names no issuer");
-    key.privateJwk = await parsePrivateJwk(JSON.stringify(key.privateJwk ?? ""));
+    if (typeof key?.issuer !== "string") throw new Error("it names no issuer");
+    key.privateJwk = await checkPrivateJwk(key.privateJwk);
   } catch (error) {
     const reason = error instanceof SyntaxError ? "the file is not JSON" : (error as Error).message;
     throw new ConfigError(

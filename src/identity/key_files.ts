@@ -48,18 +48,27 @@ export async function readSecretFile(path: string): Promise<string | undefined> 
 }
 
 /**
- * The Ed25519 private JWK in `text`, checked: JSON, the right kind of key, and halves that belong
- * together (a changed public half would change the node id; a changed private half, every
- * signature). Throws an Error saying which, without quoting the file: it is a secret.
+ * The Ed25519 private JWK in `text`, checked as checkPrivateJwk checks it. Throws an Error saying
+ * what is wrong, without quoting the file: it is a secret.
  */
 export async function parsePrivateJwk(text: string): Promise<JWK> {
   if (text.trim() === "") throw new Error("the file is empty");
-  let jwk: JWK;
+  let value: unknown;
   try {
-    jwk = JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     throw new Error("the file is not JSON");
   }
+  return await checkPrivateJwk(value);
+}
+
+/**
+ * `value` as an Ed25519 private JWK, checked: the right kind of key, and halves that belong
+ * together (a changed public half would change the node id; a changed private half, every
+ * signature). Throws an Error saying which, without quoting the key.
+ */
+export async function checkPrivateJwk(value: unknown): Promise<JWK> {
+  const jwk = value as JWK;
   if (
     typeof jwk !== "object" || jwk === null || jwk.kty !== "OKP" || jwk.crv !== "Ed25519" ||
     typeof jwk.x !== "string" || typeof jwk.d !== "string"
