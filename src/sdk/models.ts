@@ -10,8 +10,6 @@ import type { StoreClient } from "./clients.ts";
 import { downloadEvents, type DownloadMessage } from "./download_events.ts";
 import { NodeError, nodeError } from "./node_errors.ts";
 
-export { NodeError };
-
 /**
  * A model record of the registry (spec/store.yaml's Model).
  *
