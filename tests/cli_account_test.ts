@@ -86,6 +86,8 @@ Deno.test("the new commands: usage errors exit 2, --help shows their usage, typo
     [["deploy"], /^edgenode: usage: edgenode deploy DIR\|FILE\|IMAGE\.tar /],
     [["containres"], /^edgenode: unknown command 'containres'; did you mean 'containers'\?/],
     [["acount-token"], /^edgenode: unknown command 'acount-token'; did you mean 'account-token'\?/],
+    [["models", "lss"], /^edgenode: unknown models command 'lss'; did you mean 'ls'\?/],
+    [["models"], /^edgenode: usage: edgenode models ls\|show\|add\|push\|pull\|set\|rm\|cat /],
   ];
   for (const [args, expected] of cases) {
     const result = await edgenode(args, { EDGENODE_KEY: KEY });
@@ -96,6 +98,7 @@ Deno.test("the new commands: usage errors exit 2, --help shows their usage, typo
     const [command, usage] of [
       ["containers", /^ {2}edgenode containers logs NAME\|ID$/m],
       ["images", /^ {2}edgenode images rm NAME\|ID$/m],
+      ["image", /^ {2}edgenode image push IMAGE\.tar .*\n.*deploy's credential[^]*--node URL/m],
       ["account-token", /^ {2}edgenode account-token --clear$/m],
       ["deploy", /--key-file FILE/],
     ] as const

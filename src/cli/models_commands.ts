@@ -7,7 +7,16 @@ import { ConfigError } from "../config/config_error.ts";
 import { type StoreClient, storeClient } from "../sdk/clients.ts";
 import { humanBytes } from "../sdk/human_units.ts";
 import { findModel, type Model } from "../sdk/models.ts";
-import { answer, type Env, invocation, printJson, printTable, reach } from "./cli_context.ts";
+import {
+  answer,
+  type Env,
+  invocation,
+  printJson,
+  printTable,
+  reach,
+  runSubcommand,
+  type Subcommands,
+} from "./cli_context.ts";
 import {
   CONFIG_OPTIONS,
   CONFIG_USAGE,
@@ -16,7 +25,7 @@ import {
   exactly,
   type Kind,
 } from "./model_flags.ts";
-import { cat, pull, push, requireModel } from "./model_transfers.ts";
+import { cat, pull, push, requireModel, type TransferInvocation } from "./model_transfers.ts";
 
 /** The help lines of these commands. */
 export const MODELS_HELP = `  edgenode models ls [--kind K] [--ready]
@@ -69,7 +78,8 @@ function printModel(model: Model): void {
 }
 
 /** `models add`: creates a record; an existing one is refused, never reset. */
-async function add(id: string, values: Record<string, unknown>, store: StoreClient) {
+async function add({ positionals, values, store, json }: TransferInvocation) {
+  const [id] = exactly(positionals, 1, `add ID --kind K [--version V] ${CONFIG_USAGE}`);
   const kind = values.kind as Kind | undefined;
   if (!kind) throw new ConfigError("--kind is required: llm, vlm, embed or onnx");
   const before = await reach(findModel(store, id));
@@ -81,17 +91,33 @@ async function add(id: string, values: Record<string, unknown>, store: StoreClie
     );
   }
   const version = (values.version as string | undefined) ?? DEFAULT_VERSION;
-  return await answer(
+  const model = await answer(
     store.POST("/models", { body: { id, kind, version, ...configOf(values, kind) } }),
     `adding ${id}`,
   );
+  if (json) printJson(model);
+  else {
+    console.log(
+      `added ${model.id} (${model.kind} ${model.version}, not ready: push or pull its file)`,
+    );
+  }
+  return 0;
 }
 
 /**
  * `models set`: changes only the given fields. The settings alone are a PUT; a new version or
  * kind is the create-or-update POST, with the record's own values for what was not given.
  */
-async function set(id: string, values: Record<string, unknown>, store: StoreClient) {
+async function set({ positionals, values, store, json }: TransferInvocation) {
+  const [id] = exactly(positionals, 1, `set ID [--version V] [--kind K] ${CONFIG_USAGE}`);
+  const model = await changed(id, values, store);
+  if (json) printJson(model);
+  else printModel(model);
+  return 0;
+}
+
+/** The record `id` with the given fields changed, as the node answers it. */
+async function changed(id: string, values: Record<string, unknown>, store: StoreClient) {
   const kind = values.kind as Kind | undefined;
   const version = values.version as string | undefined;
   const config = configOf(values, undefined);
@@ -123,80 +149,80 @@ async function set(id: string, values: Record<string, unknown>, store: StoreClie
   );
 }
 
+/** The flags of every models command (each takes the ones it uses). */
+const OPTIONS = {
+  ...CONFIG_OPTIONS,
+  kind: { type: "string" },
+  ready: { type: "boolean" },
+  version: { type: "string" },
+  sha256: { type: "string" },
+  mmproj: { type: "string" },
+  force: { type: "boolean" },
+} as const;
+
+/** A models command: its arguments parsed, the node's registry client beside them. */
+function models(
+  run: (invocation: TransferInvocation) => Promise<number>,
+): (args: string[], env: Env) => Promise<number> {
+  return (args, env) => {
+    const { values, positionals, connection, json } = invocation(args, OPTIONS, env);
+    return run({ positionals, values, connection, store: storeClient(connection), json });
+  };
+}
+
+async function list({ positionals, values, store, json }: TransferInvocation) {
+  exactly(positionals, 0, "ls [--kind K] [--ready]");
+  const kind = values.kind as Kind | undefined;
+  const ready = values.ready as boolean | undefined;
+  const list = await answer(
+    store.GET("/models", { params: { query: { kind, ready } } }),
+    "listing models",
+  );
+  if (json) printJson(list);
+  else printTable(["ID", "KIND", "VERSION", "SIZE", "READY", "CREATED"], list.data.map(row));
+  return 0;
+}
+
+async function show({ positionals, store, json }: TransferInvocation) {
+  const [id] = exactly(positionals, 1, "show ID");
+  const model = await answer(
+    store.GET("/models/{id}", { params: { path: { id }, query: {} } }),
+    `reading ${id}`,
+  );
+  if (json) printJson(model);
+  else printModel(model as Model);
+  return 0;
+}
+
+async function remove({ positionals, store, json }: TransferInvocation) {
+  const [id] = exactly(positionals, 1, "rm ID");
+  const deleted = await answer(
+    store.DELETE("/models/{id}", { params: { path: { id } } }),
+    `deleting ${id}`,
+  );
+  if (json) printJson(deleted);
+  else console.log(`deleted ${id}`);
+  return 0;
+}
+
+const SUBCOMMANDS: Subcommands = new Map([
+  ["ls", models(list)],
+  ["show", models(show)],
+  ["add", models(add)],
+  ["push", models(push)],
+  ["pull", models(pull)],
+  ["set", models(set)],
+  ["rm", models(remove)],
+  ["cat", models(cat)],
+]);
+
 /** `edgenode models ARGS`. */
-export async function modelsCommand(args: string[], env: Env): Promise<number> {
-  const [sub, ...rest] = args;
-  const options = {
-    ...CONFIG_OPTIONS,
-    kind: { type: "string" },
-    ready: { type: "boolean" },
-    version: { type: "string" },
-    sha256: { type: "string" },
-    mmproj: { type: "string" },
-    force: { type: "boolean" },
-  } as const;
-  const { values, positionals, connection, json } = invocation(rest, options, env);
-  const store = storeClient(connection);
-  const transfer = { positionals, values, connection, store, json };
-  switch (sub) {
-    case "ls": {
-      exactly(positionals, 0, "ls [--kind K] [--ready]");
-      const kind = values.kind as Kind | undefined;
-      const list = await answer(
-        store.GET("/models", { params: { query: { kind, ready: values.ready } } }),
-        "listing models",
-      );
-      if (json) printJson(list);
-      else printTable(["ID", "KIND", "VERSION", "SIZE", "READY", "CREATED"], list.data.map(row));
-      return 0;
-    }
-    case "show": {
-      const [id] = exactly(positionals, 1, "show ID");
-      const model = await answer(
-        store.GET("/models/{id}", { params: { path: { id }, query: {} } }),
-        `reading ${id}`,
-      );
-      if (json) printJson(model);
-      else printModel(model as Model);
-      return 0;
-    }
-    case "add": {
-      const [id] = exactly(positionals, 1, `add ID --kind K [--version V] ${CONFIG_USAGE}`);
-      const model = await add(id, values, store);
-      if (json) printJson(model);
-      else {
-        console.log(
-          `added ${model.id} (${model.kind} ${model.version}, not ready: push or pull its file)`,
-        );
-      }
-      return 0;
-    }
-    case "set": {
-      const [id] = exactly(positionals, 1, `set ID [--version V] [--kind K] ${CONFIG_USAGE}`);
-      const model = await set(id, values, store);
-      if (json) printJson(model);
-      else printModel(model);
-      return 0;
-    }
-    case "rm": {
-      const [id] = exactly(positionals, 1, "rm ID");
-      const deleted = await answer(
-        store.DELETE("/models/{id}", { params: { path: { id } } }),
-        `deleting ${id}`,
-      );
-      if (json) printJson(deleted);
-      else console.log(`deleted ${id}`);
-      return 0;
-    }
-    case "push":
-      return await push(transfer);
-    case "pull":
-      return await pull(transfer);
-    case "cat":
-      return await cat(transfer);
-    default:
-      throw new ConfigError(
-        `unknown models command '${sub ?? ""}'; try ls, show, add, push, pull, set, rm or cat`,
-      );
-  }
+export function modelsCommand(args: string[], env: Env): Promise<number> {
+  return runSubcommand(
+    "models",
+    SUBCOMMANDS,
+    args,
+    env,
+    "usage: edgenode models ls|show|add|push|pull|set|rm|cat ... ('edgenode models --help')",
+  );
 }
