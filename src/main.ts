@@ -217,7 +217,7 @@ function commandHelp(command: string): string | undefined {
   const own = blocks.filter((block) => block[0].split(/\s+/)[2] === command);
   if (own.length === 0) return undefined;
   const usage = `Usage:\n${own.map((block) => block.join("\n")).join("\n")}`;
-  const local = ["serve", "hub", "issuer", "token", "image", "version", "help"];
+  const local = ["serve", "hub", "issuer", "token", "version", "help"];
   return local.includes(command) ? usage : `${usage}\n\n${GLOBAL_HELP}`;
 }
 

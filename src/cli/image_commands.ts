@@ -19,7 +19,7 @@ export const IMAGE_HELP = `  edgenode image build DIR|FILE [-o OUT.tar] [--name 
       Bundles a microservice (esbuild; imports must stay inside the project folder) into the
       reference's image format. Default output: NAME.tar.
   edgenode image push IMAGE.tar [--name NAME]
-      Uploads an image (POST /mcm/v1/images).
+      Uploads an image (POST /mcm/v1/images), with deploy's credential.
   edgenode images ls
       The images on the node: name, id, size, containers using it, upload time (with
       deploy's credential).
