@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import meta from "../deno.json" with { type: "json" };
 
@@ -47,7 +48,8 @@ if (import.meta.main) {
     console.error("install-cli: no HOME: pass --bin-dir DIR");
     Deno.exit(2);
   }
-  const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+  // A path, not a URL's: a checkout in "My Projects" is not in "My%20Projects".
+  const root = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
   const target = `${binDir}/edgenode`;
   const existing = await Deno.readTextFile(target).catch(() => undefined);
   if (existing !== undefined && !existing.includes(MARK)) {
