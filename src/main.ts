@@ -13,15 +13,12 @@ import { MODELS_HELP, modelsCommand } from "./cli/models_commands.ts";
 import { NODES_HELP, nodesDecryptCommand } from "./cli/nodes.ts";
 import { identityCommand, infoCommand, listNodesCommand, NODE_HELP } from "./cli/node_commands.ts";
 import { GLOBAL_HELP } from "./cli/cli_context.ts";
+import { ISSUER_HELP, issuerCommand, tokenCommand } from "./cli/issuer_commands.ts";
 import { closestName } from "./config/closest_name.ts";
-import { launchHub } from "./hub/hub_launcher.ts";
-import { startHub } from "./hub/hub_server.ts";
-import type { HubFlags, HubSettings } from "./hub/hub_settings.ts";
-import { initIssuer, parseTtl, signToken } from "./identity/issuer.ts";
-import { ConfigError, type ServeFlags, type Settings } from "./node/config.ts";
-import { launch } from "./node/launcher.ts";
-import { startNode } from "./node/server.ts";
-import { launcherSettings, stopRequested } from "./program/self_program.ts";
+import { launchHub, runHub } from "./hub/hub_launcher.ts";
+import type { HubFlags } from "./hub/hub_settings.ts";
+import { ConfigError, type ServeFlags } from "./node/config.ts";
+import { launch, runNode } from "./node/launcher.ts";
 import { runContainerProcess } from "./program/worker_roles.ts";
 
 /** The program's version, from deno.json. */
@@ -38,12 +35,7 @@ Usage:
       Runs a hub: account and proximity discovery and tunnels between networks (default
       0.0.0.0:8090, data in $EDGENODE_HUB_DIR or ~/.edgenode-hub). Nodes use it when their
       config has hub.url and they hold an account token.
-  edgenode issuer init [--dir DIR] [--issuer NAME]
-      Creates a local token issuer (default dir $EDGENODE_ISSUER_DIR or ~/.edgenode-issuer)
-      and its trust file DIR/trust.json for --trust.
-  edgenode token --account ID --scope "SCOPES" [--ttl 24h] [--node NODE_ID] [--dir DIR]
-      Prints an edge access token signed by the local issuer. Scopes: edge:account:associate,
-      edge:account:unassociate, edge:clusters, edge:mcm.
+${ISSUER_HELP}
 ${NODE_HELP}
 ${MODELS_HELP}
 ${NODES_HELP}
@@ -113,100 +105,6 @@ function hubFlags(args: string[]): HubFlags {
   };
 }
 
-/** Waits until the launcher asks to stop (stopRequested), then runs `shutdown`. */
-async function runUntilStopped(shutdown: () => Promise<void>): Promise<number> {
-  const reason = await stopRequested();
-  console.log(`stopping (${reason})`);
-  // Requests in flight get a grace period; a long transfer must not keep the process up forever.
-  const grace = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 10_000));
-  if (await Promise.race([shutdown(), grace]) === "timeout") {
-    console.log("stopped with requests still running after 10 s");
-  }
-  return 0;
-}
-
-/** `host:port` as a URL host. */
-function shownHost(hostname: string): string {
-  return hostname.includes(":") ? `[${hostname}]` : hostname;
-}
-
-function issuerDir(dir: string | undefined): string {
-  const home = env("HOME") ?? env("USERPROFILE");
-  const chosen = dir ?? env("EDGENODE_ISSUER_DIR") ??
-    (home ? `${home}/.edgenode-issuer` : undefined);
-  if (!chosen) throw new ConfigError("no issuer directory: pass --dir");
-  return chosen;
-}
-
-async function issuerCommand(args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub !== "init") {
-    throw new ConfigError(`unknown issuer command '${sub ?? ""}'; try 'issuer init'`);
-  }
-  const { values } = parseArgs({
-    args: rest,
-    options: { dir: { type: "string" }, issuer: { type: "string", default: "edgenode-issuer" } },
-    strict: true,
-    allowPositionals: false,
-  });
-  const trust = await initIssuer(issuerDir(values.dir), values.issuer);
-  console.log(`Issuer '${values.issuer}' created. Let a node trust it with:
-  edgenode serve --trust ${trust}`);
-  return 0;
-}
-
-async function tokenCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      account: { type: "string" },
-      scope: { type: "string" },
-      ttl: { type: "string", default: "24h" },
-      node: { type: "string" },
-      dir: { type: "string" },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
-  if (!values.account) throw new ConfigError("--account is required");
-  if (!values.scope?.trim()) {
-    throw new ConfigError('--scope is required, e.g. "edge:account:associate"');
-  }
-  console.log(
-    await signToken(issuerDir(values.dir), {
-      account: values.account,
-      scope: values.scope.trim(),
-      ttlSeconds: parseTtl(values.ttl),
-      nodeId: values.node,
-    }),
-  );
-  return 0;
-}
-
-/** The child side of `serve`: runs the node until a signal, or until the launcher goes away. */
-async function runNode(): Promise<number> {
-  const settings = await launcherSettings<Settings>();
-  if (settings.apiKey.length < 16) {
-    console.warn("warning: the API key is shorter than 16 characters; anyone nearby may guess it");
-  }
-  const node = await startNode(settings);
-  const url = `http://${shownHost(node.hostname)}:${node.port}`;
-  console.log(`edgenode ${VERSION} listening on ${url} (pid ${Deno.pid})`);
-  if (settings.dashboard.enabled) console.log(`dashboard at ${url}${settings.dashboard.path}`);
-  return await runUntilStopped(node.shutdown);
-}
-
-/** The child side of `hub`. */
-async function runHub(): Promise<number> {
-  const hub = await startHub(await launcherSettings<HubSettings>());
-  console.log(
-    `edgenode hub ${VERSION} listening on http://${
-      shownHost(hub.hostname)
-    }:${hub.port} (pid ${Deno.pid})`,
-  );
-  return await runUntilStopped(hub.shutdown);
-}
-
 /** The usage blocks of HELP for one command (`edgenode CMD --help`), or undefined. */
 function commandHelp(command: string): string | undefined {
   const blocks: string[][] = [];
@@ -265,9 +163,9 @@ export async function main(args: string[]): Promise<number> {
       case "__container":
         return await runContainerProcess(rest);
       case "issuer":
-        return await issuerCommand(rest);
+        return await issuerCommand(rest, env);
       case "token":
-        return await tokenCommand(rest);
+        return await tokenCommand(rest, env);
       case "nodes":
         return rest[0] === "decrypt"
           ? await nodesDecryptCommand(rest.slice(1))

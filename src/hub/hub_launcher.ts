@@ -4,14 +4,16 @@
  *
  * @module
  */
+import meta from "../../deno.json" with { type: "json" };
 import { type EnvReader, realConfigPath } from "../config/mod.ts";
 import { netAddress } from "../program/permission_set.ts";
 import { HUB_ENV_VARS } from "../program/env_vars.ts";
 import { NO_PERMISSIONS, type PermissionSet } from "../program/permission_set.ts";
-import { runNarrowed } from "../program/self_program.ts";
+import { launcherSettings, runNarrowed, runUntilStopped } from "../program/self_program.ts";
 import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { databaseFiles } from "../storage/database.ts";
 import { checkWritable } from "../storage/writable_check.ts";
+import { startHub } from "./hub_server.ts";
 import { type HubFlags, type HubSettings, loadHubSettings } from "./hub_settings.ts";
 
 /** The Deno permissions of a hub with these settings. */
@@ -40,4 +42,12 @@ export async function launchHub(flags: HubFlags, env: EnvReader): Promise<number
   using _lock = await lockDataDir(settings.dataDir);
   await checkWritable(settings.dataDir, { trees: [], files: databaseFiles("hub.db") });
   return await runNarrowed(hubPermissions(settings), ["__hub"], settings);
+}
+
+/** The child side of `hub` (`__hub`): runs the hub until a signal or its launcher goes away. */
+export async function runHub(): Promise<number> {
+  const hub = await startHub(await launcherSettings<HubSettings>());
+  const url = `http://${netAddress(hub.hostname, hub.port)}`;
+  console.log(`edgenode hub ${meta.version} listening on ${url} (pid ${Deno.pid})`);
+  return await runUntilStopped(hub.shutdown);
 }

@@ -9,15 +9,17 @@
  *
  * @module
  */
+import meta from "../../deno.json" with { type: "json" };
 import { MDNS_GROUP } from "../discovery/mdns_socket.ts";
 import { NODE_ENV_VARS } from "../program/env_vars.ts";
 import { netAddress, type PermissionSet } from "../program/permission_set.ts";
-import { runNarrowed } from "../program/self_program.ts";
+import { launcherSettings, runNarrowed, runUntilStopped } from "../program/self_program.ts";
 import { realConfigPath } from "../config/mod.ts";
 import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { databaseFiles } from "../storage/database.ts";
 import { checkWritable } from "../storage/writable_check.ts";
 import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
+import { startNode } from "./server.ts";
 
 /**
  * The Deno permissions of a node with these settings. Downloads fetch from any host the user
@@ -81,4 +83,20 @@ export async function launch(
     );
   }
   return await runNarrowed(nodePermissions(settings), ["__node"], settings);
+}
+
+/**
+ * The child side of `serve` (`__node`): runs the node with the settings its launcher handed over,
+ * until a signal, or until the launcher goes away.
+ */
+export async function runNode(): Promise<number> {
+  const settings = await launcherSettings<Settings>();
+  if (settings.apiKey.length < 16) {
+    console.warn("warning: the API key is shorter than 16 characters; anyone nearby may guess it");
+  }
+  const node = await startNode(settings);
+  const url = `http://${netAddress(node.hostname, node.port)}`;
+  console.log(`edgenode ${meta.version} listening on ${url} (pid ${Deno.pid})`);
+  if (settings.dashboard.enabled) console.log(`dashboard at ${url}${settings.dashboard.path}`);
+  return await runUntilStopped(node.shutdown);
 }

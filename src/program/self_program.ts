@@ -210,3 +210,18 @@ export function stopRequested(): Promise<string> {
   readLauncherPipe().closed.then(() => resolve("launcher exited"));
   return promise;
 }
+
+/**
+ * Waits until the launcher asks to stop (stopRequested), then runs `shutdown`: the node's or the
+ * hub's last step. Requests in flight get 10 s; a long transfer must not keep the process up
+ * forever.
+ */
+export async function runUntilStopped(shutdown: () => Promise<void>): Promise<number> {
+  const reason = await stopRequested();
+  console.log(`stopping (${reason})`);
+  const grace = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 10_000));
+  if (await Promise.race([shutdown(), grace]) === "timeout") {
+    console.log("stopped with requests still running after 10 s");
+  }
+  return 0;
+}
