@@ -6,11 +6,12 @@
  */
 import type { McmConfig } from "../../gen/config/validators.ts";
 import type { Container, ContainerCall, StartContainerRequest } from "../../gen/mcm/validators.ts";
-import { Conflict, Invalid, NotFound, Unprocessable } from "../errors/mod.ts";
+import { Conflict, NotFound, Unprocessable } from "../errors/mod.ts";
 import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
 import type { Caller } from "./caller.ts";
 import { LoadError } from "./container_channel.ts";
+import { checkedBasePath, limitsOf } from "./container_env.ts";
 import { ContainerRuntime, type LogLine } from "./container_runtime.ts";
 import type { Images } from "./images.ts";
 import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
@@ -38,45 +39,12 @@ export interface NodeFacts {
   answerCall(container: string, call: ContainerCall): Promise<unknown>;
 }
 
-/** The runtime's own share of a container process's memory, beyond MCM.MEMORY_MB. */
-const RUNTIME_MEMORY_MB = 128;
-/** CPU a microservice may use while serving no request: a share of a core, and its burst. */
-const IDLE_CPU_SHARE = 0.1;
-const IDLE_CPU_BURST_MS = 2000;
-
 /** Where a request path leads. */
 export type Match =
   | { runtime: ContainerRuntime; path: string }
   | { unknown: string };
 
-const PATH_PATTERN = /^(\/[A-Za-z0-9._~-]+)+$/;
-const ENV_KEY_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
-const MAX_ENV_KEYS = 256;
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function integerEnv(
-  env: Record<string, string>,
-  key: string,
-  min: number,
-  max: number,
-  fallback: number,
-): number {
-  const text = env[key];
-  if (text === undefined) return fallback;
-  const value = Number(text);
-  if (!/^\d+$/.test(text) || value < min || value > max) {
-    throw new Invalid(`env ${key} must be an integer from ${min} to ${max} (got '${text}')`);
-  }
-  return value;
-}
-
-/** A container's limits from its env (400 for a bad value). */
-function limitsOf(env: Record<string, string>, defaultMemoryMb: number) {
-  return {
-    executionMs: integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30) * 1000,
-    memoryMb: integerEnv(env, "MCM.MEMORY_MB", 16, 4096, defaultMemoryMb),
-  };
-}
 
 /** The containers of the node. */
 export class Deployments {
@@ -171,12 +139,7 @@ export class Deployments {
       host: {
         networks: this.#settings.outboundNetworks,
         nodeAddresses: this.#node.ownAddresses(),
-        limits: {
-          memoryBytes: (limits.memoryMb + RUNTIME_MEMORY_MB) * 2 ** 20,
-          idleCpuShare: IDLE_CPU_SHARE,
-          idleCpuBurstMs: IDLE_CPU_BURST_MS,
-          busySilenceMs: limits.executionMs + 2000,
-        },
+        limits: limits.watchdog,
       },
       onCall: (call) => this.#node.answerCall(record.id, call),
       env,
@@ -220,17 +183,7 @@ export class Deployments {
   /** The record a start request asks for, after checking everything that can be checked. */
   #planned(caller: Caller, request: StartContainerRequest): ContainerRecord {
     const env = request.env ?? {};
-    const keys = Object.keys(env);
-    if (keys.length > MAX_ENV_KEYS) throw new Invalid(`env has over ${MAX_ENV_KEYS} keys`);
-    const badKey = keys.find((key) => !ENV_KEY_PATTERN.test(key));
-    if (badKey !== undefined) {
-      throw new Invalid(`env key '${badKey}' must be 1 to 128 letters, digits, '_', '.' or '-'`);
-    }
-    limitsOf(env, this.#settings.memoryMb);
-    const given = env["MCM.BASE_API_PATH"] ?? `/${request.name}`;
-    if (!PATH_PATTERN.test(given) || /\/\.\.?(\/|$)/.test(given)) {
-      throw new Invalid(`env MCM.BASE_API_PATH must be a path like /hello/v1 (got '${given}')`);
-    }
+    const given = checkedBasePath(env, request.name, this.#settings.memoryMb);
     const image = this.#images.find(caller, request.image);
     const id = `${caller.client}-${request.name}`;
     const segment = this.#records.segmentOf(
