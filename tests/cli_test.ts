@@ -268,7 +268,7 @@ Deno.test("the other client commands in both output modes: models, identity, inf
     assert.equal(deployed.state, "started");
     await human(
       ["deploy", `${dir}/f.tar`, "--name", "greeter"],
-      // The second deploy of a name is a redeploy, which lists the environment it kept.
-      /^(re)?deployed greeter \(image hello-fetch\): started\n(env: .*\n)?serving at http:\/\/127\.0\.0\.1:\d+\/\S+\/$/m,
+      // The second deploy of a name is a redeploy, which lists the environment it runs with.
+      /^redeployed greeter \(image hello-fetch\): started\nenv: \(none\)\nserving at http:\/\/127\.0\.0\.1:\d+\/\S+\/$/m,
     );
   }));
