@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { parse } from "yaml";
+import { runToEnd } from "./helpers/run.ts";
 
 const REDOCLY = "@redocly/cli@2.77.0";
 const OPENRPC_UTILS = "@open-rpc/schema-utils-js@2.2.1";
@@ -47,23 +48,12 @@ function specs(): { openapi: string[]; openrpc: string[] } {
 }
 
 /** Runs npx with `args` in the repository's root. */
-async function npx(args: string[], stdin?: string) {
-  const child = new Deno.Command("npx", {
+function npx(args: string[], stdin?: string) {
+  return runToEnd("npx", {
     args: ["-y", ...args],
     cwd: ROOT,
     env: { NO_COLOR: "1", NPM_CONFIG_UPDATE_NOTIFIER: "false" },
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(stdin));
-    await writer.close();
-  }
-  const output = await child.output();
-  const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  return { code: output.code, stdout: text(output.stdout), stderr: text(output.stderr) };
+  }, stdin);
 }
 
 Deno.test("redocly.yaml names every OpenAPI file of spec/ as an api", () => {

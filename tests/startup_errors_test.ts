@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { makeIssuer } from "./helpers/identity.ts";
 import { LAUNCHER_PERMISSIONS, MAIN, startTestNode, withTempDir } from "./helpers/node.ts";
+import { type Finished, runToEnd } from "./helpers/run.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 
@@ -27,7 +28,7 @@ const READ_ONLY_MEANS = !ROOT_USER ? "chmod" : CAN_UNSHARE ? "bind mount" : unde
 async function edgenode(
   args: string[],
   readOnly: string[] = [],
-): Promise<{ code: number; stdout: string; stderr: string }> {
+): Promise<Finished> {
   let command = [Deno.execPath(), "run", ...LAUNCHER_PERMISSIONS, MAIN, ...args];
   if (readOnly.length > 0 && READ_ONLY_MEANS === "bind mount") {
     const mounts = readOnly.map((_, i) => `mount --bind -o ro "$${i + 1}" "$${i + 1}"`);
@@ -51,20 +52,11 @@ async function edgenode(
     }
   }
   try {
-    const output = await new Deno.Command(command[0], {
+    return await runToEnd(command[0], {
       args: command.slice(1),
       env: { NO_COLOR: "1" },
-      stdin: "null",
-      stdout: "piped",
-      stderr: "piped",
       signal: AbortSignal.timeout(30_000),
-    }).output();
-    const decoder = new TextDecoder();
-    return {
-      code: output.code,
-      stdout: decoder.decode(output.stdout),
-      stderr: decoder.decode(output.stderr),
-    };
+    });
   } finally {
     for (const [path, mode] of modes) await Deno.chmod(path, mode);
   }

@@ -5,6 +5,7 @@
  * @module
  */
 import { LAUNCHER_PERMISSIONS, MAIN } from "./node.ts";
+import { type Finished, runToEnd } from "./run.ts";
 
 /** The Deno cache in use: the commands below run without HOME, so they are told where it is. */
 export const DENO_DIR = JSON.parse(
@@ -14,12 +15,12 @@ export const DENO_DIR = JSON.parse(
 ).denoDir as string;
 
 /** `edgenode ARGS` with only `env` (no HOME: no key found in a config file by chance). */
-export async function edgenode(
+export function edgenode(
   args: string[],
   env: Record<string, string>,
   stdin?: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
+): Promise<Finished> {
+  return runToEnd(Deno.execPath(), {
     args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, ...args],
     clearEnv: true,
     env: {
@@ -29,20 +30,5 @@ export async function edgenode(
       PATH: Deno.env.get("PATH") ?? "",
       ...env,
     },
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(stdin));
-    await writer.close();
-  }
-  const output = await child.output();
-  const text = new TextDecoder();
-  return {
-    code: output.code,
-    stdout: text.decode(output.stdout),
-    stderr: text.decode(output.stderr),
-  };
+  }, stdin);
 }

@@ -6,6 +6,7 @@
  */
 import { EXECUTABLE_FLAGS } from "../../src/program/executable_flags.ts";
 import { storeClient } from "../../src/sdk/clients.ts";
+import { type Finished, runToEnd } from "./run.ts";
 
 /** The program's entry point. */
 export const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
@@ -53,19 +54,11 @@ export interface TestNode extends ListeningProcess, AsyncDisposable {
 }
 
 /** Runs `edgenode ARGS` to completion (for commands that exit). */
-export async function runEdgenode(args: string[], env: Record<string, string> = {}) {
-  const output = await new Deno.Command(Deno.execPath(), {
+export function runEdgenode(args: string[], env: Record<string, string> = {}): Promise<Finished> {
+  return runToEnd(Deno.execPath(), {
     args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, ...args],
     env: { NO_COLOR: "1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decoder = new TextDecoder();
-  return {
-    code: output.code,
-    stdout: decoder.decode(output.stdout),
-    stderr: decoder.decode(output.stderr),
-  };
+  });
 }
 
 /** Starts a node and waits until it listens. */
