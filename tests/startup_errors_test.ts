@@ -112,6 +112,24 @@ if (READ_ONLY_MEANS === undefined) {
   console.log("note: running as root without unshare -m: read-only data directories not tested");
 }
 
+Deno.test("a data directory that a file stands in the way of: named, and not "make it for the user"", () =>
+  withTempDir(async (dir) => {
+    await Deno.writeTextFile(`${dir}/file`, "");
+    for (
+      const [dataDir, reason] of [[`${dir}/file`, "File exists"], [
+        `${dir}/file/sub`,
+        "Not a directory",
+      ]]
+    ) {
+      assertOneLine(
+        await edgenode(serve(dataDir)),
+        new RegExp(
+          `^edgenode: cannot make the data directory ${dataDir} \\(${reason}\\): pass another --data-dir$`,
+        ),
+      );
+    }
+  }));
+
 Deno.test("a node key that is not one: one line naming it and the way out, nothing of it shown", () =>
   withTempDir(async (dir) => {
     const dataDir = await Deno.realPath(dir);

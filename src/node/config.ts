@@ -96,10 +96,11 @@ export async function loadSettings(
   const { dataDir, configPath } = resolvePaths(flags, env);
   const trustFiles = (flags.trust ?? []).map((path) => resolve(path));
   await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 }).catch((error) => {
-    throw new ConfigError(
-      `cannot make the data directory ${dataDir} (${osReason(error)}): make it for the user ` +
-        `edgenode runs as, or pass another --data-dir`,
-    );
+    // Only a permission is fixed by making it: a file in the way or a read-only disk is not.
+    const fix = error instanceof Deno.errors.PermissionDenied
+      ? "make it for the user edgenode runs as, or pass another --data-dir"
+      : "pass another --data-dir";
+    throw new ConfigError(`cannot make the data directory ${dataDir} (${osReason(error)}): ${fix}`);
   });
   let file: NodeConfig;
   let generatedKey: string | undefined;
