@@ -112,7 +112,7 @@ if (READ_ONLY_MEANS === undefined) {
   console.log("note: running as root without unshare -m: read-only data directories not tested");
 }
 
-Deno.test("a data directory that a file stands in the way of: named, and not "make it for the user"", () =>
+Deno.test("a data directory that a file stands in the way of: named, and not 'make it for the user'", () =>
   withTempDir(async (dir) => {
     await Deno.writeTextFile(`${dir}/file`, "");
     for (
