@@ -54,8 +54,7 @@ export async function accountTokenCommand(args: string[], env: Env): Promise<num
     clear ? "clearing the account token" : "storing the account token",
   );
   if (json) printJson(stored);
-  else {console.log(
-      clear ? "cleared the account token" : `stored the account token${described(token)}`,
-    );}
+  else if (clear) console.log("cleared the account token");
+  else console.log(`stored the account token${described(token)}`);
   return 0;
 }

@@ -89,10 +89,8 @@ async function push(args: string[], env: Env): Promise<number> {
   const tar = await readUserFile(positionals[0]);
   const name = (values as Record<string, string | undefined>).name;
   const image = await pushImage(tar, basename(positionals[0]), name, target);
-  if (json) printJson(image);
-  else {console.log(
-      `pushed image ${image.name} (${image.id}, ${image.size} bytes, ${image.digest})`,
-    );}
+  if (json) return printJson(image), 0;
+  console.log(`pushed image ${image.name} (${image.id}, ${image.size} bytes, ${image.digest})`);
   return 0;
 }
 
