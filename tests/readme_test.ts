@@ -14,6 +14,7 @@
 import assert from "node:assert/strict";
 import * as v from "valibot";
 import { NodeConfigSchema } from "../gen/config/validators.ts";
+import { DENO_DIR } from "./helpers/cli_env.ts";
 import { startFileServer } from "./helpers/file_server.ts";
 import { ggufBytes, withTempDir } from "./helpers/node.ts";
 import { type ShellBlock, shellBlocks, walkthroughScript } from "./helpers/readme_blocks.ts";
@@ -118,12 +119,6 @@ function freePort(wanted = 0): number {
   return port;
 }
 
-/** The Deno cache in use, so the fresh HOME does not mean downloading every package again. */
-async function denoDir(): Promise<string> {
-  const output = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
-  return JSON.parse(new TextDecoder().decode(output.stdout)).denoDir;
-}
-
 function blockChosen(block: ShellBlock): boolean {
   return !NOT_RUN.some((skip) => block.text.includes(skip.containing));
 }
@@ -163,7 +158,7 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
       env: {
         HOME: `${work}/home`,
         PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", // the README's install step adds edgenode
-        DENO_DIR: await denoDir(),
+        DENO_DIR, // the cache in use: a fresh HOME does not download every package again
         DENO: Deno.execPath(),
         REPO,
         WORK: work,
