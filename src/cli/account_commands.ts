@@ -8,6 +8,7 @@
 import { decodeJwt } from "jose";
 import { ConfigError } from "../config/config_error.ts";
 import { insightClient } from "../sdk/clients.ts";
+import { humanTime } from "../sdk/human_units.ts";
 import { answer, type Env, invocation, printJson } from "./cli_context.ts";
 import { readSecretFile } from "./user_files.ts";
 
@@ -25,9 +26,7 @@ const USAGE = "usage: edgenode account-token --token-file FILE | - | TOKEN, or -
 function described(token: string): string {
   try {
     const { sub, exp } = decodeJwt(token);
-    const until = exp
-      ? `, expires ${new Date(exp * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC`
-      : "";
+    const until = exp ? `, expires ${humanTime(exp * 1000)} UTC` : "";
     return sub ? ` (account ${sub}${until})` : "";
   } catch {
     return "";

@@ -8,7 +8,7 @@ import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import type { Image } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../config/config_error.ts";
-import { humanBytes } from "../sdk/human_units.ts";
+import { humanBytes, humanTime } from "../sdk/human_units.ts";
 import { answer, type Env, printJson, printTable, runSubcommand } from "./cli_context.ts";
 import { deploymentInvocation, type DeploymentTarget } from "./deployment_target.ts";
 import { buildImage } from "./image_build.ts";
@@ -106,7 +106,7 @@ async function list(args: string[], env: Env): Promise<number> {
       image.id,
       humanBytes(image.size),
       String(image.containers),
-      new Date(image.created * 1000).toISOString().slice(0, 16).replace("T", " "),
+      humanTime(image.created * 1000),
     ]),
   );
   return 0;

@@ -5,7 +5,7 @@
  */
 import { ConfigError } from "../config/config_error.ts";
 import { type StoreClient, storeClient } from "../sdk/clients.ts";
-import { humanBytes } from "../sdk/human_units.ts";
+import { humanBytes, humanTime } from "../sdk/human_units.ts";
 import { findModel, type Model } from "../sdk/models.ts";
 import {
   answer,
@@ -50,7 +50,7 @@ function row(model: Model): string[] {
     model.version,
     humanBytes(model.totalSize),
     model.readyToUse ? "yes" : "no",
-    new Date(model.createdAt).toISOString().slice(0, 16).replace("T", " "),
+    humanTime(model.createdAt),
   ];
 }
 

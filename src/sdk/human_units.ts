@@ -16,3 +16,8 @@ export function humanBytes(bytes: number | undefined): string {
   }
   return unit === 0 ? `${bytes} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
+
+/** A time in milliseconds since 1970, to the minute in UTC: "2026-11-22 08:30". */
+export function humanTime(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+}

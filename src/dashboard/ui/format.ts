@@ -19,7 +19,5 @@ export function duration(seconds: number): string {
   return parts.join(" ");
 }
 
-/** A time in ms as "2026-11-22 08:30". */
-export function when(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 16).replace("T", " ");
-}
+/** A time in ms as "2026-11-22 08:30" (UTC). */
+export { humanTime as when } from "../../sdk/human_units.ts";
