@@ -84,6 +84,14 @@ Deno.test("the new commands: usage errors exit 2, --help shows their usage, typo
     [["images", "rm"], /^edgenode: usage: edgenode images rm NAME\|ID\n$/],
     [["images", "lx"], /^edgenode: unknown image command 'lx'; did you mean 'ls'\?/],
     [["deploy"], /^edgenode: usage: edgenode deploy DIR\|FILE\|IMAGE\.tar /],
+    [
+      ["deploy", "x.tar", "--env", "A=1", "--env", "=hunter2"],
+      /^edgenode: --env takes KEY=VALUE: --env #2 has no key\n$/,
+    ],
+    [
+      ["deploy", "x.tar", "--env", "hunter2"],
+      /^edgenode: --env takes KEY=VALUE: --env #1 has no '='\n$/,
+    ],
     [["containres"], /^edgenode: unknown command 'containres'; did you mean 'containers'\?/],
     [["acount-token"], /^edgenode: unknown command 'acount-token'; did you mean 'account-token'\?/],
     [["models", "lss"], /^edgenode: unknown models command 'lss'; did you mean 'ls'\?/],

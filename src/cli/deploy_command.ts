@@ -37,14 +37,18 @@ async function existing(target: DeploymentTarget, name: string): Promise<Contain
   return missing ? undefined : await answer(call, `reading container ${name}`);
 }
 
-/** The `--env KEY=VALUE` flags as an env. */
+/** The `--env KEY=VALUE` flags as an env. A malformed one is not quoted: it may be a secret. */
 function envOf(pairs: string[]): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const pair of pairs) {
+  pairs.forEach((pair, i) => {
     const at = pair.indexOf("=");
-    if (at < 1) throw new ConfigError(`--env takes KEY=VALUE, not '${pair}'`);
+    if (at < 1) {
+      throw new ConfigError(
+        `--env takes KEY=VALUE: --env #${i + 1} has ${at ? "no '='" : "no key"}`,
+      );
+    }
     env[pair.slice(0, at)] = pair.slice(at + 1);
-  }
+  });
   return env;
 }
 
