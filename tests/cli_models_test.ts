@@ -216,7 +216,7 @@ Deno.test("an unreachable node, insight's errors, nodes decrypt of a missing fil
       assert.equal(result.code, 1);
       assert.match(
         result.stderr,
-        /(401 missing credentials|403 incorrect API key).*; pass the node's key with --api-key or EDGENODE_API_KEY, or point EDGENODE_DATA_DIR at/,
+        /(401 missing credentials|403 incorrect API key).*; pass the node's key with --api-key or EDGENODE_API_KEY, or, for a node on this machine, point EDGENODE_DATA_DIR at/,
       );
     }
   });

@@ -46,6 +46,16 @@ function localApiKey(env: Env): string | undefined {
   }
 }
 
+/**
+ * Whether `url` names a node on this machine (a loopback name or address): only such a node is
+ * sent the key of the local node's config file, which another host has no business seeing.
+ */
+export function isThisMachine(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  return host === "localhost" || host.endsWith(".localhost") || host === "::1" ||
+    /^127(\.\d{1,3}){3}$/.test(host);
+}
+
 /** Parses a client command's arguments with the global flags. */
 export function invocation<
   O extends Record<string, { type: "string" | "boolean"; multiple?: boolean }>,
@@ -66,7 +76,7 @@ export function invocation<
     throw new ConfigError(`--node must be a base URL like http://127.0.0.1:8083 (got '${url}')`);
   }
   const credential = (all["api-key"] as string | undefined) ?? env("EDGENODE_API_KEY") ??
-    localApiKey(env);
+    (isThisMachine(url) ? localApiKey(env) : undefined);
   return {
     values,
     positionals,
@@ -146,8 +156,8 @@ export function clientError(error: unknown): unknown {
     : error instanceof NotANodeError
     ? `point to the node with ${NODE_HINT}`
     : error instanceof NodeError && /API key/.test(error.message)
-    ? "pass the node's key with --api-key or EDGENODE_API_KEY, or point EDGENODE_DATA_DIR at " +
-      "the node's data directory (its config.json holds the key)"
+    ? "pass the node's key with --api-key or EDGENODE_API_KEY, or, for a node on this machine, " +
+      "point EDGENODE_DATA_DIR at its data directory (its config.json holds the key)"
     : undefined;
   return hint ? new Error(`${(error as Error).message}; ${hint}`, { cause: error }) : error;
 }
