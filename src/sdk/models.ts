@@ -44,11 +44,17 @@ export async function findModel(store: StoreClient, id: string): Promise<Model |
   return data as Model;
 }
 
-/** Creates the record `input`; NodeError when the node refuses. */
-async function createModel(store: StoreClient, input: CreateModelRequest): Promise<Model> {
+/**
+ * Creates the record `input`; NodeError when the node refuses. `created` is false when another
+ * client made it first (the node answers 200 and merges).
+ */
+async function createModel(
+  store: StoreClient,
+  input: CreateModelRequest,
+): Promise<{ model: Model; created: boolean }> {
   const { data, error, response } = await store.POST("/models", { body: input });
   if (!response.ok || data === undefined) throw nodeError(response, error, `adding ${input.id}`);
-  return data;
+  return { model: data, created: response.status === 201 };
 }
 
 /** The model `input.id`, created from `input` when the node has none by that id. */
@@ -56,7 +62,7 @@ export async function ensureModel(
   store: StoreClient,
   input: CreateModelRequest,
 ): Promise<Model> {
-  return await findModel(store, input.id) ?? await createModel(store, input);
+  return await findModel(store, input.id) ?? (await createModel(store, input)).model;
 }
 
 /**
@@ -99,8 +105,9 @@ export async function* pullModel(
   body: DownloadModelRequest,
   signal?: AbortSignal,
 ): AsyncGenerator<DownloadProgressMessage> {
-  const created = await findModel(store, input.id) === undefined;
-  if (created) await createModel(store, input);
+  // Only a record this call created is removed on failure: the node's 201 says it was this one.
+  const created = await findModel(store, input.id) === undefined &&
+    (await createModel(store, input)).created;
   let finished = false;
   try {
     for await (const message of followDownload(store, input.id, body, signal)) {
