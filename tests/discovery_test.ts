@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import type dnsPacket from "dns-packet";
 import type { TestNode } from "./helpers/node.ts";
 import { runEdgenode, waitFor, withTempDir } from "./helpers/node.ts";
+import { debianPackage } from "./helpers/debian.ts";
 import {
   announcement,
   describeImpostor,
@@ -368,24 +369,13 @@ async function findZeroconfPython(): Promise<string | undefined> {
 
 /** python-zeroconf, installed from Debian (python3-zeroconf) when missing and apt-get can. */
 const zeroconfPython = await (async () => {
-  const found = await findZeroconfPython();
-  if (found) return found;
-  const install = await new Deno.Command("apt-get", {
-    args: ["install", "-y", "--no-install-recommends", "python3-zeroconf"],
-    env: { DEBIAN_FRONTEND: "noninteractive" },
-    stdout: "null",
-    stderr: "piped",
-  }).output().catch((error: Error) => ({ success: false, stderr: error.message }));
-  const installed = install.success ? await findZeroconfPython() : undefined;
-  if (!installed) {
-    const why = typeof install.stderr === "string"
-      ? install.stderr
-      : new TextDecoder().decode(install.stderr).trim().split("\n").pop();
-    console.log(
-      `discovery_test: the python-zeroconf test is skipped: no python3 with zeroconf, and apt-get install python3-zeroconf failed (${why})`,
-    );
-  }
-  return installed;
+  const found = await debianPackage(
+    "python3-zeroconf",
+    async () => await findZeroconfPython() !== undefined,
+  );
+  if (found === true) return await findZeroconfPython();
+  console.log(`discovery_test: the python-zeroconf test is skipped: ${found.missing}`);
+  return undefined;
 })();
 
 /**

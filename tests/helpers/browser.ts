@@ -7,6 +7,7 @@
  */
 import "./wsl_probe_guard.ts";
 import { type Browser, chromium } from "playwright-core";
+import { debianPackage } from "./debian.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 
@@ -20,22 +21,8 @@ async function exists(path: string): Promise<boolean> {
 
 /** Chromium's path, installed with apt if need be; or why there is none. */
 export async function chromiumPath(): Promise<{ path: string } | { missing: string }> {
-  if (await exists(CHROMIUM)) return { path: CHROMIUM };
-  if (!(await exists("/usr/bin/apt-get"))) {
-    return { missing: `no ${CHROMIUM}, and no apt-get to install it with` };
-  }
-  const install = await new Deno.Command("apt-get", {
-    args: ["install", "-y", "--no-install-recommends", "chromium"],
-    env: { DEBIAN_FRONTEND: "noninteractive" },
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  if (install.success && await exists(CHROMIUM)) return { path: CHROMIUM };
-  return {
-    missing: `apt-get install chromium failed: ${
-      new TextDecoder().decode(install.stderr).trim().split("\n").pop()
-    }`,
-  };
+  const found = await debianPackage("chromium", () => exists(CHROMIUM));
+  return found === true ? { path: CHROMIUM } : found;
 }
 
 /**
