@@ -75,7 +75,21 @@ async function downloadRun(dir: string, url: string, mib: number) {
   return { mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid) };
 }
 
+/** The outside programs the benchmarks drive, named with their Debian packages when missing. */
+async function requireTools(): Promise<void> {
+  const missing: string[] = [];
+  for (const [program, pkg] of [["wrk", "wrk"], ["curl", "curl"], ["taskset", "util-linux"]]) {
+    const found = await new Deno.Command("sh", { args: ["-c", `command -v ${program}`] }).output();
+    if (!found.success) missing.push(`${program} (apt-get install -y ${pkg})`);
+  }
+  if (missing.length > 0) {
+    console.error(`bench: missing ${missing.join(", ")}`);
+    Deno.exit(2);
+  }
+}
+
 async function main() {
+  await requireTools();
   const rows: string[][] = [];
   const only = values.only;
   if (!only || only === "requests") rows.push(...await requestPathRows());
