@@ -16,7 +16,8 @@
  *   to the same routes in Hono on Deno (npm:hono), and the trivial microservice next to workerd
  *   (npm:workerd) and a bare Deno.serve; medians of three interleaved rounds of wrk on one core.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
- * `--only requests|store|discovery|hub|mcm`.
+ * `--only requests|store|discovery|hub|mcm`, `--quick [--record]` (scripts/bench_quick.ts: the
+ * ratios in under a minute, checked against scripts/bench_recorded.json).
  *
  * @module
  */
@@ -26,23 +27,30 @@ import { discoveryRows } from "./bench_discovery.ts";
 import { hubRows } from "./bench_hub.ts";
 import { mcmRows } from "./bench_mcm.ts";
 import { mcmDownloadRows } from "./bench_mcm_download.ts";
+import { quickBench } from "./bench_quick.ts";
 import { requestPathRows } from "./bench_request_path.ts";
-import { createModel, makeModelFile, p99, peakRssMib, run, timed, wrk } from "./bench_tools.ts";
+import {
+  createModel,
+  curlUpload,
+  makeModelFile,
+  p99,
+  peakRssMib,
+  run,
+  timed,
+  wrk,
+} from "./bench_tools.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
-  options: { "size-mib": { type: "string", default: "1024" }, only: { type: "string" } },
+  options: {
+    "size-mib": { type: "string", default: "1024" },
+    only: { type: "string" },
+    quick: { type: "boolean" },
+    record: { type: "boolean" },
+  },
 });
 const SIZE_MIB = Number(values["size-mib"]);
 const SMALL_MIB = Math.max(1, Math.round(SIZE_MIB / 4));
-
-function curlUpload(url: string, key: string, file: string, multipart: boolean): string[] {
-  // -T streams the file from disk (--data-binary would read it all into curl's memory first).
-  const body = multipart
-    ? ["-F", `file=@${file}`]
-    : ["-X", "POST", "-H", "Content-Type: application/octet-stream", "-T", file];
-  return ["-sS", "--fail", "-o", "/dev/null", "-H", `Authorization: Bearer ${key}`, ...body, url];
-}
 
 /** Uploads a file to a fresh node (three times), returning the median MB/s and the peak RSS. */
 async function uploadRun(dir: string, file: string, mib: number, multipart: boolean) {
@@ -90,6 +98,7 @@ async function requireTools(): Promise<void> {
 
 async function main() {
   await requireTools();
+  if (values.quick) Deno.exit(await quickBench(values.record === true));
   const rows: string[][] = [];
   const only = values.only;
   if (!only || only === "requests") rows.push(...await requestPathRows());

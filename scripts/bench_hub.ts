@@ -59,7 +59,7 @@ async function until(condition: () => Promise<boolean>, ms = 30_000): Promise<vo
 }
 
 /** A fresh hub with two nodes of one account; a2 is reached through the hub with a1's token. */
-async function tunnelPair(issuer: TestIssuer, dir: string) {
+export async function tunnelPair(issuer: TestIssuer, dir: string) {
   const hub = await startTestHub(issuer, `${dir}/hub`);
   const a1 = await joinHub(hub.url, issuer, "bench", { name: "a1" });
   const a2 = await joinHub(hub.url, issuer, "bench", { name: "a2" });
@@ -88,7 +88,7 @@ async function tunnelPair(issuer: TestIssuer, dir: string) {
 }
 
 /** curl arguments: GET `url` (or with `upload`, POST that file) with these headers. */
-function curlArgs(url: string, headers: Record<string, string>, upload?: string): string[] {
+export function curlArgs(url: string, headers: Record<string, string>, upload?: string): string[] {
   const args = ["-sS", "--fail", "-o", "/dev/null"];
   for (const [name, value] of Object.entries(headers)) args.push("-H", `${name}: ${value}`);
   if (upload) {

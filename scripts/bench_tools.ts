@@ -91,10 +91,13 @@ export async function makeModelFile(path: string, mib: number): Promise<void> {
   for (let i = 0; i < block.length; i += 65536) {
     crypto.getRandomValues(block.subarray(i, i + 65536));
   }
+  // A GGUF v3 header with no tensors and no metadata (the node walks the header: random counts
+  // would be refused), then random bytes.
   block.set([0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0]);
+  block.fill(0, 8, 24);
   for (let i = 0; i < mib; i++) {
     await file.write(block);
-    block[8] = i & 0xff; // GGUF header only in the first block; later blocks differ a little.
+    block[100] = i & 0xff; // Later blocks differ a little from the first.
   }
 }
 
@@ -133,4 +136,13 @@ export async function createModel(node: TestNode, id: string): Promise<void> {
     throw new Error(`create ${id}: ${response.status} ${await response.text()}`);
   }
   await response.body?.cancel();
+}
+
+/** curl arguments that upload `file` to `url` with the key, raw or as multipart. */
+export function curlUpload(url: string, key: string, file: string, multipart: boolean): string[] {
+  // -T streams the file from disk (--data-binary would read it all into curl's memory first).
+  const body = multipart
+    ? ["-F", `file=@${file}`]
+    : ["-X", "POST", "-H", "Content-Type: application/octet-stream", "-T", file];
+  return ["-sS", "--fail", "-o", "/dev/null", "-H", `Authorization: Bearer ${key}`, ...body, url];
 }
