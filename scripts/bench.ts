@@ -1,7 +1,8 @@
 /**
  * `deno task bench`: measures the registry next to baselines from the same run.
  * - upload (raw and multipart) and `alt=media` download of a large file with curl, in MB/s,
- *   next to a plain file copy and a bare Deno.serve;
+ *   next to a plain file copy, `dd conv=fsync`, nginx's WebDAV PUT (scripts/bench_nginx.ts)
+ *   and a bare Deno.serve;
  * - the node's peak RSS while uploading, for two file sizes (it must not grow with the size);
  * - download from a URL (POST /models/{id}/download) served from 127.0.0.1, next to `curl -o`
  *   of the same URL, with the node's peak RSS for two file sizes;
@@ -27,6 +28,7 @@ import { discoveryRows } from "./bench_discovery.ts";
 import { hubRows } from "./bench_hub.ts";
 import { mcmRows } from "./bench_mcm.ts";
 import { mcmDownloadRows } from "./bench_mcm_download.ts";
+import { startNginxDav } from "./bench_nginx.ts";
 import { quickBench } from "./bench_quick.ts";
 import { requestPathRows } from "./bench_request_path.ts";
 import {
@@ -147,6 +149,24 @@ async function storeRows(): Promise<string[][]> {
       `${(mb / durableSeconds).toFixed(0)} MB/s`,
       "baseline: an upload syncs its file before the rename, as this copy does",
     ]);
+    await using nginx = await startNginxDav(`${dir}/nginx`);
+    if (nginx) {
+      const putSeconds = await timed("curl", [
+        "-sS",
+        "--fail",
+        "-o",
+        "/dev/null",
+        "-T",
+        big,
+        `${nginx.url}/put.gguf`,
+      ]);
+      await Deno.remove(`${dir}/nginx/root/put.gguf`).catch(() => {});
+      rows.push([
+        `upload to nginx (WebDAV PUT, nginx-light), ${SIZE_MIB} MiB (curl)`,
+        `${(mb / putSeconds).toFixed(0)} MB/s`,
+        "baseline: the HTTP receive path; nginx does not sync the file",
+      ]);
+    }
 
     const listFile = `${dir}/list.json`;
     for (const multipart of [false, true]) {
