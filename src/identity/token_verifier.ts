@@ -20,6 +20,15 @@ import { DomainError } from "../errors/mod.ts";
 export const ALGORITHMS = ["EdDSA", "ES256", "RS256"];
 /** Clock difference tolerated on `exp` and `nbf`, in seconds. */
 const CLOCK_SKEW_SECONDS = 30;
+/**
+ * How long a token whose signature verified is taken again without checking it (never past its
+ * `exp`): a tunnel client sends the same token with every request, and the signature check was
+ * most of the hub's and the node's work per request. Bounded, so that a JWKS URL's key rotation
+ * reaches a token that was already seen within this time.
+ */
+const REUSE_SECONDS = 300;
+/** At most this many verified tokens are remembered (the oldest goes first). */
+const REMEMBERED_TOKENS = 1024;
 
 /** Why a token was refused, named after the JSON-RPC application errors. */
 export type TokenProblem =
@@ -60,17 +69,22 @@ type KeySet = Parameters<typeof jwtVerify>[1];
 export class TokenVerifier {
   readonly #nodeId: string | undefined;
   readonly #keys = new Map<string, KeySet>();
+  readonly #now: () => number;
+  /** Tokens whose signature and issuer verified: their claims, and until when (Unix s). */
+  readonly #verified = new Map<string, { claims: JWTPayload; until: number }>();
 
-  private constructor(nodeId: string | undefined) {
+  private constructor(nodeId: string | undefined, now: () => number) {
     this.#nodeId = nodeId;
+    this.#now = now;
   }
 
   /** A verifier for these issuers; JWKS files are read now, JWKS URLs when first needed. */
   static async create(
     nodeId: string | undefined,
     issuers: TrustedIssuer[],
+    options: { now?: () => number } = {},
   ): Promise<TokenVerifier> {
-    const verifier = new TokenVerifier(nodeId);
+    const verifier = new TokenVerifier(nodeId, options.now ?? (() => Date.now() / 1000));
     for (const trusted of issuers) {
       let keys: KeySet;
       if (trusted.jwksUrl) keys = createRemoteJWKSet(new URL(trusted.jwksUrl));
@@ -97,6 +111,21 @@ export class TokenVerifier {
     scope: string,
     forNode: string | undefined = this.#nodeId,
   ): Promise<VerifiedToken> {
+    const now = this.#now();
+    const seen = this.#verified.get(token);
+    const claims = seen && now < seen.until ? seen.claims : await this.#checkSignature(token, now);
+    const scopes = typeof claims.scope === "string" ? claims.scope.split(/\s+/) : [];
+    if (!scopes.includes(scope)) {
+      throw new TokenError("MissingScope", `the token lacks scope '${scope}'`);
+    }
+    if (claims.node_id !== undefined && claims.node_id !== forNode) {
+      throw new TokenError("WrongNode", `the token is for node '${claims.node_id}', not this one`);
+    }
+    return { accountId: claims.sub!, expiresAt: claims.exp!, scopes, claims };
+  }
+
+  /** The claims of `token` once its algorithm, issuer, signature and times check out. */
+  async #checkSignature(token: string, now: number): Promise<JWTPayload> {
     let alg: string | undefined;
     let iss: string | undefined;
     try {
@@ -122,18 +151,17 @@ export class TokenVerifier {
         algorithms: ALGORITHMS,
         clockTolerance: CLOCK_SKEW_SECONDS,
         requiredClaims: ["sub", "exp"],
+        currentDate: new Date(now * 1000),
       }));
     } catch (error) {
       throw new TokenError("InvalidToken", reasonOf(error));
     }
-    const scopes = typeof claims.scope === "string" ? claims.scope.split(/\s+/) : [];
-    if (!scopes.includes(scope)) {
-      throw new TokenError("MissingScope", `the token lacks scope '${scope}'`);
+    if (this.#verified.size >= REMEMBERED_TOKENS) {
+      this.#verified.delete(this.#verified.keys().next().value!);
     }
-    if (claims.node_id !== undefined && claims.node_id !== forNode) {
-      throw new TokenError("WrongNode", `the token is for node '${claims.node_id}', not this one`);
-    }
-    return { accountId: claims.sub!, expiresAt: claims.exp!, scopes, claims };
+    const until = Math.min(claims.exp! + CLOCK_SKEW_SECONDS, now + REUSE_SECONDS);
+    this.#verified.set(token, { claims, until });
+    return claims;
   }
 }
 
