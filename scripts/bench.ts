@@ -38,6 +38,7 @@ import {
   p99,
   peakRssMib,
   run,
+  startBaselineServer,
   timed,
   wrk,
 } from "./bench_tools.ts";
@@ -187,119 +188,98 @@ async function storeRows(): Promise<string[][]> {
     for (let i = 1; i < 1000; i++) await createModel(node, `model-${String(i).padStart(4, "0")}`);
     await Deno.writeTextFile(listFile, await (await fetch(`${node.storeUrl}/models`)).text());
 
-    const baseline = new Deno.Command("taskset", {
-      args: [
-        "-c",
-        "0",
-        Deno.execPath(),
-        "run",
-        `--allow-net=127.0.0.1`,
-        `--allow-read=${dir}`,
-        `--allow-write=${dir}`,
-        new URL("./bench_baseline_server.ts", import.meta.url).pathname,
-        dir,
-        listFile,
-      ],
-      stdout: "piped",
-    }).spawn();
-    const reader = baseline.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    const base = `http://127.0.0.1:${/port (\d+)/.exec((await reader.read()).value ?? "")?.[1]}`;
-    try {
-      // Downloads: the bare server is the source for both the node and curl.
-      const curlSeconds = await timed("curl", [
-        "-sS",
-        "--fail",
-        "-o",
-        `${dir}/curl.bin`,
-        `${base}/file`,
-      ]);
-      // The node syncs the file before renaming it into place; `sync FILE` does the same.
-      const durableCurlSeconds = await timed("sh", [
-        "-c",
-        `curl -sS --fail -o ${dir}/curl.bin ${base}/file && sync ${dir}/curl.bin`,
-      ]);
-      await Deno.remove(`${dir}/curl.bin`);
-      const smallDownload = await downloadRun(dir, `${base}/file?name=small`, SMALL_MIB);
-      const bigDownload = await downloadRun(dir, `${base}/file`, SIZE_MIB);
-      rows.push([
-        `download from a URL, ${SIZE_MIB} MiB from 127.0.0.1 (POST .../download)`,
-        `${bigDownload.mbps.toFixed(0)} MB/s`,
-        `curl -o same URL: ${(mb / curlSeconds).toFixed(0)} MB/s; curl -o then sync FILE: ` +
-        `${(mb / durableCurlSeconds).toFixed(0)} MB/s; node peak RSS ${bigDownload.rss} MB ` +
-        `(${SMALL_MIB} MiB file: ${smallDownload.rss} MB)`,
-      ]);
-      // Latency under an upload is measured before pinning: the node as users run it.
-      const idle = await p99(`${node.storeUrl}/models/model-0500`);
-      const uploading = run(
-        "curl",
-        curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, big, false),
-      );
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      const busy = await p99(`${node.storeUrl}/models/model-0500`);
-      await uploading;
-      rows.push([
-        `GET /models/{id} p99 latency during a ${SIZE_MIB} MiB upload (wrk -c10)`,
-        `${busy.toFixed(1)} ms`,
-        `same node idle: ${idle.toFixed(2)} ms`,
-      ]);
-      // -a: every thread of the node, as the baseline server runs wholly on core 0.
-      await run("taskset", ["-a", "-pc", "0", String(node.pid)]);
-      const baseUpload = await timed("curl", [
-        "-sS",
-        "--fail",
-        "-o",
-        "/dev/null",
-        "-X",
-        "POST",
-        "-H",
-        "Content-Type: application/octet-stream",
-        "-T",
-        big,
-        `${base}/upload`,
-      ]);
-      rows.push([
-        `upload raw body to a bare Deno.serve, ${SIZE_MIB} MiB`,
-        `${(mb / baseUpload).toFixed(0)} MB/s`,
-        "baseline",
-      ]);
-      const download = await timed("curl", [
-        "-sS",
-        "--fail",
-        "-o",
-        "/dev/null",
-        `${node.storeUrl}/models/big?alt=media`,
-      ]);
-      const baseDownload = await timed("curl", [
-        "-sS",
-        "--fail",
-        "-o",
-        "/dev/null",
-        `${base}/file`,
-      ]);
-      rows.push([
-        `download alt=media, ${SIZE_MIB} MiB (curl)`,
-        `${(mb / download).toFixed(0)} MB/s`,
-        `bare Deno.serve file: ${(mb / baseDownload).toFixed(0)} MB/s`,
-      ]);
-      const list = await wrk(`${node.storeUrl}/models`);
-      const baseList = await wrk(`${base}/list`);
-      rows.push([
-        "GET /models, 1,000 records (wrk -c50, 1 core)",
-        `${list} req/s`,
-        `bare Deno.serve same JSON: ${baseList} req/s`,
-      ]);
-      const one = await wrk(`${node.storeUrl}/models/model-0500`);
-      const baseOne = await wrk(`${base}/one`);
-      rows.push([
-        "GET /models/{id} (wrk -c50, 1 core)",
-        `${one} req/s`,
-        `bare Deno.serve same JSON: ${baseOne} req/s`,
-      ]);
-    } finally {
-      baseline.kill();
-      await baseline.status;
-      await reader.cancel();
-    }
+    await using baseline = await startBaselineServer(dir, listFile);
+    const base = baseline.url;
+    // Downloads: the bare server is the source for both the node and curl.
+    const curlSeconds = await timed("curl", [
+      "-sS",
+      "--fail",
+      "-o",
+      `${dir}/curl.bin`,
+      `${base}/file`,
+    ]);
+    // The node syncs the file before renaming it into place; `sync FILE` does the same.
+    const durableCurlSeconds = await timed("sh", [
+      "-c",
+      `curl -sS --fail -o ${dir}/curl.bin ${base}/file && sync ${dir}/curl.bin`,
+    ]);
+    await Deno.remove(`${dir}/curl.bin`);
+    const smallDownload = await downloadRun(dir, `${base}/file?name=small`, SMALL_MIB);
+    const bigDownload = await downloadRun(dir, `${base}/file`, SIZE_MIB);
+    rows.push([
+      `download from a URL, ${SIZE_MIB} MiB from 127.0.0.1 (POST .../download)`,
+      `${bigDownload.mbps.toFixed(0)} MB/s`,
+      `curl -o same URL: ${(mb / curlSeconds).toFixed(0)} MB/s; curl -o then sync FILE: ` +
+      `${(mb / durableCurlSeconds).toFixed(0)} MB/s; node peak RSS ${bigDownload.rss} MB ` +
+      `(${SMALL_MIB} MiB file: ${smallDownload.rss} MB)`,
+    ]);
+    // Latency under an upload is measured before pinning: the node as users run it.
+    const idle = await p99(`${node.storeUrl}/models/model-0500`);
+    const uploading = run(
+      "curl",
+      curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, big, false),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const busy = await p99(`${node.storeUrl}/models/model-0500`);
+    await uploading;
+    rows.push([
+      `GET /models/{id} p99 latency during a ${SIZE_MIB} MiB upload (wrk -c10)`,
+      `${busy.toFixed(1)} ms`,
+      `same node idle: ${idle.toFixed(2)} ms`,
+    ]);
+    // -a: every thread of the node, as the baseline server runs wholly on core 0.
+    await run("taskset", ["-a", "-pc", "0", String(node.pid)]);
+    const baseUpload = await timed("curl", [
+      "-sS",
+      "--fail",
+      "-o",
+      "/dev/null",
+      "-X",
+      "POST",
+      "-H",
+      "Content-Type: application/octet-stream",
+      "-T",
+      big,
+      `${base}/upload`,
+    ]);
+    rows.push([
+      `upload raw body to a bare Deno.serve, ${SIZE_MIB} MiB`,
+      `${(mb / baseUpload).toFixed(0)} MB/s`,
+      "baseline",
+    ]);
+    const download = await timed("curl", [
+      "-sS",
+      "--fail",
+      "-o",
+      "/dev/null",
+      `${node.storeUrl}/models/big?alt=media`,
+    ]);
+    const baseDownload = await timed("curl", [
+      "-sS",
+      "--fail",
+      "-o",
+      "/dev/null",
+      `${base}/file`,
+    ]);
+    rows.push([
+      `download alt=media, ${SIZE_MIB} MiB (curl)`,
+      `${(mb / download).toFixed(0)} MB/s`,
+      `bare Deno.serve file: ${(mb / baseDownload).toFixed(0)} MB/s`,
+    ]);
+    const list = await wrk(`${node.storeUrl}/models`);
+    const baseList = await wrk(`${base}/list`);
+    rows.push([
+      "GET /models, 1,000 records (wrk -c50, 1 core)",
+      `${list} req/s`,
+      `bare Deno.serve same JSON: ${baseList} req/s`,
+    ]);
+    const one = await wrk(`${node.storeUrl}/models/model-0500`);
+    const baseOne = await wrk(`${base}/one`);
+    rows.push([
+      "GET /models/{id} (wrk -c50, 1 core)",
+      `${one} req/s`,
+      `bare Deno.serve same JSON: ${baseOne} req/s`,
+    ]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -19,7 +19,15 @@ import { startTestNode } from "../tests/helpers/node.ts";
 import { makeIssuer } from "../tests/helpers/identity.ts";
 import { curlArgs, tunnelPair } from "./bench_hub.ts";
 import { childPids, deployHello, HELLO_BUNDLE, startMcmBaselines } from "./bench_mcm.ts";
-import { createModel, curlUpload, makeModelFile, run, timed, wrk } from "./bench_tools.ts";
+import {
+  createModel,
+  curlUpload,
+  makeModelFile,
+  run,
+  startBaselineServer,
+  timed,
+  wrk,
+} from "./bench_tools.ts";
 
 const MIB = 64;
 const WRK = { seconds: 2, warmup: 1 };
@@ -59,35 +67,6 @@ export function regressions(
       ? [`${key}: ${now.toFixed(2)} against ${was.toFixed(2)} recorded`]
       : [];
   });
-}
-
-/** Spawns the bare baseline server (bench_baseline_server.ts) on core 0 over `dir`. */
-async function startBaseline(dir: string, listFile: string) {
-  const child = new Deno.Command("taskset", {
-    args: [
-      "-c",
-      "0",
-      Deno.execPath(),
-      "run",
-      "--allow-net=127.0.0.1",
-      `--allow-read=${dir}`,
-      `--allow-write=${dir}`,
-      new URL("./bench_baseline_server.ts", import.meta.url).pathname,
-      dir,
-      listFile,
-    ],
-    stdout: "piped",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  const url = `http://127.0.0.1:${/port (\d+)/.exec((await reader.read()).value ?? "")?.[1]}`;
-  return {
-    url,
-    async [Symbol.asyncDispose]() {
-      child.kill();
-      await child.status;
-      await reader.cancel();
-    },
-  };
 }
 
 /** Median seconds of three forced downloads of `url` into model `id`. */
@@ -171,7 +150,7 @@ export async function quickRatios(): Promise<Ratio[]> {
     ]);
     const listFile = `${dir}/list.json`;
     await Deno.writeTextFile(listFile, await (await fetch(`${node.storeUrl}/models`)).text());
-    await using baseline = await startBaseline(dir, listFile);
+    await using baseline = await startBaselineServer(dir, listFile);
     const pullSeconds = await downloadSeconds(
       node.storeUrl,
       auth,

@@ -146,3 +146,32 @@ export function curlUpload(url: string, key: string, file: string, multipart: bo
     : ["-X", "POST", "-H", "Content-Type: application/octet-stream", "-T", file];
   return ["-sS", "--fail", "-o", "/dev/null", "-H", `Authorization: Bearer ${key}`, ...body, url];
 }
+
+/** Spawns the bare baseline server (bench_baseline_server.ts) on core 0 over `dir`. */
+export async function startBaselineServer(dir: string, listFile: string) {
+  const child = new Deno.Command("taskset", {
+    args: [
+      "-c",
+      "0",
+      Deno.execPath(),
+      "run",
+      "--allow-net=127.0.0.1",
+      `--allow-read=${dir}`,
+      `--allow-write=${dir}`,
+      new URL("./bench_baseline_server.ts", import.meta.url).pathname,
+      dir,
+      listFile,
+    ],
+    stdout: "piped",
+  }).spawn();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const url = `http://127.0.0.1:${/port (\d+)/.exec((await reader.read()).value ?? "")?.[1]}`;
+  return {
+    url,
+    async [Symbol.asyncDispose]() {
+      child.kill();
+      await child.status;
+      await reader.cancel();
+    },
+  };
+}
