@@ -21,7 +21,8 @@ import { permissionFlags, type PermissionSet, workerPermissions } from "./permis
 export type RoleMessage =
   | { role: "main"; args: string[]; settings: unknown }
   | { role: "container-host"; args: string[]; sandbox: MessagePort }
-  | { role: "sandbox"; host: MessagePort };
+  | { role: "sandbox"; host: MessagePort }
+  | { role: "file-sink" };
 
 /** The executable's own module and how it runs itself again; undefined when run as a script. */
 let executable: { entry: string; prefix: string[] } | undefined;

@@ -6,6 +6,7 @@
  */
 import { hostContainer } from "../mcm/sandbox/container_host.ts";
 import { serveSandbox } from "../mcm/sandbox/sandbox_worker.ts";
+import { serveFileSink } from "../storage/file_sink_worker.ts";
 import { NO_PERMISSIONS, workerPermissions } from "./permission_set.ts";
 import { listenForStop, type RoleMessage, startRoleWorker, workerExit } from "./self_program.ts";
 
@@ -23,7 +24,7 @@ export function inWorker(): boolean {
 /**
  * Waits for this worker's role and plays it: `main` runs the program's `main(args)` (the node or
  * hub) and stops when the launcher says so; `container-host` hosts a container; `sandbox` runs a
- * microservice without any permission.
+ * microservice without any permission; `file-sink` writes the node's transfers to disk.
  */
 export function acceptRole(main: (args: string[]) => Promise<number>): void {
   const scope = self as unknown as WorkerScope;
@@ -33,6 +34,8 @@ export function acceptRole(main: (args: string[]) => Promise<number>): void {
     scope.onmessage = null;
     if (message.role === "sandbox") {
       serveSandbox(message.host);
+    } else if (message.role === "file-sink") {
+      serveFileSink();
     } else if (message.role === "container-host") {
       hostContainer(message.args, { startSandbox: () => message.sandbox, exit });
     } else {
