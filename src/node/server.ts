@@ -227,6 +227,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
       await deployments.stopAll();
       // After the server: peers checking the goodbye must find the node gone.
       await linkLocal.stop();
+      files.close();
       db.close();
     },
   };

@@ -26,6 +26,8 @@ export type SinkReply =
   | { id: number; written: number }
   /** The file is complete, synced and closed. */
   | { id: number; sha256: string }
+  /** The file is closed as it was, on the main thread's word. */
+  | { id: number; closed: true }
   /** The file failed (its message, for the caller to classify); the file is closed. */
   | { id: number; error: string };
 
@@ -82,7 +84,9 @@ export function serveFileSink(): void {
       await open.syncing?.catch(() => {});
       if (command.op === "finish") open.file.syncDataSync();
       open.file.close();
-      if (command.op === "finish") scope.postMessage({ id, sha256: open.hash.digest("hex") });
+      scope.postMessage(
+        command.op === "finish" ? { id, sha256: open.hash.digest("hex") } : { id, closed: true },
+      );
     } catch (error) {
       files.delete(id);
       await open.syncing?.catch(() => {});

@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { fileURLToPath as fromFileUrl } from "node:url";
 import { isExecutable, startRoleWorker } from "../program/self_program.ts";
 import type { SinkCommand, SinkReply } from "./file_sink_worker.ts";
 
@@ -26,22 +27,29 @@ const YIELD_BYTES = 8 << 20;
 /** A worker without files for this long is stopped. */
 const IDLE_MS = 10_000;
 
-/** The module a worker runs when edgenode is a script; its path needs read permission. */
-export const FILE_SINK_WORKER_MODULES: readonly URL[] = [
-  new URL("./file_sink_worker_main.ts", import.meta.url),
-  new URL("./file_sink_worker.ts", import.meta.url),
-];
+const WORKER_MODULE = new URL("./file_sink_worker_main.ts", import.meta.url);
+
+/**
+ * The files a process that writes through FileSinks must be allowed to read: run as a script,
+ * its workers load their modules from the source tree (the single executable has them inside).
+ */
+export function fileSinkModulePaths(): string[] {
+  if (isExecutable() || WORKER_MODULE.protocol !== "file:") return [];
+  return [WORKER_MODULE, new URL("./file_sink_worker.ts", import.meta.url)].map((url) =>
+    fromFileUrl(url)
+  );
+}
 
 function startWorker(): Worker {
   if (isExecutable()) return startRoleWorker({ role: "file-sink" }, "inherit");
-  return new Worker(FILE_SINK_WORKER_MODULES[0].href, { type: "module", name: "file-sink" });
+  return new Worker(WORKER_MODULE.href, { type: "module", name: "file-sink" });
 }
 
 /** A worker and the sinks it writes. */
 class SinkWorker {
   readonly worker = startWorker();
   readonly sinks = new Map<number, FileSink>();
-  idle: number | undefined;
+  idle: ReturnType<typeof setTimeout> | undefined;
 
   constructor(onGone: (worker: SinkWorker) => void) {
     this.worker.onmessage = ({ data }: MessageEvent<SinkReply>) => this.sinks.get(data.id)?.hear(data);
@@ -114,11 +122,12 @@ export class FileSinks {
   #release(owner: SinkWorker, id: number): void {
     owner.sinks.delete(id);
     if (owner.sinks.size > 0 || !this.#workers.includes(owner)) return;
-    owner.idle = setTimeout(() => {
+    const idle = setTimeout(() => {
       this.#forget(owner);
       owner.worker.terminate();
     }, IDLE_MS);
-    Deno.unrefTimer(owner.idle);
+    Deno.unrefTimer(idle);
+    owner.idle = idle;
   }
 }
 
@@ -133,6 +142,8 @@ export class FileSink {
   #error: Error | undefined;
   #waiter: PromiseWithResolvers<void> | undefined;
   #ended: PromiseWithResolvers<string> | undefined;
+  /** Resolves when the worker has closed the file, whichever way. */
+  readonly #closed = Promise.withResolvers<void>();
 
   constructor(
     id: number,
@@ -162,7 +173,8 @@ export class FileSink {
     if (chunk.byteLength === 0) return;
     const whole = transfer && chunk.byteOffset === 0 &&
       chunk.buffer instanceof ArrayBuffer && chunk.byteLength === chunk.buffer.byteLength;
-    const data = whole ? chunk.buffer as ArrayBuffer : chunk.slice().buffer;
+    // A copy by the constructor: a Node Buffer's slice() is a view, not a copy.
+    const data = whole ? chunk.buffer as ArrayBuffer : new Uint8Array(chunk).buffer;
     this.#post({ id: this.#id, op: "write", data }, [data]);
     this.#posted += chunk.byteLength;
     this.#sinceYield += chunk.byteLength;
@@ -184,26 +196,30 @@ export class FileSink {
     return this.#ended.promise;
   }
 
-  /** Closes the file without syncing it (the caller removes it). */
-  abort(): void {
-    if (this.#error || this.#ended) return;
-    this.#post({ id: this.#id, op: "abort" }, []);
-    this.#release();
+  /**
+   * Closes the file without syncing it; resolves once it is closed, so that the caller can
+   * remove it knowing that nothing queued for it will create or write it again.
+   */
+  async abort(): Promise<void> {
+    if (!this.#error) this.#post({ id: this.#id, op: "abort" }, []);
+    await this.#closed.promise;
   }
 
   /** @internal What the worker said about this file. */
   hear(reply: SinkReply): void {
     if ("written" in reply) {
       this.#written = reply.written;
-    } else if ("sha256" in reply) {
-      this.#release();
+      this.#waiter?.resolve();
+      return;
+    }
+    if ("sha256" in reply) {
       this.#ended?.resolve(reply.sha256);
-    } else {
-      this.#error = new Error(reply.error);
-      this.#release();
+    } else if ("error" in reply) {
+      this.#error ??= new Error(reply.error);
       this.#ended?.reject(this.#error);
       this.#waiter?.reject(this.#error);
     }
-    this.#waiter?.resolve();
+    this.#release();
+    this.#closed.resolve();
   }
 }
