@@ -11,7 +11,8 @@
  */
 import { EXECUTABLE_FLAGS } from "./program/executable_flags.ts";
 import { runAsExecutable } from "./program/self_program.ts";
-import { acceptRole, inWorker, runContainerProcess } from "./program/worker_roles.ts";
+import { runContainerProcess } from "./program/container_workers.ts";
+import { acceptRole, inWorker } from "./program/worker_roles.ts";
 
 async function main(args: string[]): Promise<number> {
   return await (await import("./main.ts")).main(args);

@@ -19,7 +19,7 @@ import { launchHub, runHub } from "./hub/hub_launcher.ts";
 import type { HubFlags } from "./hub/hub_settings.ts";
 import { ConfigError, type ServeFlags } from "./node/config.ts";
 import { launch, runNode } from "./node/launcher.ts";
-import { runContainerProcess } from "./program/worker_roles.ts";
+import { runContainerProcess } from "./program/container_workers.ts";
 
 /** The program's version, from deno.json. */
 export const VERSION: string = meta.version;

@@ -31,6 +31,7 @@ export const McmConfigDefaults = {
   "maxRequestBodyBytes": 16777216,
   "storageMb": 64,
   "maxContainers": 32,
+  "spareContainers": 1,
   "outboundNetworks": [
     "public",
     "private"
@@ -65,6 +66,7 @@ export const NodeConfigDefaults = {
     "maxRequestBodyBytes": 16777216,
     "storageMb": 64,
     "maxContainers": 32,
+    "spareContainers": 1,
     "outboundNetworks": [
       "public",
       "private"

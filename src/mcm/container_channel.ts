@@ -1,7 +1,7 @@
 /**
  * One container process and the node's channel to it (spec/mcm.yaml, "Requests to
- * microservices"): spawning it with its own narrow permissions and heap limit, the start
- * handshake, requests with a deadline, pings, and its end. What the process says is untrusted:
+ * microservices"): a warm spare taken or a process started with its own narrow permissions and
+ * heap limit (container_process.ts), the start handshake (`take`, then `start`), requests with a deadline, pings, and its end. What the process says is untrusted:
  * every message is validated, and a malformed one ends the process.
  *
  * @module
@@ -15,15 +15,16 @@ import {
 } from "../../gen/mcm/validators.ts";
 import { ResponseMessageSchema } from "../../gen/hub/validators.ts";
 import { UpstreamFailed, UpstreamTimeout } from "../errors/mod.ts";
-import { isExecutable, selfCommand } from "../program/self_program.ts";
 import { MessageError, MUX, parseMessage } from "../tunnel/messages.ts";
 import { MuxRequests, type RequestHead } from "../tunnel/mux_requests.ts";
 import { FrameDecoder, FrameWriter } from "../tunnel/pipe_frames.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import { checkBundle, LoadError } from "./bundle_check.ts";
-import type { HostSettings } from "./sandbox/container_host.ts";
+import { type ProcessProfile, type SpareFolder, spawnContainer } from "./container_process.ts";
+import type { HostSettings, TakeMessage } from "./sandbox/container_host.ts";
 import type { ContextInfo } from "./sandbox/mimik_context.ts";
 import { deniedRanges } from "./sandbox/network_policy.ts";
+import type { SparePool } from "./spare_pool.ts";
 import { EXIT_CPU_BUDGET, EXIT_OUT_OF_MEMORY } from "./sandbox/watchdog.ts";
 
 /** What a container process may send. */
@@ -39,8 +40,6 @@ const FROM_CONTAINER = {
 /** Calls a container may have waiting at once; more are refused (429). */
 const MAX_CALLS = 16;
 
-/** Variables the container process gets: where Deno keeps its cache. Nothing else. */
-const PASSED_ENV = ["HOME", "DENO_DIR", "XDG_CACHE_HOME"];
 const HOP_BY_HOP = new Set([
   "connection",
   "keep-alive",
@@ -71,6 +70,26 @@ export interface ChannelOptions {
   onLog(level: string, message: string): void;
   /** Answers the microservice's calls to its node; throws CallRefused for a refusal. */
   onCall(call: ContainerCall): Promise<unknown>;
+  /** Warm processes to take instead of starting one (none: always a cold start). */
+  spares: SparePool | undefined;
+}
+
+/** The flags a container of `options` needs its process to have (container_process.ts). */
+export function profileOf(options: ChannelOptions): ProcessProfile {
+  return {
+    memoryMb: options.memoryMb,
+    outboundHosts: options.outboundHosts,
+    deniedRanges: deniedRanges(options.host.networks, options.host.nodeAddresses),
+  };
+}
+
+/** A container process, warm or cold, and the paths its permissions cover. */
+interface StartedProcess {
+  child: Deno.ChildProcess;
+  bundle: string;
+  storageDir: string;
+  /** A spare's folder, removed when the process ends. */
+  folder?: SpareFolder;
 }
 
 /** A refused call to the node, with its HTTP-like status. */
@@ -81,58 +100,6 @@ export class CallRefused extends Error {
 }
 
 export { LoadError };
-
-/** The Deno permission flags of a container process. */
-export function containerPermissions(options: ChannelOptions): string[] {
-  const { outboundHosts } = options;
-  return [
-    "--no-prompt",
-    "--no-config",
-    "--no-npm",
-    "--no-remote",
-    "--unstable-worker-options",
-    `--v8-flags=--max-old-space-size=${options.memoryMb}`,
-    `--allow-read=${options.runtimeDir},${options.bundlePath},${options.storageDir}`,
-    `--allow-write=${options.storageDir}`,
-    ...(outboundHosts === undefined
-      ? ["--allow-net"]
-      : outboundHosts.length > 0
-      ? [`--allow-net=${outboundHosts.join(",")}`]
-      : []),
-    // Deno checks these against every address a name resolves to (IPv4 ranges; IPv6 only as
-    // single addresses): a second wall behind the host's own check.
-    ...denyNet(options.host),
-  ];
-}
-
-function denyNet(host: HostSettings): string[] {
-  const denied = deniedRanges(host.networks, host.nodeAddresses);
-  return denied.length > 0 ? [`--deny-net=${denied.join(",")}`] : [];
-}
-
-/**
- * How a container process is started: `deno run` with the flags above and the bundled host
- * (written out in runtimeDir), or in the single executable `<itself> __container` (its host
- * narrows itself in a worker: src/program/worker_roles.ts).
- */
-function containerCommand(options: ChannelOptions): { command: string; args: string[] } {
-  const hostArgs = [options.bundlePath, options.storageDir, String(options.storageBytes)];
-  const settings = JSON.stringify(options.host);
-  if (isExecutable()) {
-    const net = options.outboundHosts === undefined ? "*" : options.outboundHosts.join(",");
-    return selfCommand(["__container", ...hostArgs, net, settings]);
-  }
-  return {
-    command: Deno.execPath(),
-    args: [
-      "run",
-      ...containerPermissions(options),
-      `${options.runtimeDir}/container_host.js`,
-      ...hostArgs,
-      settings,
-    ],
-  };
-}
 
 /** Why a container process ended, in a user's words. */
 function exitReason(status: Deno.CommandStatus, stderr: string, memoryMb: number): string {
@@ -166,22 +133,12 @@ export class ContainerChannel {
   /** Resolves with why the process ended. */
   readonly exited: Promise<string>;
 
-  private constructor(options: ChannelOptions, env: (name: string) => string | undefined) {
-    const { command, args } = containerCommand(options);
-    const passed = PASSED_ENV.flatMap((name) => env(name) ? [[name, env(name)!]] : []);
-    this.#child = new Deno.Command(command, {
-      args,
-      clearEnv: true,
-      env: Object.fromEntries([
-        ...passed,
-        ["NO_COLOR", "1"],
-        // The executable's flags are baked in: the heap limit comes through the environment.
-        ...(isExecutable() ? [["DENO_V8_FLAGS", `--max-old-space-size=${options.memoryMb}`]] : []),
-      ]),
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
+  /** Whether the process was a warm spare. */
+  readonly warm: boolean;
+
+  private constructor(options: ChannelOptions, process: StartedProcess) {
+    this.#child = process.child;
+    this.warm = process.folder !== undefined;
     this.#stdin = this.#child.stdin.getWriter();
     this.#writer = new FrameWriter((bytes) => this.#stdin.write(bytes), () => this.kill());
     this.#mux = new StreamMux((frame) => this.#writer.send(frame));
@@ -193,11 +150,21 @@ export class ContainerChannel {
       const gone = new UpstreamFailed("the microservice's process ended during the request");
       this.#requests.failAll(gone);
       this.#mux.abortAll(gone.message);
+      await process.folder?.remove();
       const reason = exitReason(status, this.#stderrTail, options.memoryMb);
       this.#ready.reject(new Error(`the process ended while starting (${reason})`));
       return reason;
     });
     this.#ready.promise.catch(() => {});
+    this.#writer.send(JSON.stringify(
+      {
+        t: "take",
+        bundle: process.bundle,
+        storageDir: process.storageDir,
+        storageBytes: options.storageBytes,
+        settings: options.host,
+      } satisfies TakeMessage,
+    ));
     this.#writer.send(JSON.stringify({
       t: "start",
       env: options.env,
@@ -217,7 +184,21 @@ export class ContainerChannel {
     timeoutMs = 10_000,
   ): Promise<ContainerChannel> {
     await checkBundle(options.bundlePath);
-    const channel = new ContainerChannel(options, env);
+    const { bundlePath: bundle, storageDir } = options;
+    const profile = profileOf(options);
+    const spare = await options.spares?.take(profile, bundle, storageDir);
+    const channel = new ContainerChannel(
+      options,
+      spare ? { ...spare, bundle: spare.folder.bundle, storageDir: spare.folder.storage } : {
+        child: spawnContainer(
+          options.runtimeDir,
+          { read: [bundle, storageDir], write: storageDir, profile },
+          env,
+        ),
+        bundle,
+        storageDir,
+      },
+    );
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(

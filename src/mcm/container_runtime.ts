@@ -100,7 +100,7 @@ export class ContainerRuntime {
     );
     this.#channel = channel;
     this.#state = "started";
-    this.log("node", `started in ${Date.now() - began} ms`);
+    this.log("node", `started in ${Date.now() - began} ms${channel.warm ? " (a warm spare)" : ""}`);
     channel.exited.then((reason) => {
       if (this.#channel !== channel) return;
       this.#channel = undefined;

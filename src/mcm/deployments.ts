@@ -15,7 +15,8 @@ import { checkedBasePath, limitsOf } from "./container_env.ts";
 import { ContainerRuntime, type LogLine } from "./container_runtime.ts";
 import type { Images } from "./images.ts";
 import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
-import type { NetworkClass } from "./sandbox/network_policy.ts";
+import { deniedRanges, type NetworkClass } from "./sandbox/network_policy.ts";
+import { SparePool } from "./spare_pool.ts";
 
 /**
  * The node's mcm settings: spec/config.yaml's McmConfig with every default applied (only
@@ -58,6 +59,7 @@ export class Deployments {
   readonly #routes = new Map<string, ContainerRuntime>();
   readonly #segments: Set<string>;
   readonly #lock = new KeyedLock();
+  readonly #spares: SparePool | undefined;
 
   constructor(
     records: McmRecords,
@@ -72,9 +74,26 @@ export class Deployments {
     this.#settings = settings;
     this.#node = node;
     this.#segments = new Set(records.segments());
+    this.#spares = settings.spareContainers > 0
+      ? new SparePool({
+        count: settings.spareContainers,
+        runtimeDir: files.runtimeDir,
+        dir: files.sparesDir,
+        profile: () => ({
+          memoryMb: settings.memoryMb,
+          outboundHosts: settings.outboundHosts,
+          deniedRanges: deniedRanges(settings.outboundNetworks, node.ownAddresses()),
+        }),
+        readEnv: node.readEnv,
+        log: (message) => console.log(`mcm: ${message}`),
+      })
+      : undefined;
   }
 
-  /** Starts every stored container (in the background: the node serves meanwhile). */
+  /**
+   * Starts every stored container (in the background: the node serves meanwhile), then the
+   * warm spares.
+   */
   restore(): void {
     for (const record of this.#records.containers()) {
       const runtime = this.#runtimeFor(record);
@@ -83,11 +102,15 @@ export class Deployments {
         if (!(error instanceof LoadError)) runtime.retry();
       });
     }
+    this.#spares?.start();
   }
 
-  /** Stops every container (the node is shutting down). */
+  /** Stops every container and every spare (the node is shutting down). */
   async stopAll(): Promise<void> {
-    await Promise.all([...this.#runtimes.values()].map((runtime) => runtime.stop()));
+    await Promise.all([
+      ...[...this.#runtimes.values()].map((runtime) => runtime.stop()),
+      this.#spares?.close(),
+    ]);
   }
 
   /** Where `path` leads: a container and the path below its base path, or an unknown one. */
@@ -154,6 +177,7 @@ export class Deployments {
       deadlineMs: limits.executionMs,
       fetchTimeoutMs: limits.executionMs,
       readEnv: this.#node.readEnv,
+      spares: this.#spares,
     });
   }
 

@@ -20,8 +20,6 @@ import { permissionFlags, type PermissionSet, workerPermissions } from "./permis
 /** What a role worker is told first (src/program/worker_roles.ts). */
 export type RoleMessage =
   | { role: "main"; args: string[]; settings: unknown }
-  | { role: "container-host"; args: string[]; sandbox: MessagePort }
-  | { role: "sandbox"; host: MessagePort }
   | { role: "file-sink" };
 
 /** The executable's own module and how it runs itself again; undefined when run as a script. */

@@ -10,8 +10,8 @@
  *
  * Run by `deno run`, it is container_host_main.ts, bundled (bundles/sandbox_sources.ts, written out
  * by the node beside the bundled worker as container_host.js and sandbox_worker.js): `deno task
- * gen` after changing anything here. In the single executable it runs in a narrowed worker of
- * the program itself (src/program/).
+ * gen` after changing anything here. In the single executable the same bundled module runs in
+ * a narrowed worker of the program (src/program/container_process.ts).
  *
  * @module
  */
@@ -38,7 +38,7 @@ export interface HostSurroundings {
   exit(code: number): void;
 }
 
-/** The node's settings for one container process (its last argument, as JSON). */
+/** The node's settings for one container process (part of its `take`). */
 export interface HostSettings {
   /** Address classes outbound requests may reach (mcm.outboundNetworks). */
   networks: NetworkClass[];
@@ -47,20 +47,52 @@ export interface HostSettings {
   limits: WatchdogLimits;
 }
 
-/** The process's arguments: BUNDLE_FILE STORAGE_DIR STORAGE_MAX_BYTES SETTINGS_JSON. */
-export function hostContainer(args: string[], surroundings: HostSurroundings): void {
-  // The worker first: it loads on its own thread while this one opens the storage.
+/**
+ * The node's first message to a container process: which container it is. A process is started
+ * before it knows (a warm spare, container_process.ts), so nothing of the container is in its
+ * arguments; the paths are ones its permissions already cover.
+ */
+export interface TakeMessage {
+  t: "take";
+  bundle: string;
+  storageDir: string;
+  storageBytes: number;
+  settings: HostSettings;
+}
+
+/**
+ * Hosts a container: starts the sandboxed worker at once (it loads on its own thread), waits
+ * for the node's `take`, which the worker passes on, then opens the storage, reads the bundle
+ * and hands both to the worker.
+ */
+export function hostContainer(surroundings: HostSurroundings): void {
   const worker = surroundings.startSandbox();
-  const [bundle, storageDir, storageBytes, settingsJson] = args;
-  const settings = JSON.parse(settingsJson) as HostSettings;
+  let sample: ((sample: CpuSample) => void) | undefined;
+  worker.onmessage = (event: MessageEvent<"exit" | CpuSample | TakeMessage>) => {
+    const data = event.data;
+    if (data === "exit") return surroundings.exit(0);
+    if (typeof data !== "object" || data === null) return;
+    // Only the first: the worker passes the node's on before any microservice code runs in it.
+    if ("t" in data && data.t === "take") sample ??= take(data, worker, surroundings);
+    else if ("micros" in data && typeof data.micros === "number") sample?.(data);
+  };
+}
+
+/** Sets up the container `message` names; returns the watchdog's CPU sample handler. */
+function take(
+  message: TakeMessage,
+  worker: SandboxLink,
+  surroundings: HostSurroundings,
+): (sample: CpuSample) => void {
+  const { settings } = message;
   const stop = (code: number, why: string) => {
     console.error(`edgenode: ${why}`);
     surroundings.exit(code);
   };
   const activity = activityBuffer();
   const sample = watchContainer(settings.limits, stop, activity);
-  const code = Deno.readTextFileSync(bundle);
-  const storage = new StorageHost(storageDir, Number(storageBytes));
+  const code = Deno.readTextFileSync(message.bundle);
+  const storage = new StorageHost(message.storageDir, message.storageBytes);
 
   const storageChannel = new MessageChannel();
   const storageAnswers = answerBuffer();
@@ -73,10 +105,6 @@ export function hostContainer(args: string[], surroundings: HostSurroundings): v
     storage.files,
     new NetworkPolicy(settings.networks, settings.nodeAddresses),
   );
-  worker.onmessage = (event: MessageEvent<"exit" | CpuSample>) => {
-    if (event.data === "exit") surroundings.exit(0);
-    else if (typeof event.data?.micros === "number") sample(event.data);
-  };
   worker.postMessage({
     code,
     storagePort: storageChannel.port2,
@@ -84,4 +112,5 @@ export function hostContainer(args: string[], surroundings: HostSurroundings): v
     outboundPort: outboundChannel.port2,
     activity,
   }, [storageChannel.port2, outboundChannel.port2]);
+  return sample;
 }

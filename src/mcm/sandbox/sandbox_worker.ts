@@ -17,7 +17,7 @@ import { droppedLine, LogRate } from "./log_rate.ts";
 import { installGlobals, type LogLevel } from "./sandbox_globals.ts";
 import { type CpuSample, REQUESTS_BEGUN, REQUESTS_IN_FLIGHT, SAMPLE_MS } from "./watchdog.ts";
 
-/** What the container process's main thread hands the worker. */
+/** What the container process's host hands the worker once the node said which container. */
 interface Setup {
   code: string;
   storagePort: MessagePort;
@@ -47,6 +47,12 @@ interface RequestMessage {
 }
 
 class BodyTooLarge extends Error {}
+
+/**
+ * The worker name under which the sandbox expects a port to its host as its first message
+ * (the single executable, where host and sandbox are siblings).
+ */
+export const LINKED_SANDBOX = "microservice (linked)";
 
 /** Where the setup comes from and "exit" goes: the worker's scope, or a port to the host. */
 export interface HostLink {
@@ -189,7 +195,25 @@ async function serve(
   if (streamed) Atomics.sub(activity, REQUESTS_IN_FLIGHT, 1);
 }
 
-async function run(setup: Setup): Promise<void> {
+/** The channel's frames as they arrive on stdin: text (a JSON message) or binary (body data). */
+async function* frames(stdin: ReadableStream<Uint8Array>): AsyncGenerator<string | Uint8Array> {
+  const decoder = new FrameDecoder();
+  for await (const chunk of stdin) yield* decoder.push(chunk);
+}
+
+/**
+ * Runs the channel: waits for the node's `take` (which container this process is to be: it goes
+ * to the host, which answers with the setup), then serves until the node closes the channel. A
+ * spare process waits here, its worker loaded, until the node hands it a container.
+ */
+async function run(setupFromHost: Promise<Setup>): Promise<void> {
+  const incoming = frames(taken.stdin);
+  const first = await incoming.next();
+  const take = !first.done && typeof first.value === "string" ? JSON.parse(first.value) : {};
+  // No container for it (the node stopped a spare, or broke the protocol): the process ends.
+  if (take.t !== "take") return taken.post("exit");
+  taken.post(take);
+  const setup = await setupFromHost;
   const writer = new FrameWriter((bytes) => taken.stdout.write(bytes), () => taken.post("exit"));
   const send = (message: Record<string, unknown>) => writer.send(JSON.stringify(message));
   const rate = new LogRate();
@@ -205,36 +229,33 @@ async function run(setup: Setup): Promise<void> {
   };
   const mux = new StreamMux((frame) => writer.send(frame));
   const calls = new NodeCalls(send);
-  const decoder = new FrameDecoder();
   let model: Model | undefined;
   let start: StartMessage | undefined;
   activity = new Int32Array(setup.activity);
-  for await (const chunk of taken.stdin) {
-    for (const frame of decoder.push(chunk)) {
-      if (typeof frame !== "string") {
-        mux.onData(frame);
-        continue;
+  for await (const frame of incoming) {
+    if (typeof frame !== "string") {
+      mux.onData(frame);
+      continue;
+    }
+    const message = JSON.parse(frame);
+    if (message.t === "req" && model && start) {
+      serve(message, mux, model, start, log);
+    } else if (message.t === "ping") {
+      send({ t: "pong" });
+    } else if (message.t === "answer") {
+      calls.onAnswer(message as NodeAnswer);
+    } else if (message.t === "start" && !start) {
+      start = message as StartMessage;
+      try {
+        model = boot(setup, start, log, calls);
+        // The first report once the code loaded: the watchdog's load allowance ends.
+        reportCpu();
+        send({ t: "ready", model: model.kind });
+      } catch (error) {
+        send({ t: "fatal", message: describe(error).slice(0, 4096) });
       }
-      const message = JSON.parse(frame);
-      if (message.t === "req" && model && start) {
-        serve(message, mux, model, start, log);
-      } else if (message.t === "ping") {
-        send({ t: "pong" });
-      } else if (message.t === "answer") {
-        calls.onAnswer(message as NodeAnswer);
-      } else if (message.t === "start" && !start) {
-        start = message as StartMessage;
-        try {
-          model = boot(setup, start, log, calls);
-          // The first report once the code loaded: the watchdog's load allowance ends.
-          reportCpu();
-          send({ t: "ready", model: model.kind });
-        } catch (error) {
-          send({ t: "fatal", message: describe(error).slice(0, 4096) });
-        }
-      } else {
-        mux.onControl(message as MuxMessage);
-      }
+    } else {
+      mux.onControl(message as MuxMessage);
     }
   }
   // The node closed the channel: it is stopping this container.
@@ -242,9 +263,9 @@ async function run(setup: Setup): Promise<void> {
 }
 
 /**
- * Makes this worker the sandbox: takes the process's stdin and stdout, then waits for the
- * host's setup message on `link` (by default the worker's own scope, whose parent is the host)
- * and runs the microservice until the node closes the channel.
+ * Makes this worker the sandbox: takes the process's stdin and stdout, passes the node's `take`
+ * to the host on `link` (by default the worker's own scope, whose parent is the host), waits
+ * for the host's setup message and runs the microservice until the node closes the channel.
  */
 export function serveSandbox(link: HostLink = self as unknown as HostLink): void {
   const global = globalThis as unknown as {
@@ -264,11 +285,13 @@ export function serveSandbox(link: HostLink = self as unknown as HostLink): void
     },
     setInterval,
   };
+  const setup = Promise.withResolvers<Setup>();
   link.onmessage = (event: MessageEvent<Setup>) => {
     link.onmessage = null;
-    run(event.data).catch((error) => {
-      console.error(`the container channel failed: ${describe(error)}`);
-      taken.post("exit");
-    });
+    setup.resolve(event.data);
   };
+  run(setup.promise).catch((error) => {
+    console.error(`the container channel failed: ${describe(error)}`);
+    taken.post("exit");
+  });
 }

@@ -1,0 +1,58 @@
+/**
+ * The single executable's container process, `edgenode __container LAUNCH`: the process's own
+ * permissions are the executable's (baked in), so its host runs in a worker narrowed to what
+ * the node's LAUNCH says (JSON: `read`, the paths it may read; `write`, the one folder it may
+ * write; `net`, the hosts it may reach, absent for any), and the microservice in a sibling
+ * worker with no permission at all, linked to the host by a port.
+ *
+ * Both workers run the sandbox's own modules, embedded as text (bundles/sandbox_sources.ts, the
+ * files `deno run` runs as a script), not the program's main module: a worker of the whole
+ * program would load all of it again, twice per container, for code that needs a hundredth.
+ *
+ * @module
+ */
+import { HOST_SOURCE, WORKER_SOURCE } from "../../bundles/sandbox_sources.ts";
+import { LINKED_SANDBOX } from "../mcm/sandbox/sandbox_worker.ts";
+import { NO_PERMISSIONS, workerPermissions } from "./permission_set.ts";
+import { workerExit } from "./self_program.ts";
+
+/** What the node allows one container process (src/mcm/container_process.ts, Launch). */
+interface LaunchArgument {
+  read: string[];
+  write: string;
+  net?: string[];
+}
+
+/** A module URL for embedded source: a compiled binary loads no module it did not embed. */
+function moduleUrl(source: string): string {
+  return URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+}
+
+/** Runs a container process's two workers; resolves with the process's exit code. */
+export async function runContainerProcess(args: string[]): Promise<number> {
+  const launch = JSON.parse(args[0]) as LaunchArgument;
+  const permissions = workerPermissions({
+    ...NO_PERMISSIONS,
+    read: launch.read,
+    write: [launch.write],
+    net: launch.net ?? true,
+  });
+  const link = new MessageChannel();
+  // The sandbox first: it loads while the host starts.
+  const sandbox = new Worker(moduleUrl(WORKER_SOURCE), {
+    type: "module",
+    name: LINKED_SANDBOX,
+    deno: { permissions: "none" },
+  });
+  sandbox.postMessage({ host: link.port1 }, [link.port1]);
+  const host = new Worker(moduleUrl(HOST_SOURCE), {
+    type: "module",
+    name: "container host",
+    deno: { permissions },
+  });
+  host.postMessage({ sandbox: link.port2 }, [link.port2]);
+  return await Promise.race([
+    workerExit(host, "the container host", 70),
+    workerExit(sandbox, "the microservice's worker", 70),
+  ]);
+}
