@@ -1,9 +1,8 @@
 /**
  * The files of microservice deployment under `<dataDir>/mcm/`: bundles by content
  * (`bundles/<sha256>.js`), uploads in progress (`tmp/`, emptied at every start), each
- * container's storage folder (`storage/<hash of the container id>/`), the warm spares' folders
- * (`spares/<random>/`, emptied at every start), and the container process's own code
- * (`runtime/<hash>/`, written from bundles/sandbox_sources.ts).
+ * container's storage folder (`storage/<hash of the container id>/`), and the container
+ * process's own code (`runtime/<hash>/`, written from bundles/sandbox_sources.ts).
  *
  * @module
  */
@@ -46,20 +45,21 @@ export class BundleFiles {
   /** Creates the folders; leftovers of uploads cut off by a crash are removed. */
   static async open(dataDir: string): Promise<BundleFiles> {
     const root = join(dataDir, "mcm");
-    // The spares' folders hold links only (removing them never follows one): their processes
-    // ended with the node that started them.
-    for (const dir of ["tmp", "spares"]) {
-      await Deno.remove(join(root, dir), { recursive: true }).catch(() => {});
-    }
-    for (const dir of ["bundles", "tmp", "storage", "spares"]) {
+    await Deno.remove(join(root, "tmp"), { recursive: true }).catch(() => {});
+    for (const dir of ["bundles", "tmp", "storage"]) {
       await Deno.mkdir(join(root, dir), { recursive: true, mode: 0o700 });
     }
     return new BundleFiles(root, await writeRuntime(join(root, "runtime")));
   }
 
-  /** Where the warm spares' own folders are (spare_pool.ts). */
-  get sparesDir(): string {
-    return join(this.#root, "spares");
+  /** The folder of every bundle. */
+  get bundlesDir(): string {
+    return join(this.#root, "bundles");
+  }
+
+  /** The folder of every container's storage folder. */
+  get storageRoot(): string {
+    return join(this.#root, "storage");
   }
 
   /** Where uploads are written before they are checked. */

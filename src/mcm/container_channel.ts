@@ -20,7 +20,7 @@ import { MuxRequests, type RequestHead } from "../tunnel/mux_requests.ts";
 import { FrameDecoder, FrameWriter } from "../tunnel/pipe_frames.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import { checkBundle, LoadError } from "./bundle_check.ts";
-import { type ProcessProfile, type SpareFolder, spawnContainer } from "./container_process.ts";
+import { type ProcessProfile, spawnContainer } from "./container_process.ts";
 import type { HostSettings, TakeMessage } from "./sandbox/container_host.ts";
 import type { ContextInfo } from "./sandbox/mimik_context.ts";
 import { deniedRanges } from "./sandbox/network_policy.ts";
@@ -83,13 +83,11 @@ export function profileOf(options: ChannelOptions): ProcessProfile {
   };
 }
 
-/** A container process, warm or cold, and the paths its permissions cover. */
+/** A container process, warm or cold. */
 interface StartedProcess {
   child: Deno.ChildProcess;
-  bundle: string;
-  storageDir: string;
-  /** A spare's folder, removed when the process ends. */
-  folder?: SpareFolder;
+  /** Whether it was a warm spare. */
+  warm: boolean;
 }
 
 /** A refused call to the node, with its HTTP-like status. */
@@ -138,7 +136,7 @@ export class ContainerChannel {
 
   private constructor(options: ChannelOptions, process: StartedProcess) {
     this.#child = process.child;
-    this.warm = process.folder !== undefined;
+    this.warm = process.warm;
     this.#stdin = this.#child.stdin.getWriter();
     this.#writer = new FrameWriter((bytes) => this.#stdin.write(bytes), () => this.kill());
     this.#mux = new StreamMux((frame) => this.#writer.send(frame));
@@ -150,7 +148,6 @@ export class ContainerChannel {
       const gone = new UpstreamFailed("the microservice's process ended during the request");
       this.#requests.failAll(gone);
       this.#mux.abortAll(gone.message);
-      await process.folder?.remove();
       const reason = exitReason(status, this.#stderrTail, options.memoryMb);
       this.#ready.reject(new Error(`the process ended while starting (${reason})`));
       return reason;
@@ -159,8 +156,8 @@ export class ContainerChannel {
     this.#writer.send(JSON.stringify(
       {
         t: "take",
-        bundle: process.bundle,
-        storageDir: process.storageDir,
+        bundle: options.bundlePath,
+        storageDir: options.storageDir,
         storageBytes: options.storageBytes,
         settings: options.host,
       } satisfies TakeMessage,
@@ -186,19 +183,16 @@ export class ContainerChannel {
     await checkBundle(options.bundlePath);
     const { bundlePath: bundle, storageDir } = options;
     const profile = profileOf(options);
-    const spare = await options.spares?.take(profile, bundle, storageDir);
-    const channel = new ContainerChannel(
-      options,
-      spare ? { ...spare, bundle: spare.folder.bundle, storageDir: spare.folder.storage } : {
-        child: spawnContainer(
+    const spare = options.spares?.take(profile);
+    const channel = new ContainerChannel(options, {
+      child: spare ??
+        spawnContainer(
           options.runtimeDir,
           { read: [bundle, storageDir], write: storageDir, profile },
           env,
         ),
-        bundle,
-        storageDir,
-      },
-    );
+      warm: spare !== undefined,
+    });
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(

@@ -1,20 +1,25 @@
 /**
- * Starting a container process: its Deno permissions, its command line, and the spare's folder.
+ * Starting a container process: its Deno permissions and its command line.
  *
  * Everything a container process may touch is fixed when it starts (its `deno run` flags, or in
  * the single executable its host worker's permissions and its heap limit): paths to read and
- * write, hosts to reach, refused ranges, memory. Which container it runs comes later, in the
- * node's `take` message. A cold process is started for one container, with that container's
- * bundle and storage folder as its paths. A warm spare (spare_pool.ts) is started before any
- * container is known, so its paths are a folder of its own, empty until the node takes it for
- * a container: then the folder gets a hard link to the bundle and a symbolic link to the
- * container's storage folder. The spare can thus never reach more than one container's files,
- * as a cold process; its other flags (the profile) are the node's, and a container that needs
- * others (its own MCM.MEMORY_MB) gets a cold process.
+ * write, hosts to reach, refused ranges, memory. Which container it runs comes in the node's
+ * `take` message. A cold process is started for one container, with that container's bundle
+ * and storage folder as its paths, and its host runs on its main thread.
+ *
+ * A warm spare (spare_pool.ts) is started before any container is known. Its process may read
+ * the folders of all bundles and all storage and write the latter, but no thread of it touches
+ * a file before the take: its main thread only starts the sandboxed worker, waits for the take
+ * and then starts the host as a worker narrowed to exactly the cold process's paths (Deno checks
+ * permissions per thread, and a worker keeps the process's --deny-net). Giving the spare's
+ * process only a folder of its own, linked to the container's files at the take, would need a
+ * symbolic link, which Deno lets only an unscoped process make (the node is scoped); moving the
+ * storage folder into it breaks a redeploy, whose old process still has it open. Everything else
+ * (the heap limit, --allow-net, --deny-net) is the spare's profile, the node's defaults: a
+ * container that needs another (its own MCM.MEMORY_MB) gets a cold process.
  *
  * @module
  */
-import { join } from "node:path";
 import { isExecutable, selfCommand } from "../program/self_program.ts";
 
 /** The flags a container process shares with every other container of the same settings. */
@@ -29,11 +34,19 @@ export interface ProcessProfile {
 
 /** What one container process may touch. */
 export interface Launch {
-  /** Files and folders it may read besides the sandbox's code (the bundle, the storage). */
+  /**
+   * Files and folders it may read besides the sandbox's code: the bundle and the storage, or
+   * for a spare the folders of every bundle and every storage (see `spare`).
+   */
   read: string[];
-  /** The one folder it may write: the container's storage. */
+  /** The folder it may write: the container's storage (a spare: the folder of all storage). */
   write: string;
   profile: ProcessProfile;
+  /**
+   * A warm spare: its host thread starts only once the node says which container it serves,
+   * as a worker narrowed to that container's bundle and storage (container_host_main.ts).
+   */
+  spare?: boolean;
 }
 
 /** Whether a process started with `a` is the process `b` asks for, up to its paths. */
@@ -80,11 +93,21 @@ export function spawnContainer(
   const { command, args } = isExecutable()
     ? selfCommand([
       "__container",
-      JSON.stringify({ read: launch.read, write: launch.write, net: launch.profile.outboundHosts }),
+      JSON.stringify({
+        read: launch.read,
+        write: launch.write,
+        net: launch.profile.outboundHosts,
+        spare: launch.spare,
+      }),
     ])
     : {
       command: Deno.execPath(),
-      args: ["run", ...containerPermissions(runtimeDir, launch), `${runtimeDir}/container_host.js`],
+      args: [
+        "run",
+        ...containerPermissions(runtimeDir, launch),
+        `${runtimeDir}/container_host.js`,
+        ...(launch.spare ? ["spare", JSON.stringify(launch.profile.outboundHosts ?? null)] : []),
+      ],
     };
   const passed = PASSED_ENV.flatMap((name) => readEnv(name) ? [[name, readEnv(name)!]] : []);
   return new Deno.Command(command, {
@@ -102,56 +125,4 @@ export function spawnContainer(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-}
-
-/**
- * A spare's own folder, `<spares>/<random>/`: all it may read (with the sandbox's code), and
- * `storage` in it all it may write. Empty while the spare waits; once taken, `bundle.js` is a
- * hard link to the container's bundle (bundles never change: their name is their hash) and
- * `storage` a symbolic link to its storage folder. The process cannot make links itself (Deno
- * refuses symlinks to a process without unscoped read and write), and Deno resolves `..` in a
- * path before checking it, so `storage/..` does not lead out of the folder.
- */
-export class SpareFolder {
-  /** The folder. */
-  readonly path: string;
-
-  private constructor(path: string) {
-    this.path = path;
-  }
-
-  /** Makes a new folder in `dir` (synchronously: a spare starts in one step). */
-  static create(dir: string): SpareFolder {
-    const path = join(dir, crypto.randomUUID());
-    Deno.mkdirSync(path, { recursive: true, mode: 0o700 });
-    return new SpareFolder(path);
-  }
-
-  /** The bundle's path inside the folder. */
-  get bundle(): string {
-    return join(this.path, "bundle.js");
-  }
-
-  /** The storage folder's path inside the folder. */
-  get storage(): string {
-    return join(this.path, "storage");
-  }
-
-  /** What a process on this folder may touch. */
-  launch(profile: ProcessProfile): Launch {
-    return { read: [this.path], write: this.storage, profile };
-  }
-
-  /** Puts one container's bundle and storage in the folder. */
-  async fill(bundlePath: string, storageDir: string): Promise<void> {
-    // A copy where hard links are not possible; the bundle is small next to a process.
-    await Deno.link(bundlePath, this.bundle).catch(() => Deno.copyFile(bundlePath, this.bundle));
-    await Deno.symlink(storageDir, this.storage, { type: "dir" });
-  }
-
-  /** Removes the folder: the links, never what they lead to. */
-  async remove(): Promise<void> {
-    await Deno.remove(this.storage).catch(() => {});
-    await Deno.remove(this.path, { recursive: true }).catch(() => {});
-  }
 }

@@ -78,7 +78,8 @@ export class Deployments {
       ? new SparePool({
         count: settings.spareContainers,
         runtimeDir: files.runtimeDir,
-        dir: files.sparesDir,
+        bundlesDir: files.bundlesDir,
+        storageRoot: files.storageRoot,
         profile: () => ({
           memoryMb: settings.memoryMb,
           outboundHosts: settings.outboundHosts,

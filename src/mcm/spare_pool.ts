@@ -1,21 +1,15 @@
 /**
  * Warm spares (mcm.spareContainers): container processes started ahead of need, their sandboxed
  * worker loaded, each waiting for the node's `take`. A start, redeploy or restart takes one and
- * skips starting a process (the bulk of a cold start: Deno's own start, loading the host and the
- * worker); a new spare is started a moment later, off the path of the answer. What a spare may
- * touch is its own folder and the node's profile (container_process.ts): it is exactly the
- * process a cold start would run for that folder, so a container's isolation is the same
- * either way.
+ * skips starting a process (the bulk of a cold start: Deno's own start, loading the sandboxed
+ * worker); a new spare is started a moment later, off the path of the answer. A spare's host
+ * starts at the take, narrowed to the container's files, and its other flags are the node's
+ * defaults (container_process.ts): a container is as isolated in a spare as in a cold process.
  *
  * @module
  */
 import { backoffDelay } from "../async/backoff.ts";
-import {
-  type ProcessProfile,
-  sameProfile,
-  SpareFolder,
-  spawnContainer,
-} from "./container_process.ts";
+import { type ProcessProfile, sameProfile, spawnContainer } from "./container_process.ts";
 
 /** After a take, the next spare starts this much later: not while the taken one loads. */
 const REFILL_DELAY_MS = 250;
@@ -26,8 +20,10 @@ export interface SparePoolOptions {
   count: number;
   /** The sandbox's code (BundleFiles.runtimeDir). */
   runtimeDir: string;
-  /** Where the spares' folders are (BundleFiles.sparesDir, emptied at every start). */
-  dir: string;
+  /** The folders of all bundles and of all storage (BundleFiles): what a spare's process may
+   * read (and write, the storage), before its host narrows itself to one container's. */
+  bundlesDir: string;
+  storageRoot: string;
   /** The profile of a container with the node's defaults, now (the node's addresses change). */
   profile(): ProcessProfile;
   readEnv(name: string): string | undefined;
@@ -35,13 +31,8 @@ export interface SparePoolOptions {
   log(message: string): void;
 }
 
-/** A container process taken from the pool, its folder filled with one container's files. */
-export interface TakenSpare {
+interface Spare {
   child: Deno.ChildProcess;
-  folder: SpareFolder;
-}
-
-interface Spare extends TakenSpare {
   profile: ProcessProfile;
 }
 
@@ -52,8 +43,6 @@ export class SparePool {
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Spares that ended while waiting, in a row: the refill backs off. */
   #failures = 0;
-  /** Why spares cannot be used on this machine (a link could not be made); then none start. */
-  #broken: string | undefined;
   #closed = false;
 
   constructor(options: SparePoolOptions) {
@@ -72,7 +61,7 @@ export class SparePool {
 
   #fill(): void {
     this.#timer = undefined;
-    while (!this.#closed && !this.#broken && this.#idle.length < this.#options.count) {
+    while (!this.#closed && this.#idle.length < this.#options.count) {
       this.#spawn(this.#options.profile());
     }
   }
@@ -84,20 +73,19 @@ export class SparePool {
   }
 
   #spawn(profile: ProcessProfile): void {
-    const folder = SpareFolder.create(this.#options.dir);
+    const { bundlesDir, storageRoot } = this.#options;
     const child = spawnContainer(
       this.#options.runtimeDir,
-      folder.launch(profile),
+      { read: [bundlesDir, storageRoot], write: storageRoot, profile, spare: true },
       this.#options.readEnv,
     );
-    const spare = { child, folder, profile };
+    const spare = { child, profile };
     this.#idle.push(spare);
     child.status.then(async (status) => {
       const index = this.#idle.indexOf(spare);
       if (index < 0) return; // Taken (its channel watches it now) or stopped.
       this.#idle.splice(index, 1);
       const stderr = await new Response(child.stderr).text().catch(() => "");
-      await folder.remove();
       this.#failures++;
       const tail = stderr.trim().split("\n").slice(-2).join(" | ");
       this.#options.log(
@@ -108,36 +96,20 @@ export class SparePool {
   }
 
   /**
-   * A spare for a container of `profile`, its folder holding `bundlePath` and a link to
-   * `storageDir`; undefined when none fits (the container then starts a process of its own).
+   * A spare for a container of `profile`, its process no longer in the pool; undefined when
+   * none fits (the container then starts a process of its own).
    */
-  async take(
-    profile: ProcessProfile,
-    bundlePath: string,
-    storageDir: string,
-  ): Promise<TakenSpare | undefined> {
+  take(profile: ProcessProfile): Deno.ChildProcess | undefined {
     // Spares started before the node's profile changed (its addresses) fit no one any more.
     const current = this.#options.profile();
     for (const stale of this.#idle.filter((spare) => !sameProfile(spare.profile, current))) {
       this.#stop(stale).then(() => this.#refillSoon());
     }
     const index = this.#idle.findIndex((spare) => sameProfile(spare.profile, profile));
-    if (index < 0) {
-      this.#refillSoon();
-      return undefined;
-    }
-    const [spare] = this.#idle.splice(index, 1);
     this.#refillSoon();
-    try {
-      await spare.folder.fill(bundlePath, storageDir);
-    } catch (error) {
-      this.#broken = `its folder could not link the container's files: ${(error as Error).message}`;
-      this.#options.log(`warm spares are off: ${this.#broken}`);
-      await this.#stop(spare);
-      return undefined;
-    }
+    if (index < 0) return undefined;
     this.#failures = 0;
-    return spare;
+    return this.#idle.splice(index, 1)[0].child;
   }
 
   /** Kills a spare nobody took; resolves once it ended and its folder is gone. */
@@ -151,7 +123,6 @@ export class SparePool {
     await spare.child.status;
     await spare.child.stderr.cancel().catch(() => {});
     await spare.child.stdout.cancel().catch(() => {});
-    await spare.folder.remove();
   }
 
   /** Stops every spare (the node is shutting down) and waits until their processes ended. */

@@ -62,12 +62,14 @@ export interface TakeMessage {
 
 /**
  * Hosts a container: starts the sandboxed worker at once (it loads on its own thread), waits
- * for the node's `take`, which the worker passes on, then opens the storage, reads the bundle
- * and hands both to the worker.
+ * for the node's `take`, which the worker passes on (or is `given` it), then opens the storage,
+ * reads the bundle and hands both to the worker.
  */
-export function hostContainer(surroundings: HostSurroundings): void {
+export function hostContainer(surroundings: HostSurroundings, given?: TakeMessage): void {
   const worker = surroundings.startSandbox();
   let sample: ((sample: CpuSample) => void) | undefined;
+  // A spare's host starts after the take, which its process's main thread received.
+  if (given) sample = take(given, worker, surroundings);
   worker.onmessage = (event: MessageEvent<"exit" | CpuSample | TakeMessage>) => {
     const data = event.data;
     if (data === "exit") return surroundings.exit(0);

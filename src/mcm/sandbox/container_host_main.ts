@@ -1,18 +1,77 @@
 /**
  * The container process's main module (bundled into bundles/sandbox_sources.ts as
- * container_host.js). Run by `deno run`, it is the process's main thread and starts the
- * sandboxed worker from sandbox_worker.js beside it. In the single executable the same source
- * runs as a narrowed worker (src/program/container_process.ts), whose first message is a port
- * to the sandboxed worker, a sibling started from the embedded sandbox_worker.js.
+ * container_host.js), in three ways:
+ * - `container_host.js` (a cold process, started for one container by `deno run` with its
+ *   flags): the host runs on the main thread and starts the sandboxed worker from
+ *   sandbox_worker.js beside it.
+ * - `container_host.js spare NET` (a warm spare; NET is the JSON of the hosts it may reach, null
+ *   for any): the main thread starts the sandboxed worker at once, waits for the node's take
+ *   (the worker passes it on) and only then starts this module again as the host, in a worker
+ *   narrowed to the bundle and the storage folder the take names (src/mcm/container_process.ts
+ *   says why).
+ * - as a worker (the spare's host, or the single executable's: src/program/container_workers.ts):
+ *   its first message is a port to the sandboxed worker, and the take when it came first.
  *
  * @module
  */
-import { hostContainer } from "./container_host.ts";
+import { hostContainer, type TakeMessage } from "./container_host.ts";
+import { LINKED_SANDBOX } from "./sandbox_worker.ts";
 
 /** The worker scope, when this runs in one (lib.deno.worker's, not this file's). */
 interface WorkerScope {
-  onmessage: ((event: MessageEvent<{ sandbox: MessagePort }>) => void) | null;
+  onmessage: ((event: MessageEvent<{ sandbox: MessagePort; take?: TakeMessage }>) => void) | null;
   postMessage(message: unknown): void;
+}
+
+function startSandbox(name: string): Worker {
+  const worker = new Worker(new URL("./sandbox_worker.js", import.meta.url).href, {
+    type: "module",
+    name,
+    deno: { permissions: "none" },
+  });
+  worker.onerror = (event) => {
+    event.preventDefault();
+    console.error(`the microservice's worker failed: ${event.message}`);
+    Deno.exit(70);
+  };
+  return worker;
+}
+
+/** A spare's main thread: the sandbox now, the host narrowed once the take says to what. */
+function waitAsSpare(net: string[] | null): void {
+  const link = new MessageChannel();
+  startSandbox(LINKED_SANDBOX).postMessage({ host: link.port1 }, [link.port1]);
+  link.port2.onmessage = (event: MessageEvent<"exit" | TakeMessage>) => {
+    if (event.data === "exit" || event.data?.t !== "take") Deno.exit(0);
+    const take = event.data as TakeMessage;
+    link.port2.onmessage = null;
+    const host = new Worker(import.meta.url, {
+      type: "module",
+      name: "container host",
+      deno: {
+        permissions: {
+          // This module itself, beside the bundle and the storage of the container.
+          read: [new URL(import.meta.url).pathname, take.bundle, take.storageDir],
+          write: [take.storageDir],
+          net: net === null ? true : net.length > 0 ? net : false,
+          env: false,
+          run: false,
+          sys: false,
+          ffi: false,
+          import: false,
+        },
+      },
+    });
+    host.onmessage = (message: MessageEvent<{ exit?: number }>) => {
+      if (typeof message.data?.exit === "number") Deno.exit(message.data.exit);
+    };
+    host.onerror = (error) => {
+      error.preventDefault();
+      console.error(`the container host failed: ${error.message}`);
+      Deno.exit(70);
+    };
+    host.postMessage({ sandbox: link.port2, take }, [link.port2]);
+  };
 }
 
 if ("WorkerGlobalScope" in globalThis) {
@@ -22,23 +81,10 @@ if ("WorkerGlobalScope" in globalThis) {
     hostContainer({
       startSandbox: () => event.data.sandbox,
       exit: (code) => scope.postMessage({ exit: code }),
-    });
+    }, event.data.take);
   };
+} else if (Deno.args[0] === "spare") {
+  waitAsSpare(JSON.parse(Deno.args[1]));
 } else {
-  hostContainer({
-    startSandbox() {
-      const worker = new Worker(new URL("./sandbox_worker.js", import.meta.url).href, {
-        type: "module",
-        name: "microservice",
-        deno: { permissions: "none" },
-      });
-      worker.onerror = (event) => {
-        event.preventDefault();
-        console.error(`the microservice's worker failed: ${event.message}`);
-        Deno.exit(70);
-      };
-      return worker;
-    },
-    exit: (code) => Deno.exit(code),
-  });
+  hostContainer({ startSandbox: () => startSandbox("microservice"), exit: Deno.exit });
 }
