@@ -3,7 +3,8 @@
  * - requests/s and p99 of a trivial microservice route, the node and its container process
  *   pinned to one core, next to a bare Deno.serve answering the same body on one core and to
  *   the reference's way of running a microservice (a fresh isolate per request);
- * - cold start: POST /mcm/v1/containers to the first answer of the new microservice;
+ * - cold start: POST /mcm/v1/containers to the first answer of the new microservice (without
+ *   a warm spare; bench_mcm_spares.ts: with one, redeploys, restarts, the idle spare's memory);
  * - memory of an idle container process.
  *
  * @module
@@ -11,6 +12,7 @@
 import { packTar } from "modern-tar";
 import { postImage, serviceUrl, startContainer } from "../tests/helpers/mcm.ts";
 import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
+import { spareRows } from "./bench_mcm_spares.ts";
 import { p99, rssMib, run, wrk } from "./bench_tools.ts";
 
 /** The trivial microservice of the benchmarks: answers "hello" on every path. */
@@ -88,9 +90,14 @@ export async function mcmRows(): Promise<string[][]> {
   await Deno.writeTextFile(bundleFile, HELLO_BUNDLE);
   const image = await helloImage();
   await Deno.mkdir(`${dir}/node`);
+  // No spare here: these rows are processes started for their container (spareRows: spares).
   await using node = await startTestNode({
     dataDir: `${dir}/node`,
-    config: { apiKey: "a-bench-key-of-enough-length", discovery: { mdns: false } },
+    config: {
+      apiKey: "a-bench-key-of-enough-length",
+      discovery: { mdns: false },
+      mcm: { spareContainers: 0 },
+    },
   });
   await (await postImage(node, image, "hello.tar")).body?.cancel();
 
@@ -134,6 +141,7 @@ export async function mcmRows(): Promise<string[][]> {
     baselines.server.kill();
     await baselines.server.status;
   }
+  const spares = await spareRows(dir, image);
   await Deno.remove(dir, { recursive: true }).catch(() => {});
   return [
     [
@@ -144,7 +152,7 @@ export async function mcmRows(): Promise<string[][]> {
       `model), one core: ${isolate} req/s`,
     ],
     [
-      `cold start: POST /mcm/v1/containers to the first answer (median of ${COLD_STARTS})`,
+      `cold start without a spare: POST /mcm/v1/containers to the first answer (median of ${COLD_STARTS})`,
       `${median(colds).toFixed(0)} ms`,
       `process start to code loaded: ${median(loads)} ms (container log)`,
     ],
@@ -159,6 +167,7 @@ export async function mcmRows(): Promise<string[][]> {
       `${median(executable.colds).toFixed(0)} ms; ${median(executable.pss).toFixed(1)} MiB PSS`,
       `as a script, above: ${median(colds).toFixed(0)} ms; ${median(pss).toFixed(1)} MiB PSS`,
     ],
+    ...spares,
   ];
 }
 
@@ -172,7 +181,11 @@ async function executableFigures(dir: string, image: Uint8Array) {
   await Deno.mkdir(`${dir}/executable-node`);
   await using node = await startTestNode({
     dataDir: `${dir}/executable-node`,
-    config: { apiKey: "a-bench-key-of-enough-length", discovery: { mdns: false } },
+    config: {
+      apiKey: "a-bench-key-of-enough-length",
+      discovery: { mdns: false },
+      mcm: { spareContainers: 0 },
+    },
     bundle,
   });
   await (await postImage(node, image, "hello.tar")).body?.cancel();
