@@ -13,11 +13,6 @@ import { DomainError, Invalid } from "../errors/mod.ts";
 export interface UploadBody {
   /** The file's bytes; iterate once. Errors when the client aborts or the body is malformed. */
   chunks: AsyncIterable<Uint8Array>;
-  /**
-   * Whether each chunk is a buffer of its own that nothing else reads (a raw body's are; a
-   * multipart parser's are views into buffers it still uses), so a consumer may keep it.
-   */
-  chunksOwned: boolean;
   /** The file's exact size, when the client declared it (Content-Length of a raw body). */
   declaredSize: number | undefined;
   /** Content-Length of the whole request, when given: an upper bound of the file's size. */
@@ -49,7 +44,6 @@ export function uploadBody(request: Request, field: string): Promise<UploadBody>
   }
   return Promise.resolve({
     chunks: request.body,
-    chunksOwned: true,
     declaredSize: bodyLength,
     bodyLength,
     filename: undefined,
@@ -106,7 +100,6 @@ function multipartFile(
       complete.catch((error) => stream.destroy(error));
       resolve({
         chunks: formFileChunks(stream),
-        chunksOwned: false,
         declaredSize: undefined,
         bodyLength,
         filename: info.filename,

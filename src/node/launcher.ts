@@ -18,7 +18,6 @@ import { realConfigPath } from "../config/mod.ts";
 import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { databaseFiles } from "../storage/database.ts";
 import { checkWritable } from "../storage/writable_check.ts";
-import { fileSinkModulePaths } from "../storage/file_sinks.ts";
 import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
 import { startNode } from "./server.ts";
 
@@ -39,13 +38,7 @@ export function nodePermissions(settings: Settings): PermissionSet {
     ? [netAddress("0.0.0.0", discovery.port), netAddress(MDNS_GROUP, discovery.port)]
     : [];
   return {
-    read: [
-      settings.dataDir,
-      settings.configPath,
-      ...settings.trustFiles,
-      ...jwksFiles,
-      ...fileSinkModulePaths(),
-    ],
+    read: [settings.dataDir, settings.configPath, ...settings.trustFiles, ...jwksFiles],
     write: [settings.dataDir],
     net: settings.downloadHosts
       ? [

@@ -19,8 +19,7 @@ import { permissionFlags, type PermissionSet, workerPermissions } from "./permis
 
 /** What a role worker is told first (src/program/worker_roles.ts). */
 export type RoleMessage =
-  | { role: "main"; args: string[]; settings: unknown }
-  | { role: "file-sink" };
+  | { role: "main"; args: string[]; settings: unknown };
 
 /** The executable's own module and how it runs itself again; undefined when run as a script. */
 let executable: { entry: string; prefix: string[] } | undefined;

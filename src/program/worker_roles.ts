@@ -4,7 +4,6 @@
  *
  * @module
  */
-import { serveFileSink } from "../storage/file_sink_worker.ts";
 import { listenForStop, type RoleMessage } from "./self_program.ts";
 
 /** A worker's global scope (lib.deno.worker's, which this file is not type-checked with). */
@@ -20,26 +19,21 @@ export function inWorker(): boolean {
 
 /**
  * Waits for this worker's role and plays it: `main` runs the program's `main(args)` (the node or
- * hub) and stops when the launcher says so; `file-sink` writes the node's transfers to disk.
+ * hub) and stops when the launcher says so.
  */
 export function acceptRole(main: (args: string[]) => Promise<number>): void {
   const scope = self as unknown as WorkerScope;
   const exit = (code: number) => scope.postMessage({ exit: code });
   scope.onmessage = (event: MessageEvent<RoleMessage>) => {
     const message = event.data;
-    scope.onmessage = null;
-    if (message.role === "file-sink") {
-      serveFileSink();
-    } else {
-      const stop = Promise.withResolvers<string>();
-      scope.onmessage = (event: MessageEvent<{ stop?: string }>) => {
-        if (event.data?.stop) stop.resolve(event.data.stop);
-      };
-      listenForStop(stop.promise, message.settings);
-      main(message.args).then(exit, (error) => {
-        console.error(error);
-        exit(1);
-      });
-    }
+    const stop = Promise.withResolvers<string>();
+    scope.onmessage = (event: MessageEvent<{ stop?: string }>) => {
+      if (event.data?.stop) stop.resolve(event.data.stop);
+    };
+    listenForStop(stop.promise, message.settings);
+    main(message.args).then(exit, (error) => {
+      console.error(error);
+      exit(1);
+    });
   };
 }

@@ -3,6 +3,11 @@
  * streams to it (src/storage/file_sinks.ts), so that a transfer's disk and hashing work runs
  * beside the thread that receives the bytes and answers every other request.
  *
+ * The worker is a module of its own made from `serveFileSink`'s text (a blob URL): it reads no
+ * file, so the node needs no permission for it, and the single executable does not load a
+ * second copy of the whole program for it. So `serveFileSink` uses nothing from outside itself
+ * but what it is handed.
+ *
  * Writes are synchronous here: this thread has nothing else to do, and one async write per
  * 64 KiB chunk costs a thread hop each (measured on Deno 2.9.6: about 300 MB/s at most). While
  * it writes, the data already written is synced in the background (an async `fdatasync` at most
@@ -11,19 +16,20 @@
  *
  * @module
  */
-import { createHash, type Hash } from "node:crypto";
+import type { createHash, Hash } from "node:crypto";
 
 /** What the main thread sends. */
 export type SinkCommand =
   | { id: number; op: "open"; path: string }
-  | { id: number; op: "write"; data: ArrayBuffer }
+  /** The first `length` bytes of `data` are the file's next; `data` is handed back after. */
+  | { id: number; op: "write"; data: ArrayBuffer; length: number }
   | { id: number; op: "finish" }
   | { id: number; op: "abort" };
 
 /** What the worker answers. */
 export type SinkReply =
-  /** Bytes written so far, sent every ACK_BYTES: the main thread's window moves on. */
-  | { id: number; written: number }
+  /** A write's buffer, written and handed back for the next bytes. */
+  | { id: number; returned: ArrayBuffer }
   /** The file is complete, synced and closed. */
   | { id: number; sha256: string }
   /** The file is closed as it was, on the main thread's word. */
@@ -31,17 +37,10 @@ export type SinkReply =
   /** The file failed (its message, for the caller to classify); the file is closed. */
   | { id: number; error: string };
 
-/** How often the main thread hears how far the writes are. */
-export const ACK_BYTES = 4 << 20;
-/** Bytes written between background syncs. */
-const SYNC_BYTES = 32 << 20;
-
 /** A file being written. */
 interface OpenFile {
   file: Deno.FsFile;
   hash: Hash;
-  written: number;
-  unacked: number;
   unsynced: number;
   syncing: Promise<void> | undefined;
 }
@@ -49,24 +48,48 @@ interface OpenFile {
 /** A worker's global scope (lib.deno.worker's, which this file is not type-checked with). */
 interface WorkerScope {
   onmessage: ((event: MessageEvent<SinkCommand>) => void) | null;
-  postMessage(message: SinkReply): void;
+  postMessage(message: SinkReply, transfer?: Transferable[]): void;
+}
+
+/** A blob URL of the worker's module; revoke it once the worker has started. */
+export function fileSinkWorkerUrl(): string {
+  const source = `import { createHash } from "node:crypto";\n(${serveFileSink})(createHash);\n`;
+  return URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
 }
 
 /**
  * Takes SinkCommands until the worker is terminated. A file that fails is closed and forgotten
  * after its error is sent: the commands still on their way for it are dropped.
  */
-export function serveFileSink(): void {
+export function serveFileSink(hashOf: typeof createHash): void {
+  /** Bytes written between background syncs. */
+  const SYNC_BYTES = 32 << 20;
   const scope = self as unknown as WorkerScope;
   const files = new Map<number, OpenFile>();
   const failed = (id: number, error: unknown) =>
     scope.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
+
+  /** Hashes and writes `bytes`, starting a background sync every SYNC_BYTES. */
+  const write = (open: OpenFile, bytes: Uint8Array) => {
+    open.hash.update(bytes);
+    for (let done = 0; done < bytes.byteLength;) {
+      done += open.file.writeSync(bytes.subarray(done));
+    }
+    open.unsynced += bytes.byteLength;
+    if (open.unsynced >= SYNC_BYTES && open.syncing === undefined) {
+      open.unsynced = 0;
+      open.syncing = open.file.syncData().finally(() => open.syncing = undefined);
+      // A failed background sync shows again in the final one, which the caller waits for.
+      open.syncing.catch(() => {});
+    }
+  };
+
   scope.onmessage = async ({ data: command }) => {
     const { id } = command;
     if (command.op === "open") {
       try {
         const file = Deno.openSync(command.path, { write: true, createNew: true, mode: 0o600 });
-        files.set(id, newFile(file));
+        files.set(id, { file, hash: hashOf("sha256"), unsynced: 0, syncing: undefined });
       } catch (error) {
         failed(id, error);
       }
@@ -76,8 +99,8 @@ export function serveFileSink(): void {
     if (!open) return;
     try {
       if (command.op === "write") {
-        const written = write(open, new Uint8Array(command.data));
-        if (written !== undefined) scope.postMessage({ id, written });
+        write(open, new Uint8Array(command.data, 0, command.length));
+        scope.postMessage({ id, returned: command.data }, [command.data]);
         return;
       }
       files.delete(id);
@@ -96,29 +119,4 @@ export function serveFileSink(): void {
       failed(id, error);
     }
   };
-}
-
-function newFile(file: Deno.FsFile): OpenFile {
-  const hash = createHash("sha256");
-  return { file, hash, written: 0, unacked: 0, unsynced: 0, syncing: undefined };
-}
-
-/** Hashes and writes `bytes`; returns the total written when the main thread is due a word. */
-function write(open: OpenFile, bytes: Uint8Array): number | undefined {
-  open.hash.update(bytes);
-  for (let done = 0; done < bytes.byteLength;) {
-    done += open.file.writeSync(bytes.subarray(done));
-  }
-  open.written += bytes.byteLength;
-  open.unacked += bytes.byteLength;
-  open.unsynced += bytes.byteLength;
-  if (open.unsynced >= SYNC_BYTES && open.syncing === undefined) {
-    open.unsynced = 0;
-    open.syncing = open.file.syncData().finally(() => open.syncing = undefined);
-    // A failed background sync shows again in the final one, which the caller waits for.
-    open.syncing.catch(() => {});
-  }
-  if (open.unacked < ACK_BYTES) return undefined;
-  open.unacked = 0;
-  return open.written;
 }

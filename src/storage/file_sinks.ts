@@ -16,33 +16,24 @@
  *
  * @module
  */
-import { fileURLToPath as fromFileUrl } from "node:url";
-import { isExecutable, startRoleWorker } from "../program/self_program.ts";
-import type { SinkCommand, SinkReply } from "./file_sink_worker.ts";
+import { fileSinkWorkerUrl, type SinkCommand, type SinkReply } from "./file_sink_worker.ts";
 
-/** Bytes a sink may have handed to its worker and not yet seen written. */
-const WINDOW_BYTES = 16 << 20;
+/** The size of the buffers that carry a file's bytes to its worker. */
+const BUFFER_BYTES = 1 << 20;
+/** How many of them a file may use: the bytes in flight at most. */
+const WINDOW_BUFFERS = 8;
 /** Bytes between two turns given to the event loop (see FileSink.write). */
 const YIELD_BYTES = 8 << 20;
 /** A worker without files for this long is stopped. */
 const IDLE_MS = 10_000;
 
-const WORKER_MODULE = new URL("./file_sink_worker_main.ts", import.meta.url);
-
-/**
- * The files a process that writes through FileSinks must be allowed to read: run as a script,
- * its workers load their modules from the source tree (the single executable has them inside).
- */
-export function fileSinkModulePaths(): string[] {
-  if (isExecutable() || WORKER_MODULE.protocol !== "file:") return [];
-  return [WORKER_MODULE, new URL("./file_sink_worker.ts", import.meta.url)].map((url) =>
-    fromFileUrl(url)
-  );
-}
-
 function startWorker(): Worker {
-  if (isExecutable()) return startRoleWorker({ role: "file-sink" }, "inherit");
-  return new Worker(WORKER_MODULE.href, { type: "module", name: "file-sink" });
+  const url = fileSinkWorkerUrl();
+  try {
+    return new Worker(url, { type: "module", name: "file-sink" });
+  } finally {
+    URL.revokeObjectURL(url);
+  }
 }
 
 /** A worker and the sinks it writes. */
@@ -52,7 +43,8 @@ class SinkWorker {
   idle: ReturnType<typeof setTimeout> | undefined;
 
   constructor(onGone: (worker: SinkWorker) => void) {
-    this.worker.onmessage = ({ data }: MessageEvent<SinkReply>) => this.sinks.get(data.id)?.hear(data);
+    this.worker.onmessage = ({ data }: MessageEvent<SinkReply>) =>
+      this.sinks.get(data.id)?.hear(data);
     this.worker.onerror = (event) => {
       event.preventDefault();
       onGone(this);
@@ -131,13 +123,22 @@ export class FileSinks {
   }
 }
 
-/** One file being written by a worker. */
+/**
+ * One file being written by a worker. The bytes travel in buffers of BUFFER_BYTES that go to the
+ * worker and come back to be filled again, at most WINDOW_BUFFERS of them: the memory a transfer
+ * holds is fixed, whatever the file's size and the disk's speed. Moving the callers' own chunks
+ * instead saved a copy but not memory: a request body's chunk, once moved, was freed only when
+ * the main thread's garbage collector came by, and a 1 GiB upload peaked at 620 MB of RSS.
+ */
 export class FileSink {
   readonly #id: number;
   readonly #post: (command: SinkCommand, transfer: Transferable[]) => void;
   readonly #release: () => void;
-  #posted = 0;
-  #written = 0;
+  /** Buffers back from the worker, ready to fill. */
+  readonly #free: ArrayBuffer[] = [];
+  #allocated = 0;
+  #current: Uint8Array | undefined;
+  #used = 0;
   #sinceYield = 0;
   #error: Error | undefined;
   #waiter: PromiseWithResolvers<void> | undefined;
@@ -161,36 +162,50 @@ export class FileSink {
   }
 
   /**
-   * Hands `chunk` to the worker. With `transfer`, a chunk that spans its whole buffer is moved
-   * rather than copied (the caller must not use it again). Resolves at once unless the worker
-   * is a window behind, so memory stays bounded when the disk is slower than the network.
+   * Copies `chunk` for the worker. Resolves at once unless every buffer is with the worker, so
+   * memory stays bounded when the disk is slower than the network.
    *
    * Every 8 MiB it also waits for a macrotask: a body's buffered chunks resolve as microtasks,
    * and without a break the event loop would serve nothing else while a transfer runs.
    */
-  async write(chunk: Uint8Array, transfer = false): Promise<void> {
-    if (this.#error) throw this.#error;
-    if (chunk.byteLength === 0) return;
-    const whole = transfer && chunk.byteOffset === 0 &&
-      chunk.buffer instanceof ArrayBuffer && chunk.byteLength === chunk.buffer.byteLength;
-    // A copy by the constructor: a Node Buffer's slice() is a view, not a copy.
-    const data = whole ? chunk.buffer as ArrayBuffer : new Uint8Array(chunk).buffer;
-    this.#post({ id: this.#id, op: "write", data }, [data]);
-    this.#posted += chunk.byteLength;
+  async write(chunk: Uint8Array): Promise<void> {
+    for (let offset = 0; offset < chunk.byteLength;) {
+      if (this.#error) throw this.#error;
+      const buffer = this.#current ??= await this.#nextBuffer();
+      const take = Math.min(chunk.byteLength - offset, buffer.byteLength - this.#used);
+      buffer.set(chunk.subarray(offset, offset + take), this.#used);
+      this.#used += take;
+      offset += take;
+      if (this.#used === buffer.byteLength) this.#send();
+    }
     this.#sinceYield += chunk.byteLength;
     if (this.#sinceYield >= YIELD_BYTES) {
       this.#sinceYield = 0;
       await new Promise((resolve) => setTimeout(resolve, 0));
     }
-    while (this.#posted - this.#written > WINDOW_BYTES) {
-      this.#waiter = Promise.withResolvers();
-      await this.#waiter.promise;
-    }
+  }
+
+  /**
+   * The free part of the buffer being filled, for a BYOB read (a byte stream reads straight into
+   * it, with no copy and no garbage); hand back what the read returned to `filled`.
+   */
+  async space(): Promise<Uint8Array> {
+    if (this.#error) throw this.#error;
+    const buffer = this.#current ??= await this.#nextBuffer();
+    return buffer.subarray(this.#used);
+  }
+
+  /** Takes back the view a BYOB read filled (its buffer is the one `space` lent, moved). */
+  filled(view: Uint8Array): void {
+    this.#current = new Uint8Array(view.buffer as ArrayBuffer);
+    this.#used = view.byteOffset + view.byteLength;
+    if (this.#used === this.#current.byteLength) this.#send();
   }
 
   /** Waits until everything is written and synced; resolves with the file's hex SHA-256. */
   finish(): Promise<string> {
     if (this.#error) return Promise.reject(this.#error);
+    if (this.#used > 0) this.#send();
     this.#ended = Promise.withResolvers();
     this.#post({ id: this.#id, op: "finish" }, []);
     return this.#ended.promise;
@@ -207,8 +222,8 @@ export class FileSink {
 
   /** @internal What the worker said about this file. */
   hear(reply: SinkReply): void {
-    if ("written" in reply) {
-      this.#written = reply.written;
+    if ("returned" in reply) {
+      this.#free.push(reply.returned);
       this.#waiter?.resolve();
       return;
     }
@@ -221,5 +236,26 @@ export class FileSink {
     }
     this.#release();
     this.#closed.resolve();
+  }
+
+  /** Moves the filled part of the current buffer to the worker. */
+  #send(): void {
+    const data = this.#current!.buffer as ArrayBuffer;
+    this.#post({ id: this.#id, op: "write", data, length: this.#used }, [data]);
+    this.#current = undefined;
+    this.#used = 0;
+  }
+
+  /** A free buffer, a new one while fewer than WINDOW_BUFFERS exist, or the next one back. */
+  async #nextBuffer(): Promise<Uint8Array> {
+    while (this.#free.length === 0) {
+      if (this.#allocated < WINDOW_BUFFERS) {
+        this.#allocated++;
+        return new Uint8Array(BUFFER_BYTES);
+      }
+      this.#waiter = Promise.withResolvers();
+      await this.#waiter.promise;
+    }
+    return new Uint8Array(this.#free.pop()!);
   }
 }

@@ -56,7 +56,6 @@ export async function downloadFile(
         signal: options.signal,
         maxBytes: options.maxBytes,
         headBytes: options.headBytes,
-        ownedChunks: true,
       });
     } catch (error) {
       // Whatever stopped the write, the source's connection is closed now, not when collected.

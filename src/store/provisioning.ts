@@ -85,7 +85,6 @@ export class Provisioning {
         signal: controller.signal,
         maxBytes: maxFileBytes,
         headBytes: GGUF_HEADER_BYTES,
-        ownedChunks: body.chunksOwned,
       });
       await body.complete.catch(async (error) => {
         await this.#files.discard(written!);
