@@ -26,6 +26,7 @@ import {
   tunnelAddress,
   VIA_HEADER,
 } from "../tunnel/routing.ts";
+import { TUNNEL_PROTOCOL } from "../tunnel/wire_frames.ts";
 import type { HubSettings } from "./hub_settings.ts";
 import { HubStore } from "./hub_store.ts";
 import { accountListing, proximityListing } from "./listings.ts";
@@ -95,9 +96,16 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
         });
       }
       const remote = context.remote; // Deno forgets the peer's address once upgraded.
-      const { socket, response } = Deno.upgradeWebSocket(request, { idleTimeout: 0 });
+      // A node of this protocol offers it as the WebSocket subprotocol; an older node offers
+      // none, and is told why it cannot join instead of meeting frames it cannot read.
+      const offered = (request.headers.get("sec-websocket-protocol") ?? "").split(",")
+        .some((name) => name.trim() === TUNNEL_PROTOCOL);
+      const { socket, response } = Deno.upgradeWebSocket(request, {
+        idleTimeout: 0,
+        ...(offered ? { protocol: TUNNEL_PROTOCOL } : {}),
+      });
       const origin = new URL(request.url).origin;
-      connecting.add(new NodeSession(socket, remote, origin, host));
+      connecting.add(new NodeSession(socket, remote, origin, host, offered));
       return upgradeReply(response);
     },
     health: () => json(200, { status: "ok" as const, nodes: sessions.size }),

@@ -14,6 +14,15 @@ import { TokenError, type TokenVerifier } from "../identity/token_verifier.ts";
 import { FROM_NODE, type MessageOf, parseMessage } from "../tunnel/messages.ts";
 import { MuxRequests } from "../tunnel/mux_requests.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
+import {
+  binaryCodec,
+  FrameBatcher,
+  type FrameSink,
+  receiveFrames,
+  TUNNEL_PROTOCOL,
+  TUNNEL_WINDOW,
+  type WireResponse,
+} from "../tunnel/wire_frames.ts";
 import type { HubStore } from "./hub_store.ts";
 import type { ConnectedNode } from "./listings.ts";
 
@@ -49,22 +58,52 @@ export class NodeSession {
   readonly #origin: string;
   readonly #mux: StreamMux;
   readonly #requests: MuxRequests;
+  readonly #frames: FrameSink;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Set once the node has proved itself. */
   entry: ConnectedNode | undefined;
   /** When the hub last heard from the node, ms since the epoch. */
   lastHeard = Date.now();
 
-  /** Takes over a freshly upgraded socket; `origin` is the hub origin the node connected to. */
-  constructor(socket: WebSocket, publicAddress: string, origin: string, host: SessionHost) {
+  /**
+   * Takes over a freshly upgraded socket; `origin` is the hub origin the node connected to, and
+   * `protocol` whether the node offered TUNNEL_PROTOCOL (an older node did not: it is refused).
+   */
+  constructor(
+    socket: WebSocket,
+    publicAddress: string,
+    origin: string,
+    host: SessionHost,
+    protocol = true,
+  ) {
     this.#socket = socket;
     this.#host = host;
     this.#origin = origin;
-    this.#mux = new StreamMux((frame) => this.#send(frame));
+    this.#mux = new StreamMux(new FrameBatcher(socket).send, {
+      codec: binaryCodec,
+      ...TUNNEL_WINDOW,
+    });
     this.#requests = new MuxRequests(this.#mux);
+    this.#frames = {
+      head: (head) => this.#requests.onResponse(head as WireResponse),
+      data: (stream, bytes) => this.#mux.onBody(stream, bytes),
+      control: (message) =>
+        message.t === "abort"
+          ? this.#requests.onAbort(message, "the node")
+          : this.#mux.onControl(message),
+    };
     this.entry = undefined;
     socket.binaryType = "arraybuffer";
     socket.onopen = () => {
+      if (!protocol) {
+        // Said in the older node's own terms (a refused message), so its status shows why.
+        console.error(`hub: refused a node at ${publicAddress} of an older tunnel protocol`);
+        return this.#refuse(
+          426,
+          `this hub speaks tunnel protocol ${TUNNEL_PROTOCOL} and the node an older one: ` +
+            "update edgenode on the node",
+        );
+      }
       this.#send(JSON.stringify({ t: "challenge", challenge: this.#challenge }));
       this.#timer = setTimeout(() => this.close(4400, "no hello within 10 s"), HELLO_TIMEOUT_MS);
     };
@@ -110,13 +149,18 @@ export class NodeSession {
 
   #refuse(status: number, message: string): void {
     this.#send(JSON.stringify({ t: "refused", status, message }));
-    this.close(status === 401 ? 4401 : 4400, message);
+    this.close(status === 401 ? 4401 : status === 426 ? 4426 : 4400, message);
   }
 
   #receive(data: unknown, publicAddress: string): void {
     this.lastHeard = Date.now();
     if (data instanceof ArrayBuffer) {
-      if (this.entry) this.#mux.onData(new Uint8Array(data));
+      if (!this.entry) return;
+      try {
+        receiveFrames(new Uint8Array(data), "res", this.#frames);
+      } catch (error) {
+        this.#refuse(400, (error as Error).message);
+      }
       return;
     }
     let message: FromNode;
@@ -145,16 +189,10 @@ export class NodeSession {
           nodes: this.#host.list(this, message.cluster),
         }));
         return;
-      case "res":
-        return this.#requests.onResponse(message);
       case "ping":
         return this.#send(JSON.stringify({ t: "pong" }));
       case "pong":
         return;
-      case "abort":
-        return this.#requests.onAbort(message, "the node");
-      default:
-        this.#mux.onControl(message);
     }
   }
 
@@ -218,9 +256,11 @@ export class NodeSession {
         retryAfterSeconds: 1,
       });
     }
-    const url = new URL(request.url);
+    // The path and query as they came: cheaper than parsing the whole URL again.
+    const url = request.url;
+    const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
     return this.#requests.send(
-      { method: request.method, path: url.pathname + url.search, port, headers },
+      { method: request.method, path, port, headers },
       request.body,
     ).response;
   }

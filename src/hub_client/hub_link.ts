@@ -13,6 +13,15 @@ import type { Identity } from "../identity/identity.ts";
 import { FROM_HUB, type MessageOf, parseMessage } from "../tunnel/messages.ts";
 import { PORT_HEADER, ROUTING_HEADER, routingHeader } from "../tunnel/routing.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
+import {
+  binaryCodec,
+  FrameBatcher,
+  type FrameSink,
+  receiveFrames,
+  TUNNEL_PROTOCOL,
+  TUNNEL_WINDOW,
+  type WireRequest,
+} from "../tunnel/wire_frames.ts";
 import { serveTunnelled } from "./tunnel_requests.ts";
 
 /** Reconnections wait 0.5 s, doubling up to 30 s, ±20% so that nodes do not come back in step. */
@@ -177,28 +186,57 @@ export class HubLink {
     const wsUrl = new URL("/hub/v1/connect", this.url.replace(/^http/, "ws"));
     let socket: WebSocket;
     try {
-      socket = new WebSocket(wsUrl);
+      socket = new WebSocket(wsUrl, [TUNNEL_PROTOCOL]);
     } catch (error) {
       this.#reason = (error as Error).message;
       return this.#retryLater();
     }
     socket.binaryType = "arraybuffer";
     this.#socket = socket;
-    const mux = new StreamMux((frame) => {
-      if (socket.readyState === WebSocket.OPEN) socket.send(frame);
+    const mux = new StreamMux(new FrameBatcher(socket).send, {
+      codec: binaryCodec,
+      ...TUNNEL_WINDOW,
     });
     this.#mux = mux;
     this.#reason = "connecting";
+    const frames: FrameSink = {
+      head: (head) =>
+        serveTunnelled(head as WireRequest, {
+          mux,
+          serve: this.#host.serve,
+          port: this.#host.port(),
+          identity: this.#host.identity,
+        }),
+      data: (stream, bytes) => mux.onBody(stream, bytes),
+      control: (message) => mux.onControl(message),
+    };
+    let mismatch: string | undefined;
+    socket.onopen = () => {
+      // A hub that did not take the subprotocol is older: its tunnel would not be understood.
+      if (socket.protocol === TUNNEL_PROTOCOL) return;
+      mismatch = `the hub at ${this.url} speaks an older tunnel protocol than ` +
+        `${TUNNEL_PROTOCOL}: update edgenode on the hub`;
+      console.error(`hub link: ${mismatch}`);
+      socket.close(4426, "this node speaks tunnel protocol " + TUNNEL_PROTOCOL);
+    };
     socket.onmessage = (event) => {
       this.#lastHeard = Date.now();
-      if (event.data instanceof ArrayBuffer) return mux.onData(new Uint8Array(event.data));
+      if (event.data instanceof ArrayBuffer) {
+        if (!this.#welcome) return;
+        try {
+          return receiveFrames(new Uint8Array(event.data), "req", frames);
+        } catch (error) {
+          return socket.close(4400, (error as Error).message.slice(0, 120));
+        }
+      }
+      if (mismatch) return;
       let message: FromHub;
       try {
         message = parseMessage(String(event.data), FROM_HUB);
       } catch (error) {
         return socket.close(4400, (error as Error).message.slice(0, 120));
       }
-      this.#handle(message, token, mux).catch((error) => {
+      this.#handle(message, token).catch((error) => {
         console.error("hub link:", error);
         socket.close(1011, "internal error");
       });
@@ -208,7 +246,8 @@ export class HubLink {
     };
     socket.onclose = (event) => {
       if (this.#socket !== socket) return;
-      if (event.reason) this.#reason = `the hub closed the connection: ${event.reason}`;
+      if (mismatch) this.#reason = mismatch;
+      else if (event.reason) this.#reason = `the hub closed the connection: ${event.reason}`;
       else if (this.#welcome) this.#reason = "the connection to the hub closed";
       this.#socket = undefined;
       this.#welcome = undefined;
@@ -220,7 +259,7 @@ export class HubLink {
     };
   }
 
-  async #handle(message: FromHub, token: string, mux: StreamMux): Promise<void> {
+  async #handle(message: FromHub, token: string): Promise<void> {
     switch (message.t) {
       case "challenge": {
         const node = this.#host.describe();
@@ -242,19 +281,10 @@ export class HubLink {
         else list?.resolve((message.nodes ?? []) as NodeDescription[]);
         return;
       }
-      case "req":
-        return serveTunnelled(message, {
-          mux,
-          serve: this.#host.serve,
-          port: this.#host.port(),
-          identity: this.#host.identity,
-        });
       case "ping":
         return this.#send({ t: "pong" });
       case "pong":
         return;
-      default:
-        mux.onControl(message);
     }
   }
 

@@ -4,7 +4,6 @@
  *
  * @module
  */
-import type { RequestMessage } from "../../gen/hub/validators.ts";
 import { Invalid } from "../errors/mod.ts";
 import { bearerToken } from "../http/auth.ts";
 import { statusCodeError } from "../http/errors.ts";
@@ -12,6 +11,7 @@ import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 import { VIA_HEADER } from "../tunnel/routing.ts";
 import type { StreamMux } from "../tunnel/stream_mux.ts";
+import type { WireRequest } from "../tunnel/wire_frames.ts";
 
 /** What serving a tunnelled request needs. */
 export interface TunnelContext {
@@ -44,26 +44,26 @@ function atMost(limit: number): TransformStream<Uint8Array, Uint8Array> {
  * API key: only this code can say so, so no header can fake it.
  */
 async function tunnelledRequest(
-  message: RequestMessage,
+  message: WireRequest,
   body: BodyInit | null,
   context: TunnelContext,
 ): Promise<{ request: Request; apiKeyGranted: boolean }> {
-  const headers = new Headers(message.headers as [string, string][]);
-  headers.set(VIA_HEADER, "hub");
-  const declared = headers.get("content-length");
+  const declared = message.headers.find(([name]) => name.toLowerCase() === "content-length")?.[1];
   const request = new Request(`http://localhost:${context.port}${message.path}`, {
     method: message.method,
-    headers,
+    // The pairs as they are: a Headers object here would be converted (validated, copied) twice.
+    headers: message.headers,
     // As from a socket, a small body holds to its declared length: readText reads such a body
     // whole, trusting it. Larger ones are only streamed, by readers that count for themselves, so
     // they skip the extra step per chunk.
-    body: body instanceof ReadableStream && declared !== null &&
+    body: body instanceof ReadableStream && declared !== undefined &&
         Number(declared) <= TRUSTED_LENGTH_BYTES
       ? body.pipeThrough(atMost(Number(declared)))
       : body,
     // @ts-ignore: Deno needs duplex for a streamed body; lib.dom lacks it.
     duplex: "half",
   });
+  request.headers.set(VIA_HEADER, "hub");
   const token = bearerToken(request);
   if (token) {
     try {
@@ -78,7 +78,7 @@ async function tunnelledRequest(
 }
 
 /** Serves one tunnelled request; the body stream must be claimed before anything awaits. */
-export function serveTunnelled(message: RequestMessage, context: TunnelContext): void {
+export function serveTunnelled(message: WireRequest, context: TunnelContext): void {
   const { mux } = context;
   const stream = message.s;
   const body = mux.bodyOf(stream, message);

@@ -1,6 +1,6 @@
 /**
- * The JSON messages of the node connection (spec/hub.yaml), validated by type: each side accepts
- * only what the other may send.
+ * The JSON messages of the node connection (spec/hub.yaml) and of the container channel
+ * (spec/mcm.yaml), validated by type: each side accepts only what the other may send.
  *
  * @module
  */
@@ -15,8 +15,6 @@ import {
   ListMessageSchema,
   PingMessageSchema,
   RefusedMessageSchema,
-  RequestMessageSchema,
-  ResponseMessageSchema,
   UpdateMessageSchema,
   WelcomeMessageSchema,
 } from "../../gen/hub/validators.ts";
@@ -30,23 +28,24 @@ export const MUX = {
   pong: PingMessageSchema,
 };
 
-/** What a node may send to its hub. */
+/** The keepalive messages of the node connection (its tunnel travels in ./wire_frames.ts). */
+const KEEPALIVE = { ping: PingMessageSchema, pong: PingMessageSchema };
+
+/** The text messages a node may send to its hub. */
 export const FROM_NODE = {
-  ...MUX,
+  ...KEEPALIVE,
   hello: HelloMessageSchema,
   update: UpdateMessageSchema,
   list: ListMessageSchema,
-  res: ResponseMessageSchema,
 };
 
-/** What a hub may send to a node. */
+/** The text messages a hub may send to a node. */
 export const FROM_HUB = {
-  ...MUX,
+  ...KEEPALIVE,
   challenge: ChallengeMessageSchema,
   welcome: WelcomeMessageSchema,
   refused: RefusedMessageSchema,
   listed: ListedMessageSchema,
-  req: RequestMessageSchema,
 };
 
 type Schemas = Record<string, v.GenericSchema>;

@@ -12,6 +12,9 @@ import type { StreamMux } from "./stream_mux.ts";
 /** Statuses whose responses have no body. */
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
+/** A response head, its inline body in base64 (JSON messages) or as bytes (binary frames). */
+export type ResponseHead = Omit<ResponseMessage, "inline"> & { inline?: string | Uint8Array };
+
 /** A request's head without the fields the mux fills in. */
 export type RequestHead = Omit<RequestMessage, "t" | "s" | "body" | "inline">;
 
@@ -50,7 +53,7 @@ export class MuxRequests {
   }
 
   /** A response head from the peer; its body follows on the same stream. */
-  onResponse(message: ResponseMessage): void {
+  onResponse(message: ResponseHead): void {
     const pending = this.#settle(message.s);
     if (!pending) return;
     const body = this.#mux.bodyOf(message.s, message);
