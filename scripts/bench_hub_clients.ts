@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { TUNNEL_PROTOCOL } from "../src/tunnel/wire_frames.ts";
 import { describeImpostor, impostorKey, proofFor } from "../tests/helpers/mesh.ts";
 
 const [hubUrl, token, countText] = Deno.args;
@@ -15,7 +16,9 @@ const BATCH = 200;
 async function connect(i: number): Promise<WebSocket> {
   const key = await impostorKey();
   const node = { ...describeImpostor(key.id, `sim-${i}`, 1), accountId: "bench" };
-  const socket = new WebSocket(`${hubUrl.replace(/^http/, "ws")}/hub/v1/connect`);
+  const socket = new WebSocket(`${hubUrl.replace(/^http/, "ws")}/hub/v1/connect`, [
+    TUNNEL_PROTOCOL,
+  ]);
   const welcomed = Promise.withResolvers<WebSocket>();
   socket.onmessage = async (event) => {
     const message = JSON.parse(String(event.data));
