@@ -18,10 +18,14 @@
  */
 import { fileSinkWorkerUrl, type SinkCommand, type SinkReply } from "./file_sink_worker.ts";
 
-/** The size of the buffers that carry a file's bytes to its worker. */
-const BUFFER_BYTES = 1 << 20;
-/** How many of them a file may use: the bytes in flight at most. */
-const WINDOW_BUFFERS = 8;
+/**
+ * The size of the buffers that carry a file's bytes to its worker, and how many a file may use
+ * (8 MiB in flight at most). Measured writing 1 GiB through a sink, three rounds each: 1 MiB x 8
+ * gave 384-580 MB/s, 256 KiB x 16 630-666, 512 KiB x 16 675-696 (finer pieces overlap the two
+ * threads better; fewer in flight starve the worker).
+ */
+const BUFFER_BYTES = 512 << 10;
+const WINDOW_BUFFERS = 16;
 /** Bytes between two turns given to the event loop (see FileSink.write). */
 const YIELD_BYTES = 8 << 20;
 /** A worker without files for this long is stopped. */
