@@ -18,8 +18,7 @@ import { fileURLToPath } from "node:url";
 import { permissionFlags, type PermissionSet, workerPermissions } from "./permission_set.ts";
 
 /** What a role worker is told first (src/program/worker_roles.ts). */
-export type RoleMessage =
-  | { role: "main"; args: string[]; settings: unknown };
+export type RoleMessage = { role: "main"; args: string[]; settings: unknown };
 
 /** The executable's own module and how it runs itself again; undefined when run as a script. */
 let executable: { entry: string; prefix: string[] } | undefined;
