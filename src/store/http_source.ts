@@ -7,6 +7,10 @@
  */
 import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
 import { DomainError, UpstreamFailed, UpstreamTimeout } from "../errors/mod.ts";
+import { byobReader } from "../http/byob_reader.ts";
+
+/** The room offered to each read of a byte stream body. */
+const READ_BYTES = 256 << 10;
 
 /** How hard to try. */
 export interface SourceOptions {
@@ -77,7 +81,7 @@ class Attempt {
   #windowStart: number | undefined;
   #windowBytes = 0;
   #timer: ReturnType<typeof setInterval>;
-  #reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  #reader: ReadableStreamDefaultReader<Uint8Array> | ReadableStreamBYOBReader | undefined;
 
   constructor(stallMs: number, outer: AbortSignal) {
     this.#outer = outer;
@@ -120,18 +124,27 @@ class Attempt {
   /**
    * The chunks of this attempt's response body, counted by the watchdog. Throws the abort's
    * reason when the attempt is aborted; a consumer that stops early closes the connection.
+   *
+   * A chunk is valid until the next is asked for: a byte stream (fetch's bodies are) is read into
+   * one buffer again and again. Through a 1 GiB download, a chunk allocated per read put the
+   * node's peak RSS at 146-178 MB, garbage waiting for the collector.
    */
   async *read(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-    const reader = this.#reader = body.getReader();
+    const byob = byobReader(body);
+    const reader = this.#reader = byob ?? body.getReader();
+    let buffer = new ArrayBuffer(READ_BYTES);
     let finished = false;
     try {
       while (true) {
-        const { value, done } = await reader.read();
+        const { value, done } = byob
+          ? await byob.read(new Uint8Array(buffer))
+          : await (reader as ReadableStreamDefaultReader<Uint8Array>).read();
         this.signal.throwIfAborted();
         if (done) {
           finished = true;
           return;
         }
+        if (byob) buffer = value.buffer as ArrayBuffer;
         this.touch(value.byteLength);
         yield value;
       }

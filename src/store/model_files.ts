@@ -9,6 +9,7 @@
 import { abortable } from "../async/abortable.ts";
 import { createHash } from "node:crypto";
 import { type FileSink, FileSinks } from "../storage/file_sinks.ts";
+import { byobReader } from "../http/byob_reader.ts";
 import { statfs } from "node:fs/promises";
 import { join, resolve, sep as SEP } from "node:path";
 import { Invalid, NoSpace, TooLarge } from "../errors/mod.ts";
@@ -239,15 +240,6 @@ async function* intoSink(
     }
   } finally {
     reader.cancel().catch(() => {});
-  }
-}
-
-function byobReader(source: AsyncIterable<Uint8Array>): ReadableStreamBYOBReader | undefined {
-  if (!(source instanceof ReadableStream)) return undefined;
-  try {
-    return source.getReader({ mode: "byob" });
-  } catch {
-    return undefined; // not a byte stream
   }
 }
 
