@@ -83,6 +83,8 @@ export async function runNarrowed(
       // npm packages from Deno's cache, fetched as the node imports them: deno.json's
       // node_modules is the developers' (dev-only packages included), and may not exist.
       "--node-modules-dir=none",
+      // Workers narrowed below the node's own permissions (the file sink: src/storage/).
+      "--unstable-worker-options",
       ...permissionFlags(set),
       Deno.mainModule,
       ...args,

@@ -43,6 +43,8 @@ interface OpenFile {
   hash: Hash;
   unsynced: number;
   syncing: Promise<void> | undefined;
+  /** A background sync's failure, thrown at the next write or at the finish. */
+  failed: unknown;
 }
 
 /** A worker's global scope (lib.deno.worker's, which this file is not type-checked with). */
@@ -71,6 +73,7 @@ export function serveFileSink(hashOf: typeof createHash): void {
 
   /** Hashes and writes `bytes`, starting a background sync every SYNC_BYTES. */
   const write = (open: OpenFile, bytes: Uint8Array) => {
+    if (open.failed) throw open.failed;
     open.hash.update(bytes);
     for (let done = 0; done < bytes.byteLength;) {
       done += open.file.writeSync(bytes.subarray(done));
@@ -78,9 +81,11 @@ export function serveFileSink(hashOf: typeof createHash): void {
     open.unsynced += bytes.byteLength;
     if (open.unsynced >= SYNC_BYTES && open.syncing === undefined) {
       open.unsynced = 0;
-      open.syncing = open.file.syncData().finally(() => open.syncing = undefined);
-      // A failed background sync shows again in the final one, which the caller waits for.
-      open.syncing.catch(() => {});
+      // Kept, not left for the final sync to report: Linux reports a writeback error once per
+      // open file, so after a failed background sync the final one would succeed.
+      open.syncing = open.file.syncData().catch((error) => {
+        open.failed ??= error;
+      }).finally(() => open.syncing = undefined);
     }
   };
 
@@ -89,7 +94,8 @@ export function serveFileSink(hashOf: typeof createHash): void {
     if (command.op === "open") {
       try {
         const file = Deno.openSync(command.path, { write: true, createNew: true, mode: 0o600 });
-        files.set(id, { file, hash: hashOf("sha256"), unsynced: 0, syncing: undefined });
+        const hash = hashOf("sha256");
+        files.set(id, { file, hash, unsynced: 0, syncing: undefined, failed: undefined });
       } catch (error) {
         failed(id, error);
       }
@@ -104,15 +110,18 @@ export function serveFileSink(hashOf: typeof createHash): void {
         return;
       }
       files.delete(id);
-      await open.syncing?.catch(() => {});
-      if (command.op === "finish") open.file.syncDataSync();
+      await open.syncing;
+      if (command.op === "finish") {
+        if (open.failed) throw open.failed;
+        open.file.syncDataSync();
+      }
       open.file.close();
       scope.postMessage(
         command.op === "finish" ? { id, sha256: open.hash.digest("hex") } : { id, closed: true },
       );
     } catch (error) {
       files.delete(id);
-      await open.syncing?.catch(() => {});
+      await open.syncing;
       try {
         open.file.close();
       } catch { /* closed already */ }

@@ -7,7 +7,7 @@
  * @example
  * ```ts
  * import { FileSinks } from "./file_sinks.ts";
- * const sinks = new FileSinks();
+ * const sinks = new FileSinks("/tmp");
  * const sink = sinks.open("/tmp/example.partial");
  * await sink.write(new TextEncoder().encode("hello"));
  * const sha256 = await sink.finish(); // synced and closed
@@ -31,10 +31,29 @@ const YIELD_BYTES = 8 << 20;
 /** A worker without files for this long is stopped. */
 const IDLE_MS = 10_000;
 
-function startWorker(): Worker {
+/**
+ * A worker that may write under `root` and do nothing else: not read, not connect, not run
+ * anything (it creates its files with `createNew`, which needs write permission only).
+ */
+function startWorker(root: string): Worker {
   const url = fileSinkWorkerUrl();
   try {
-    return new Worker(url, { type: "module", name: "file-sink" });
+    return new Worker(url, {
+      type: "module",
+      name: "file-sink",
+      deno: {
+        permissions: {
+          read: false,
+          write: [root],
+          net: false,
+          env: false,
+          run: false,
+          sys: false,
+          ffi: false,
+          import: false,
+        },
+      },
+    });
   } finally {
     URL.revokeObjectURL(url);
   }
@@ -42,11 +61,12 @@ function startWorker(): Worker {
 
 /** A worker and the sinks it writes. */
 class SinkWorker {
-  readonly worker = startWorker();
+  readonly worker: Worker;
   readonly sinks = new Map<number, FileSink>();
   idle: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(onGone: (worker: SinkWorker) => void) {
+  constructor(root: string, onGone: (worker: SinkWorker) => void) {
+    this.worker = startWorker(root);
     this.worker.onmessage = ({ data }: MessageEvent<SinkReply>) =>
       this.sinks.get(data.id)?.hear(data);
     this.worker.onerror = (event) => {
@@ -68,12 +88,17 @@ class SinkWorker {
 /** The pool of file-sink workers. */
 export class FileSinks {
   readonly #workers: SinkWorker[] = [];
+  readonly #root: string;
   readonly #max: number;
   #nextId = 1;
   #closed = false;
 
-  /** `maxWorkers`: how many files are written at the same time at most (others share). */
-  constructor(maxWorkers = Math.min(navigator.hardwareConcurrency || 1, 4)) {
+  /**
+   * Sinks for files under `root` (the only place the workers may write); `maxWorkers`: how many
+   * files are written at the same time at most (others share a worker).
+   */
+  constructor(root: string, maxWorkers = Math.min(navigator.hardwareConcurrency || 1, 4)) {
+    this.#root = root;
     this.#max = Math.max(1, maxWorkers);
   }
 
@@ -105,7 +130,7 @@ export class FileSinks {
       undefined,
     );
     if (least && (least.sinks.size === 0 || this.#workers.length >= this.#max)) return least;
-    const started = new SinkWorker((gone) => this.#forget(gone));
+    const started = new SinkWorker(this.#root, (gone) => this.#forget(gone));
     this.#workers.push(started);
     return started;
   }
@@ -150,6 +175,10 @@ export class FileSink {
   /** Resolves when the worker has closed the file, whichever way. */
   readonly #closed = Promise.withResolvers<void>();
 
+  /**
+   * @internal Made by FileSinks.open: `post` sends to the file's worker, `release` is called
+   * once the worker has closed the file.
+   */
   constructor(
     id: number,
     post: (command: SinkCommand, transfer: Transferable[]) => void,

@@ -60,10 +60,11 @@ function isNoSpace(error: unknown): boolean {
 export class ModelFiles {
   /** The models folder, resolved to a real path. */
   readonly root: string;
-  readonly #sinks = new FileSinks();
+  readonly #sinks: FileSinks;
 
   private constructor(root: string) {
     this.root = root;
+    this.#sinks = new FileSinks(root);
   }
 
   /** Stops the threads that write files; a transfer still running fails. */
