@@ -12,6 +12,15 @@ import { insightClient } from "../src/sdk/clients.ts";
 import { rpcCall } from "../src/sdk/json_rpc.ts";
 import { cliToken, makeIssuer } from "./helpers/identity.ts";
 import { ggufBytes, sha256Hex, startTestNode, waitFor, withTempDir } from "./helpers/node.ts";
+import { concatBytes } from "../src/tunnel/bytes.ts";
+import type { MuxMessage } from "../src/tunnel/mux_codec.ts";
+import {
+  binaryCodec,
+  type FrameSink,
+  receiveFrames,
+  TUNNEL_PROTOCOL,
+  TUNNEL_WINDOW,
+} from "../src/tunnel/wire_frames.ts";
 
 Deno.test("hub tunnel frames: concurrent requests, bodies of every size, both ways", () =>
   withTempDir(async (dir) => {
@@ -140,4 +149,95 @@ Deno.test("hub tunnel frames: a hub of the previous protocol is left, with the r
       await node.stop();
       await older.shutdown();
     }
+  }));
+
+/**
+ * A hub that speaks protocol 2 without checking anything: it welcomes the node after its hello,
+ * sends `frames` (one message per entry) and collects the node's frames and its close code.
+ */
+async function withScriptedHub(
+  script: (send: (message: Uint8Array) => void) => void,
+  check: (node: { got: unknown[]; closed: Promise<number> }) => Promise<void>,
+): Promise<void> {
+  await withTempDir(async (dir) => {
+    const issuer = await makeIssuer(`${dir}/issuer`);
+    const got: unknown[] = [];
+    const closed = Promise.withResolvers<number>();
+    const sink: FrameSink = {
+      head: (head) => got.push(head),
+      data: (stream, bytes) => got.push({ stream, length: bytes.length }),
+      control: (message) => got.push(message),
+    };
+    const hub = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+      const { socket, response } = Deno.upgradeWebSocket(request, { protocol: TUNNEL_PROTOCOL });
+      socket.binaryType = "arraybuffer";
+      socket.onopen = () =>
+        socket.send(JSON.stringify({ t: "challenge", challenge: "x".repeat(32) }));
+      socket.onmessage = (event) => {
+        if (event.data instanceof ArrayBuffer) {
+          return receiveFrames(new Uint8Array(event.data), "res", sink);
+        }
+        if (JSON.parse(event.data).t !== "hello") return;
+        const url = `http://127.0.0.1:${hub.addr.port}`;
+        socket.send(
+          JSON.stringify({ t: "welcome", url, publicAddress: "127.0.0.1", pingSeconds: 30 }),
+        );
+        script((message) => socket.send(message));
+      };
+      socket.onclose = (event) => closed.resolve(event.code);
+      return response;
+    });
+    const node = await startTestNode({
+      args: ["--trust", issuer.trustFile],
+      config: {
+        apiKey: "frames-test-key-0123456789",
+        discovery: { mdns: false },
+        hub: { url: `http://127.0.0.1:${hub.addr.port}` },
+      },
+    });
+    try {
+      const connection = { url: node.url, credential: node.apiKey };
+      await rpcCall(connection, "associateAccount", [
+        await cliToken(issuer, "frames", "edge:account:associate"),
+      ]);
+      const token = await cliToken(issuer, "frames", "edge:clusters");
+      await insightClient(connection).PUT("/token", { body: { token } });
+      await check({ got, closed: closed.promise });
+    } finally {
+      await node.stop();
+      await hub.shutdown();
+    }
+  });
+}
+
+const upload = (s: number) =>
+  binaryCodec.head({
+    t: "req",
+    s,
+    method: "POST",
+    path: "/ai/store/v1/models/m/upload",
+    port: 1,
+    headers: [],
+    body: true,
+  }, undefined) as Uint8Array;
+
+Deno.test("hub tunnel frames: a peer that sends past its window has the stream aborted", () =>
+  withScriptedHub((send) => {
+    // Five 1 MiB pieces in the head's message, no credit granted: one more than the window.
+    const piece = binaryCodec.data(1, new Uint8Array(TUNNEL_WINDOW.chunkBytes)) as Uint8Array;
+    send(concatBytes([upload(1), ...Array(5).fill(piece)]));
+  }, async ({ got }) => {
+    await waitFor(() => got.some((m) => (m as MuxMessage).t === "abort"), "the node's abort");
+    const abort = got.find((m) => (m as MuxMessage).t === "abort") as { s: number; message: string };
+    assert.equal(abort.s, 1);
+    assert.match(abort.message, /went past the flow-control window/);
+  }));
+
+Deno.test("hub tunnel frames: a malformed head closes the connection with 4400", () =>
+  withScriptedHub((send) => {
+    // A request head whose payload is two bytes, then a frame that follows it.
+    const short = new Uint8Array([1, 0, 0, 0, 1, 0, 0, 0, 2, 2, 0]);
+    send(concatBytes([short, binaryCodec.control({ t: "end", s: 1 }) as Uint8Array]));
+  }, async ({ closed }) => {
+    assert.equal(await closed, 4400);
   }));

@@ -1,14 +1,19 @@
 /**
  * The tunnel's binary frames between a node and its hub (spec/hub.yaml, "Tunnel frames",
  * protocol `edgenode-tunnel.2`). Every frame is `kind (1 byte) | stream (u32) | length (u32) |
- * payload`, and one WebSocket message carries every frame written in one turn of the event
- * loop: under load many requests share one message and one system call, and a response's head,
- * body and end never leave as separate small writes (Nagle's algorithm and the peer's delayed
- * ACK once cost 40 ms a request). A head's payload is `body mode (1 byte) | JSON length (u32) |
- * JSON array | inline body`; body pieces are views into the received message, not copies.
+ * payload`. Small frames written in one turn of the event loop share one WebSocket message (up to
+ * MAX_MESSAGE_BYTES; a microtask flushes them, so frames queued by a later microtask of the same
+ * turn may go in a message of their own): under load many requests share one message and one
+ * system call, and a small response's head, body and end do not leave as separate small writes
+ * (Nagle's algorithm and the peer's delayed ACK once cost 40 ms a request). A frame of
+ * LARGE_FRAME_BYTES or more is a message of its own, sent without a copy. A head's payload is
+ * `body mode (1 byte) | JSON length (u32) | JSON array | inline body (at most 64 KiB)`. A body
+ * piece, or an inline body, is a view into the received message, or a copy when it is much
+ * smaller than the message (a view would keep the whole message alive).
  *
  * @module
  */
+import { concatBytes } from "./bytes.ts";
 import { MessageError } from "./messages.ts";
 import type { MuxCodec, MuxHead, MuxMessage } from "./mux_codec.ts";
 
@@ -30,36 +35,76 @@ const NO_BODY = 0, INLINE = 1, FRAMES = 2;
 const HEADER = 9;
 const MAX_HEADERS = 256;
 const MAX_TEXT = 16384;
+/** The largest head JSON (far above what an HTTP server takes as a head). */
+const MAX_HEAD_JSON = 1024 * 1024;
+/** The largest inline body (as StreamMux's INLINE_MAX_BYTES). */
+const MAX_INLINE = 64 * 1024;
+/** The largest abort reason, in UTF-8 bytes (the spec's limit). */
+export const MAX_REASON_BYTES = 1024;
+/** Small frames of one turn are joined into messages of about this size at most. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+/** A frame this large is sent as its own message, not copied into a joined one. */
+export const LARGE_FRAME_BYTES = 64 * 1024;
+/** A piece less than this fraction of its message is copied out of it. */
+const COPY_BELOW_FRACTION = 4;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** A tunnelled request as received (the inline body is a view, not base64). */
+/** A tunnelled request as received (the inline body is raw bytes, not base64). */
 export interface WireRequest {
+  /** Always "req". */
   t: "req";
+  /** The stream (≥ 1) the request, its body and its response travel on. */
   s: number;
+  /** The HTTP method. */
   method: string;
+  /** The path and query, starting with "/". */
   path: string;
+  /** The node's port the request is for (the sep info's x-edge-port). */
   port: number;
+  /** The request's headers as name-value pairs, in order. */
   headers: [string, string][];
+  /** Whether the body follows in DATA frames (ended by END). */
   body: boolean;
+  /** The whole body, when it travelled inside the head (at most 64 KiB). */
   inline?: Uint8Array;
 }
 
 /** A response head as received. */
 export interface WireResponse {
+  /** Always "res". */
   t: "res";
+  /** The stream of the request this answers. */
   s: number;
+  /** The HTTP status, 100-599. */
   status: number;
+  /** The response's headers as name-value pairs, in order. */
   headers: [string, string][];
+  /** Whether the body follows in DATA frames (ended by END). */
   body: boolean;
+  /** The whole body, when it travelled inside the head (at most 64 KiB). */
   inline?: Uint8Array;
 }
 
 /** What one side does with the frames it receives. */
 export interface FrameSink {
+  /** A request head (on a node) or response head (on the hub); absent: heads are refused. */
   head?(head: WireRequest | WireResponse): void;
+  /** A piece of the body on `stream`; `bytes` may be a view into the received message. */
   data(stream: number, bytes: Uint8Array): void;
+  /** A credit, end or abort frame. */
   control(message: MuxMessage): void;
+}
+
+/** `piece` itself, or a copy when it is much smaller than `message` (which it would keep alive). */
+function keep(piece: Uint8Array, message: Uint8Array): Uint8Array {
+  return piece.length * COPY_BELOW_FRACTION < message.length ? piece.slice() : piece;
+}
+
+/** `text` as UTF-8, cut at a character boundary to at most `limit` bytes. */
+function utf8Within(text: string, limit: number): Uint8Array {
+  const bytes = new Uint8Array(Math.min(limit, text.length * 3));
+  return bytes.subarray(0, encoder.encodeInto(text, bytes).written);
 }
 
 function frame(kind: number, stream: number, length: number): Uint8Array {
@@ -78,6 +123,9 @@ export const binaryCodec: MuxCodec = {
       ? [head.method, head.path, head.port, head.headers]
       : [head.status, head.headers];
     const json = encoder.encode(JSON.stringify(fields));
+    // What the peer would refuse, closing the connection for every stream: this stream fails.
+    if (json.length > MAX_HEAD_JSON) throw new MessageError("a head of more than 1 MiB");
+    if (inline && inline.length > MAX_INLINE) throw new RangeError("an inline body over 64 KiB");
     const bytes = frame(
       head.t === "req" ? REQ : RES,
       head.s,
@@ -111,7 +159,7 @@ export const binaryCodec: MuxCodec = {
       new DataView(bytes.buffer).setUint32(HEADER, message.n);
       return bytes;
     }
-    const text = encoder.encode(message.message.slice(0, 1024));
+    const text = utf8Within(message.message, MAX_REASON_BYTES);
     const bytes = frame(ABORT, message.s, text.length);
     bytes.set(text, HEADER);
     return bytes;
@@ -133,19 +181,32 @@ const isInteger = (value: unknown, min: number, max: number): value is number =>
   Number.isInteger(value) && (value as number) >= min && (value as number) <= max;
 
 /** Checked by hand (not valibot): this runs once per tunnelled request on both sides. */
-function parseHead(kind: number, stream: number, payload: Uint8Array): WireRequest | WireResponse {
+function parseHead(
+  kind: number,
+  stream: number,
+  payload: Uint8Array,
+  message: Uint8Array,
+): WireRequest | WireResponse {
+  if (payload.length < 5) throw new MessageError("a truncated head");
   const mode = payload[0];
   const length = new DataView(payload.buffer, payload.byteOffset + 1, 4).getUint32(0);
-  if (mode > FRAMES || 5 + length > payload.length) throw new MessageError("a malformed head");
-  let fields: unknown[];
+  if (mode > FRAMES || length > MAX_HEAD_JSON || 5 + length > payload.length) {
+    throw new MessageError("a malformed head");
+  }
+  let fields: unknown;
   try {
     fields = JSON.parse(decoder.decode(payload.subarray(5, 5 + length)));
   } catch {
     throw new MessageError("a head is not JSON");
   }
+  if (!Array.isArray(fields)) throw new MessageError("a head is not a JSON array");
   const rest = payload.subarray(5 + length);
   if (mode !== INLINE && rest.length > 0) throw new MessageError("bytes after a head");
-  const body = { body: mode === FRAMES, ...(mode === INLINE ? { inline: rest } : {}) };
+  if (rest.length > MAX_INLINE) throw new MessageError("an inline body over 64 KiB");
+  const body = {
+    body: mode === FRAMES,
+    ...(mode === INLINE ? { inline: keep(rest, message) } : {}),
+  };
   if (kind === REQ) {
     const [method, path, port, headers] = fields;
     if (
@@ -177,54 +238,58 @@ export function receiveFrames(message: Uint8Array, heads: "req" | "res", sink: F
     if (end > message.length || stream === 0) throw new MessageError("a malformed frame");
     const payload = message.subarray(at + HEADER, end);
     at = end;
-    if (kind === DATA) sink.data(stream, payload);
+    if (kind === DATA) sink.data(stream, keep(payload, message));
     else if (kind === END && length === 0) sink.control({ t: "end", s: stream });
     else if (kind === CREDIT && length === 4) {
       const n = view.getUint32(end - 4);
       if (n === 0) throw new MessageError("a credit of 0");
       sink.control({ t: "credit", s: stream, n });
-    } else if (kind === ABORT && length <= 4096) {
+    } else if (kind === ABORT && length <= MAX_REASON_BYTES) {
       sink.control({ t: "abort", s: stream, message: decoder.decode(payload) });
     } else if ((kind === REQ && heads === "req") || (kind === RES && heads === "res")) {
-      sink.head?.(parseHead(kind, stream, payload));
+      sink.head?.(parseHead(kind, stream, payload, message));
     } else throw new MessageError(`unexpected frame kind ${kind}`);
   }
 }
 
 /**
- * Sends frames over a WebSocket, every frame of one turn in one message (see the module's
- * comment). Nothing waits on a timer: the message leaves at the end of the current turn.
+ * Sends frames over a WebSocket: the small frames of one turn joined into messages of up to
+ * MAX_MESSAGE_BYTES, a large frame as a message of its own (see the module's comment). Nothing
+ * waits on a timer: queued frames leave at the end of the current turn, or sooner.
  */
 export class FrameBatcher {
   readonly #socket: WebSocket;
   #parts: Uint8Array[] = [];
   #size = 0;
 
+  /** `socket`: the tunnel's WebSocket, open or about to be (frames are dropped once closed). */
   constructor(socket: WebSocket) {
     this.#socket = socket;
   }
 
-  /** Queues one frame. */
+  /** Queues one frame, or sends it at once (after the frames queued before it) if large. */
   send = (frame: string | Uint8Array): void => {
     if (typeof frame === "string") throw new TypeError("the tunnel's frames are binary");
+    if (frame.length >= LARGE_FRAME_BYTES) {
+      this.#flush();
+      return this.#write(frame);
+    }
     if (this.#parts.length === 0) queueMicrotask(this.#flush);
     this.#parts.push(frame);
     this.#size += frame.length;
+    // The peer's largest message is bounded: many streams' frames in one turn go in several.
+    if (this.#size >= MAX_MESSAGE_BYTES) this.#flush();
   };
 
   #flush = (): void => {
-    const parts = this.#parts;
-    let message = parts[0];
-    if (parts.length > 1) {
-      message = new Uint8Array(this.#size);
-      let offset = 0;
-      for (const part of parts) {
-        message.set(part, offset);
-        offset += part.length;
-      }
-    }
+    if (this.#parts.length === 0) return;
+    const message = concatBytes(this.#parts);
     this.#parts = [];
     this.#size = 0;
-    if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(message);
+    this.#write(message);
   };
+
+  #write(message: Uint8Array): void {
+    if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(message);
+  }
 }
