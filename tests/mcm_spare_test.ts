@@ -1,7 +1,9 @@
 /**
- * Warm spares (mcm.spareContainers): a deploy, a redeploy and a restart take a container
- * process started ahead; a spare's permissions name no container's files until it is taken,
- * and then it opens only that container's; a container the spare cannot serve (another
+ * Warm spares (mcm.spareContainers): a node keeps none until its first container; then a
+ * deploy, a redeploy and a restart take a container process started ahead; a spare's
+ * permissions name no container's files until it is taken, and then it opens only that
+ * container's; a data dir whose path a file URL escapes works; a spare that died unseen is
+ * followed by a process of the container's own; a container the spare cannot serve (another
  * MCM.MEMORY_MB) starts cold; 0 turns spares off; no spare outlives its node.
  */
 import assert from "node:assert/strict";
@@ -24,6 +26,12 @@ const COUNTER = `mimikModule.exports = function (context, req, res) {
   res.end(JSON.stringify({ visits: visits }));
 };`;
 
+/** A process's state letter (/proc/PID/stat: Z for one that ended and was not yet waited for). */
+async function state(pid: number): Promise<string> {
+  const output = await new Deno.Command("cat", { args: [`/proc/${pid}/stat`] }).output();
+  return /\) (\S)/.exec(new TextDecoder().decode(output.stdout))?.[1] ?? "";
+}
+
 async function visits(node: TestNode, container: { env: Record<string, string> }) {
   const response = await fetch(`${serviceUrl(node, container)}/`);
   assert.equal(response.status, 200);
@@ -37,9 +45,44 @@ async function starts(node: TestNode, name: string): Promise<string[]> {
     .filter((message: string) => message.startsWith("started in"));
 }
 
+/** Deploys the node's first container, which starts cold (no spare runs before it). */
+async function firstContainer(node: TestNode): Promise<void> {
+  const first = await startContainer(node, { name: "first", image: "counter" });
+  assert.equal(await visits(node, first), 1);
+  assert.match((await starts(node, "first"))[0], /^started in \d+ ms$/);
+}
+
+Deno.test("a node keeps no spare until its first container, nor after a restart without", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "edgenode-spare-" });
+  try {
+    {
+      await using node = await startTestNode({ dataDir, config: CONFIG });
+      await uploadImage(node, await scriptImage(COUNTER), "counter.tar");
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      assert.deepEqual(await containerProcesses(dataDir), []);
+      await firstContainer(node);
+      await newSpare(dataDir);
+    }
+    // Restored at the start, a container brings the spares back.
+    {
+      await using node = await startTestNode({ dataDir, config: CONFIG });
+      await newSpare(dataDir);
+      assert.equal((await mcm(node, "/containers/first", { method: "DELETE" })).status, 200);
+    }
+    {
+      await using _node = await startTestNode({ dataDir, config: CONFIG });
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      assert.deepEqual(await containerProcesses(dataDir), []);
+    }
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
 Deno.test("a deploy takes the warm spare, which opens only that container's files", async () => {
   await using node = await startTestNode({ config: CONFIG });
   await uploadImage(node, await scriptImage(COUNTER), "counter.tar");
+  await firstContainer(node);
   const first = await newSpare(node.dataDir);
   // Waiting, a spare's permissions name no container's files: only the folders of all, which
   // its host narrows to one container's when it is taken.
@@ -54,7 +97,7 @@ Deno.test("a deploy takes the warm spare, which opens only that container's file
   assert.equal(await visits(node, a), 2);
   assert.match((await starts(node, "b"))[0], /\(a warm spare\)$/);
 
-  // Each spare opened its own container's storage, and nothing of the other's.
+  // Each spare opened its own container's storage, and nothing of the other's (nor of first's).
   const aStorage = storagePathOf(node.dataDir, "api-a");
   const bStorage = storagePathOf(node.dataDir, "api-b");
   const aFiles = (await openFiles(first.pid)).filter((f) => f.includes("/mcm/"));
@@ -78,9 +121,62 @@ Deno.test("a deploy takes the warm spare, which opens only that container's file
   assert.equal(await visits(node, again), 4);
 });
 
+Deno.test("a data dir with a space and a non-ASCII character deploys through a spare", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "edgenode spare é-" });
+  try {
+    await using node = await startTestNode({ dataDir, config: CONFIG });
+    await uploadImage(node, await scriptImage(COUNTER), "counter.tar");
+    await firstContainer(node);
+    const spare = await newSpare(dataDir);
+    const a = await startContainer(node, { name: "a", image: "counter" });
+    assert.match((await starts(node, "a"))[0], /^started in \d+ ms \(a warm spare\)$/);
+    assert.equal(await visits(node, a), 1);
+    assert.equal(await visits(node, a), 2);
+    assert.ok(await alive(spare.pid));
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("a spare that died before the node saw it is followed by a cold process", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  await uploadImage(node, await scriptImage(COUNTER), "counter.tar");
+  await firstContainer(node);
+  // Which the node sees first, the request or the spare's end, is up to its event loop: tried
+  // until the take came first (every deploy must succeed either way).
+  const seen: number[] = [];
+  for (let round = 0; round < 15; round++) {
+    const spare = await newSpare(node.dataDir, seen);
+    seen.push(spare.pid);
+    // The node stopped, the spare is killed and the deploy sent: when the node runs again,
+    // the request and the spare's end wait for it together.
+    Deno.kill(node.pid, "SIGSTOP");
+    let deploy;
+    try {
+      Deno.kill(spare.pid, "SIGKILL");
+      await waitFor(async () => (await state(spare.pid)) === "Z", "the spare's end");
+      deploy = startContainer(node, { name: `c${round}`, image: "counter" });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      Deno.kill(node.pid, "SIGCONT");
+    }
+    const container = await deploy;
+    assert.equal(await visits(node, container), 1);
+    const log = (await (await mcm(node, `/containers/c${round}/logs`)).json()).data
+      .map((line: { message: string }) => line.message);
+    if (log.some((line: string) => line.startsWith("the warm spare failed"))) {
+      // Taken dead, the spare is followed by a process of the container's own.
+      assert.match((await starts(node, `c${round}`))[0], /^started in \d+ ms$/);
+      return;
+    }
+  }
+  assert.fail("the node saw every killed spare's end before the take");
+});
+
 Deno.test("a container the spare cannot serve starts a process of its own, and works", async () => {
   await using node = await startTestNode({ config: CONFIG });
   await uploadImage(node, await scriptImage(COUNTER), "counter.tar");
+  await firstContainer(node);
   const spare = await newSpare(node.dataDir);
   const small = await startContainer(node, {
     name: "small",
@@ -112,6 +208,8 @@ Deno.test("no spare outlives its node: stopped, or killed", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "edgenode-spare-" });
   try {
     const node = await startTestNode({ dataDir, config: CONFIG });
+    await uploadImage(node, await scriptImage(COUNTER), "counter.tar");
+    await firstContainer(node);
     const spare = await newSpare(dataDir);
     await node.stop();
     assert.equal(await alive(spare.pid), false);

@@ -1,8 +1,9 @@
 /**
  * One container process and the node's channel to it (spec/mcm.yaml, "Requests to
- * microservices"): a warm spare taken or a process started with its own narrow permissions and
- * heap limit (container_process.ts), the start handshake (`take`, then `start`), requests with a deadline, pings, and its end. What the process says is untrusted:
- * every message is validated, and a malformed one ends the process.
+ * microservices"): a warm spare taken or a process started with its own narrow permissions
+ * and heap limit (container_process.ts), the start handshake (`take`, then `start`), requests
+ * with a deadline, pings, and its end. What the process says is untrusted: every message is
+ * validated, and a malformed one ends the process.
  *
  * @module
  */
@@ -20,12 +21,17 @@ import { MuxRequests, type RequestHead } from "../tunnel/mux_requests.ts";
 import { FrameDecoder, FrameWriter } from "../tunnel/pipe_frames.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import { checkBundle, LoadError } from "./bundle_check.ts";
-import { type ProcessProfile, spawnContainer } from "./container_process.ts";
+import { CallAnswers, CallRefused } from "./container_calls.ts";
+import {
+  exitReason,
+  ProcessEnded,
+  type ProcessProfile,
+  processProfile,
+  spawnContainer,
+} from "./container_process.ts";
 import type { HostSettings, TakeMessage } from "./sandbox/container_host.ts";
 import type { ContextInfo } from "./sandbox/mimik_context.ts";
-import { deniedRanges } from "./sandbox/network_policy.ts";
 import type { SparePool } from "./spare_pool.ts";
-import { EXIT_CPU_BUDGET, EXIT_OUT_OF_MEMORY } from "./sandbox/watchdog.ts";
 
 /** What a container process may send. */
 const FROM_CONTAINER = {
@@ -36,9 +42,6 @@ const FROM_CONTAINER = {
   fatal: ContainerFatalSchema,
   call: ContainerCallSchema,
 };
-
-/** Calls a container may have waiting at once; more are refused (429). */
-const MAX_CALLS = 16;
 
 const HOP_BY_HOP = new Set([
   "connection",
@@ -76,11 +79,8 @@ export interface ChannelOptions {
 
 /** The flags a container of `options` needs its process to have (container_process.ts). */
 export function profileOf(options: ChannelOptions): ProcessProfile {
-  return {
-    memoryMb: options.memoryMb,
-    outboundHosts: options.outboundHosts,
-    deniedRanges: deniedRanges(options.host.networks, options.host.nodeAddresses),
-  };
+  const { memoryMb, outboundHosts, host } = options;
+  return processProfile(memoryMb, outboundHosts, host.networks, host.nodeAddresses);
 }
 
 /** A container process, warm or cold. */
@@ -90,32 +90,7 @@ interface StartedProcess {
   warm: boolean;
 }
 
-/** A refused call to the node, with its HTTP-like status. */
-export class CallRefused extends Error {
-  constructor(message: string, readonly status: number) {
-    super(message);
-  }
-}
-
-export { LoadError };
-
-/** Why a container process ended, in a user's words. */
-function exitReason(status: Deno.CommandStatus, stderr: string, memoryMb: number): string {
-  const lines = stderr.trim().split("\n");
-  const own = lines.findLast((line) => line.startsWith("edgenode: "))?.slice(10);
-  // V8 ends a process whose heap cannot grow with SIGTRAP and a C stack trace, after the line
-  // that says so may have scrolled out of the tail kept.
-  if (
-    status.code === EXIT_OUT_OF_MEMORY || status.signal === "SIGTRAP" ||
-    /out of memory|heap limit|C stack trace/i.test(stderr)
-  ) {
-    return `out of memory (MCM.MEMORY_MB ${memoryMb} MB)${own ? `: ${own}` : ""}`;
-  }
-  if (status.code === EXIT_CPU_BUDGET && own) return own;
-  const tail = lines.slice(-3).join(" | ");
-  const how = status.signal ? `killed by ${status.signal}` : `exit code ${status.code}`;
-  return tail ? `${how}: ${tail}` : how;
-}
+export { CallRefused, LoadError };
 
 /** A running container process. */
 export class ContainerChannel {
@@ -125,8 +100,8 @@ export class ContainerChannel {
   readonly #mux: StreamMux;
   readonly #requests: MuxRequests;
   readonly #ready = Promise.withResolvers<void>();
+  readonly #calls: CallAnswers;
   #pongs: (() => void)[] = [];
-  #calls = 0;
   #stderrTail = "";
   /** Resolves with why the process ended. */
   readonly exited: Promise<string>;
@@ -141,6 +116,11 @@ export class ContainerChannel {
     this.#writer = new FrameWriter((bytes) => this.#stdin.write(bytes), () => this.kill());
     this.#mux = new StreamMux((frame) => this.#writer.send(frame));
     this.#requests = new MuxRequests(this.#mux);
+    this.#calls = new CallAnswers(
+      (message) => this.#writer.send(JSON.stringify(message)),
+      options.onCall,
+      (message) => options.onLog("node", message),
+    );
     const readingOut = this.#readStdout(options);
     const readingErr = this.#readStderr(options);
     this.exited = this.#child.status.then(async (status) => {
@@ -148,8 +128,8 @@ export class ContainerChannel {
       const gone = new UpstreamFailed("the microservice's process ended during the request");
       this.#requests.failAll(gone);
       this.#mux.abortAll(gone.message);
-      const reason = exitReason(status, this.#stderrTail, options.memoryMb);
-      this.#ready.reject(new Error(`the process ended while starting (${reason})`));
+      const { reason, byCode } = exitReason(status, this.#stderrTail, options.memoryMb);
+      this.#ready.reject(new ProcessEnded(reason, byCode));
       return reason;
     });
     this.#ready.promise.catch(() => {});
@@ -173,7 +153,9 @@ export class ContainerChannel {
 
   /**
    * Starts a container process and waits until its code loaded. LoadError when the code does
-   * not load; another error when the process dies or does not answer in `timeoutMs`.
+   * not load; another error when the process dies or does not answer in `timeoutMs`. A warm
+   * spare that ended before the code loaded (it may have died while waiting, before the pool
+   * saw it), not by the code's own limits, is followed by one process of the container's own.
    */
   static async open(
     options: ChannelOptions,
@@ -181,18 +163,32 @@ export class ContainerChannel {
     timeoutMs = 10_000,
   ): Promise<ContainerChannel> {
     await checkBundle(options.bundlePath);
-    const { bundlePath: bundle, storageDir } = options;
     const profile = profileOf(options);
     const spare = options.spares?.take(profile);
-    const channel = new ContainerChannel(options, {
-      child: spare ??
-        spawnContainer(
-          options.runtimeDir,
-          { read: [bundle, storageDir], write: storageDir, profile },
-          env,
-        ),
-      warm: spare !== undefined,
-    });
+    if (spare) {
+      try {
+        return await ContainerChannel.#loaded(options, { child: spare, warm: true }, timeoutMs);
+      } catch (error) {
+        if (!(error instanceof ProcessEnded) || error.byCode) throw error;
+        options.onLog("node", `the warm spare failed (${error.message}); starting a process`);
+      }
+    }
+    const { bundlePath: bundle, storageDir } = options;
+    const child = spawnContainer(
+      options.runtimeDir,
+      { read: [bundle, storageDir], write: storageDir, profile },
+      env,
+    );
+    return await ContainerChannel.#loaded(options, { child, warm: false }, timeoutMs);
+  }
+
+  /** The channel of a started process, once its code loaded (see open). */
+  static async #loaded(
+    options: ChannelOptions,
+    process: StartedProcess,
+    timeoutMs: number,
+  ): Promise<ContainerChannel> {
+    const channel = new ContainerChannel(options, process);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -256,35 +252,13 @@ export class ContainerChannel {
         for (const resolve of this.#pongs.splice(0)) resolve();
         return;
       case "call":
-        return void this.#answer(message, options);
+        return void this.#calls.answer(message);
       case "ping":
         return this.#writer.send(JSON.stringify({ t: "pong" }));
       case "abort":
         return this.#requests.onAbort(message, "the microservice");
       default:
         this.#mux.onControl(message);
-    }
-  }
-
-  /** Answers a call of the microservice to its node, a bounded number at once. */
-  async #answer(call: ContainerCall, options: ChannelOptions): Promise<void> {
-    const send = (answer: Record<string, unknown>) =>
-      this.#writer.send(JSON.stringify({ t: "answer", id: call.id, ...answer }));
-    if (this.#calls >= MAX_CALLS) {
-      return send({ error: { message: "too many calls to the node at once", status: 429 } });
-    }
-    this.#calls++;
-    try {
-      send({ value: await options.onCall(call) });
-    } catch (error) {
-      if (!(error instanceof CallRefused)) {
-        options.onLog("node", `a call to the node failed: ${(error as Error).message}`);
-      }
-      const status = error instanceof CallRefused ? error.status : 500;
-      const message = error instanceof CallRefused ? error.message : "the node failed";
-      send({ error: { message, status } });
-    } finally {
-      this.#calls--;
     }
   }
 

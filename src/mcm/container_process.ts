@@ -21,6 +21,8 @@
  * @module
  */
 import { isExecutable, selfCommand } from "../program/self_program.ts";
+import { deniedRanges, type NetworkClass } from "./sandbox/network_policy.ts";
+import { EXIT_CPU_BUDGET, EXIT_OUT_OF_MEMORY } from "./sandbox/watchdog.ts";
 
 /** The flags a container process shares with every other container of the same settings. */
 export interface ProcessProfile {
@@ -32,6 +34,21 @@ export interface ProcessProfile {
   deniedRanges: string[];
 }
 
+/**
+ * The profile of a container process: its heap limit (the node's mcm.memoryMb, or the
+ * container's own MCM.MEMORY_MB), the node's outbound hosts, and the ranges the node's outbound
+ * networks and own addresses refuse. A spare is started with the node's defaults and a
+ * container's process with its own: both come from here, so they match when they should.
+ */
+export function processProfile(
+  memoryMb: number,
+  outboundHosts: string[] | undefined,
+  networks: NetworkClass[],
+  nodeAddresses: string[],
+): ProcessProfile {
+  return { memoryMb, outboundHosts, deniedRanges: deniedRanges(networks, nodeAddresses) };
+}
+
 /** What one container process may touch. */
 export interface Launch {
   /**
@@ -41,6 +58,7 @@ export interface Launch {
   read: string[];
   /** The folder it may write: the container's storage (a spare: the folder of all storage). */
   write: string;
+  /** Its heap limit and network flags (shared by every container of the same settings). */
   profile: ProcessProfile;
   /**
    * A warm spare: its host thread starts only once the node says which container it serves,
@@ -51,7 +69,48 @@ export interface Launch {
 
 /** Whether a process started with `a` is the process `b` asks for, up to its paths. */
 export function sameProfile(a: ProcessProfile, b: ProcessProfile): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  const sameList = (x: string[] | undefined, y: string[] | undefined) =>
+    x === undefined || y === undefined
+      ? x === y
+      : x.length === y.length && x.every((value, i) => value === y[i]);
+  return a.memoryMb === b.memoryMb && sameList(a.outboundHosts, b.outboundHosts) &&
+    sameList(a.deniedRanges, b.deniedRanges);
+}
+
+/** A container process that ended before its code loaded, and why. */
+export class ProcessEnded extends Error {
+  /** Whether the container's own code ended it (its memory or its CPU time). */
+  readonly byCode: boolean;
+
+  constructor(reason: string, byCode: boolean) {
+    super(`the process ended while starting (${reason})`);
+    this.byCode = byCode;
+  }
+}
+
+/** Why a container process ended, in a user's words; whether its own code's limits did it. */
+export function exitReason(
+  status: Deno.CommandStatus,
+  stderr: string,
+  memoryMb: number,
+): { reason: string; byCode: boolean } {
+  const lines = stderr.trim().split("\n");
+  const own = lines.findLast((line) => line.startsWith("edgenode: "))?.slice(10);
+  // V8 ends a process whose heap cannot grow with SIGTRAP and a C stack trace, after the line
+  // that says so may have scrolled out of the tail kept.
+  if (
+    status.code === EXIT_OUT_OF_MEMORY || status.signal === "SIGTRAP" ||
+    /out of memory|heap limit|C stack trace/i.test(stderr)
+  ) {
+    return {
+      reason: `out of memory (MCM.MEMORY_MB ${memoryMb} MB)${own ? `: ${own}` : ""}`,
+      byCode: true,
+    };
+  }
+  if (status.code === EXIT_CPU_BUDGET && own) return { reason: own, byCode: true };
+  const tail = lines.slice(-3).join(" | ");
+  const how = status.signal ? `killed by ${status.signal}` : `exit code ${status.code}`;
+  return { reason: tail ? `${how}: ${tail}` : how, byCode: false };
 }
 
 /** The Deno permission flags of a container process run by `deno run`. */
@@ -83,7 +142,7 @@ const PASSED_ENV = ["HOME", "DENO_DIR", "XDG_CACHE_HOME"];
 /**
  * Starts a container process: `deno run` with the flags above and the bundled host (written
  * out in runtimeDir), or in the single executable `<itself> __container LAUNCH` (its host
- * narrows itself in a worker: src/program/container_process.ts). It waits for its `take`.
+ * narrows itself in a worker: src/program/container_workers.ts). It waits for its `take`.
  */
 export function spawnContainer(
   runtimeDir: string,

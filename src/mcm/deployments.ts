@@ -11,11 +11,13 @@ import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
 import type { Caller } from "./caller.ts";
 import { LoadError } from "./container_channel.ts";
-import { checkedBasePath, limitsOf } from "./container_env.ts";
+import { limitsOf } from "./container_env.ts";
+import { processProfile } from "./container_process.ts";
 import { ContainerRuntime, type LogLine } from "./container_runtime.ts";
 import type { Images } from "./images.ts";
 import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
-import { deniedRanges, type NetworkClass } from "./sandbox/network_policy.ts";
+import { plannedContainer } from "./planned_container.ts";
+import type { NetworkClass } from "./sandbox/network_policy.ts";
 import { SparePool } from "./spare_pool.ts";
 
 /**
@@ -44,8 +46,6 @@ export interface NodeFacts {
 export type Match =
   | { runtime: ContainerRuntime; path: string }
   | { unknown: string };
-
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The containers of the node. */
 export class Deployments {
@@ -80,11 +80,14 @@ export class Deployments {
         runtimeDir: files.runtimeDir,
         bundlesDir: files.bundlesDir,
         storageRoot: files.storageRoot,
-        profile: () => ({
-          memoryMb: settings.memoryMb,
-          outboundHosts: settings.outboundHosts,
-          deniedRanges: deniedRanges(settings.outboundNetworks, node.ownAddresses()),
-        }),
+        // A container's profile with the node's defaults (the channel's profileOf, same inputs).
+        profile: () =>
+          processProfile(
+            settings.memoryMb,
+            settings.outboundHosts,
+            settings.outboundNetworks,
+            node.ownAddresses(),
+          ),
         readEnv: node.readEnv,
         log: (message) => console.log(`mcm: ${message}`),
       })
@@ -93,17 +96,18 @@ export class Deployments {
 
   /**
    * Starts every stored container (in the background: the node serves meanwhile), then the
-   * warm spares.
+   * warm spares if there is any container (a node without containers keeps no spare).
    */
   restore(): void {
-    for (const record of this.#records.containers()) {
+    const records = this.#records.containers();
+    for (const record of records) {
       const runtime = this.#runtimeFor(record);
       this.#mount(record, runtime);
       this.#files.storageDir(record.id).then(() => runtime.start()).catch((error) => {
         if (!(error instanceof LoadError)) runtime.retry();
       });
     }
-    this.#spares?.start();
+    if (records.length > 0) this.#spares?.start();
   }
 
   /** Stops every container and every spare (the node is shutting down). */
@@ -205,49 +209,6 @@ export class Deployments {
     return record;
   }
 
-  /** The record a start request asks for, after checking everything that can be checked. */
-  #planned(caller: Caller, request: StartContainerRequest): ContainerRecord {
-    const env = request.env ?? {};
-    const given = checkedBasePath(env, request.name, this.#settings.memoryMb);
-    const image = this.#images.find(caller, request.image);
-    const id = `${caller.client}-${request.name}`;
-    const segment = this.#records.segmentOf(
-      caller.client,
-      UUID_PATTERN.test(caller.client) ? caller.client.toLowerCase() : undefined,
-    );
-    // A container's env as GET answers it, posted back (a restart, `deploy --keep-env`), is the
-    // same deployment: its served path already starts with the client's segment.
-    const requested = given.startsWith(`/${segment}/`) ? given.slice(segment.length + 1) : given;
-    const alias = env["MCM.API_ALIAS"] === "true" ? `/api${requested}` : null;
-    const reserved = alias &&
-      this.#node.reservedPrefixes.find((prefix) =>
-        alias === prefix || alias.startsWith(`${prefix}/`) || prefix.startsWith(`${alias}/`)
-      );
-    if (reserved) {
-      throw new Conflict(`the alias ${alias} would shadow the node's own ${reserved}`);
-    }
-    const basePath = `/${segment}${requested}`;
-    const owner = this.#records.pathOwner(basePath, alias, id);
-    if (owner) {
-      const taken = owner.basePath === basePath || owner.alias === basePath ? basePath : alias;
-      throw new Conflict(`container '${owner.id}' already serves ${taken}; pick another base path`);
-    }
-    return {
-      id,
-      client: caller.client,
-      name: request.name,
-      imageId: image.id,
-      imageName: image.name,
-      bundle: image.bundle,
-      env: env["MCM.BASE_API_PATH"] === undefined
-        ? env
-        : { ...env, "MCM.BASE_API_PATH": requested },
-      basePath,
-      alias,
-      created: Date.now(),
-    };
-  }
-
   /**
    * Starts a container, or redeploys one of the same id: the new process takes over once its
    * code loaded; if it does not load, the old one keeps serving (422).
@@ -257,7 +218,16 @@ export class Deployments {
     request: StartContainerRequest,
   ): Promise<{ container: Container; created: boolean }> {
     return this.#lock.exclusive(`${caller.client}-${request.name}`, async () => {
-      const record = this.#planned(caller, request);
+      const record = plannedContainer(
+        {
+          records: this.#records,
+          images: this.#images,
+          memoryMb: this.#settings.memoryMb,
+          reservedPrefixes: this.#node.reservedPrefixes,
+        },
+        caller,
+        request,
+      );
       const old = this.#records.container(record.id);
       if (!old && this.#runtimes.size >= this.#settings.maxContainers) {
         throw new Conflict(
@@ -272,6 +242,8 @@ export class Deployments {
         throw new Unprocessable(`the microservice did not start: ${(error as Error).message}`);
       }
       this.#records.putContainer(record);
+      // The first container of the node: from now on spares wait for the next ones.
+      this.#spares?.start();
       const previous = old ? this.#runtimes.get(old.id) : undefined;
       if (old) this.#unmount(old);
       this.#mount(record, runtime);

@@ -2,9 +2,19 @@
  * Warm spares (mcm.spareContainers): container processes started ahead of need, their sandboxed
  * worker loaded, each waiting for the node's `take`. A start, redeploy or restart takes one and
  * skips starting a process (the bulk of a cold start: Deno's own start, loading the sandboxed
- * worker); a new spare is started a moment later, off the path of the answer. A spare's host
- * starts at the take, narrowed to the container's files, and its other flags are the node's
- * defaults (container_process.ts): a container is as isolated in a spare as in a cold process.
+ * worker); a new spare is started a moment later, off the path of the answer. The pool starts
+ * with the node's first container: a node without containers keeps no spare process.
+ *
+ * A spare is not narrowed the way a cold process is. A cold process's own flags name only its
+ * container's bundle and storage folder; a spare's process flags allow reading every bundle and
+ * reading and writing every container's storage, because no container is known when it starts.
+ * What confines a taken spare to one container is its host worker, started at the take with
+ * Deno permissions for that container's bundle and storage folder only; the sandboxed worker
+ * has no permission at all in both. So the microservice's code is confined the same way, but
+ * the process around it is a wider wall in a spare: a flaw in the host's narrowing (or in
+ * Deno's worker permissions) would reach all containers' files, not one's. The heap limit and
+ * the network flags are the node's defaults, as for a cold process of those settings
+ * (container_process.ts).
  *
  * @module
  */
@@ -20,12 +30,19 @@ export interface SparePoolOptions {
   count: number;
   /** The sandbox's code (BundleFiles.runtimeDir). */
   runtimeDir: string;
-  /** The folders of all bundles and of all storage (BundleFiles): what a spare's process may
-   * read (and write, the storage), before its host narrows itself to one container's. */
+  /**
+   * The folder of all bundles (BundleFiles): a spare's process may read it, before its host
+   * narrows itself to one container's bundle.
+   */
   bundlesDir: string;
+  /**
+   * The folder of every container's storage folder (BundleFiles): a spare's process may read
+   * and write it, before its host narrows itself to one container's storage.
+   */
   storageRoot: string;
   /** The profile of a container with the node's defaults, now (the node's addresses change). */
   profile(): ProcessProfile;
+  /** The node's environment: a spare gets where Deno keeps its cache (spawnContainer). */
   readEnv(name: string): string | undefined;
   /** The node's own log lines about spares. */
   log(message: string): void;
@@ -43,8 +60,12 @@ export class SparePool {
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Spares that ended while waiting, in a row: the refill backs off. */
   #failures = 0;
+  #started = false;
   #closed = false;
+  /** Spares being stopped (stale ones take() let go): close() waits for them too. */
+  readonly #stopping = new Set<Promise<void>>();
 
+  /** A pool of `options.count` spares; none runs before start(). */
   constructor(options: SparePoolOptions) {
     this.#options = options;
   }
@@ -54,8 +75,10 @@ export class SparePool {
     return this.#idle.length;
   }
 
-  /** Starts the spares. */
+  /** Starts the spares (once: later calls do nothing). */
   start(): void {
+    if (this.#started) return;
+    this.#started = true;
     this.#fill();
   }
 
@@ -67,7 +90,7 @@ export class SparePool {
   }
 
   #refillSoon(delay = REFILL_DELAY_MS): void {
-    if (this.#timer === undefined && !this.#closed) {
+    if (this.#timer === undefined && this.#started && !this.#closed) {
       this.#timer = setTimeout(() => this.#fill(), delay);
     }
   }
@@ -103,7 +126,11 @@ export class SparePool {
     // Spares started before the node's profile changed (its addresses) fit no one any more.
     const current = this.#options.profile();
     for (const stale of this.#idle.filter((spare) => !sameProfile(spare.profile, current))) {
-      this.#stop(stale).then(() => this.#refillSoon());
+      const stopping = this.#stop(stale).then(() => {
+        this.#stopping.delete(stopping);
+        this.#refillSoon();
+      });
+      this.#stopping.add(stopping);
     }
     const index = this.#idle.findIndex((spare) => sameProfile(spare.profile, profile));
     this.#refillSoon();
@@ -112,7 +139,7 @@ export class SparePool {
     return this.#idle.splice(index, 1)[0].child;
   }
 
-  /** Kills a spare nobody took; resolves once it ended and its folder is gone. */
+  /** Kills a spare nobody took; resolves once its process ended. */
   async #stop(spare: Spare): Promise<void> {
     this.#idle = this.#idle.filter((other) => other !== spare);
     try {
@@ -125,10 +152,13 @@ export class SparePool {
     await spare.child.stdout.cancel().catch(() => {});
   }
 
-  /** Stops every spare (the node is shutting down) and waits until their processes ended. */
+  /**
+   * Stops every spare (the node is shutting down) and waits until their processes ended, the
+   * stale ones a take is stopping included.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
-    await Promise.all(this.#idle.map((spare) => this.#stop(spare)));
+    await Promise.all([...this.#idle.map((spare) => this.#stop(spare)), ...this.#stopping]);
   }
 }

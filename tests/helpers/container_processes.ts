@@ -25,7 +25,11 @@ export function storagePathOf(dataDir: string, id: string): string {
 
 /** Every process now: pid and command line (`ps`: Deno reads /proc only with --allow-all). */
 async function processes(): Promise<{ pid: number; cmdline: string }[]> {
-  const output = await new Deno.Command("ps", { args: ["-ww", "-eo", "pid=,args="] }).output();
+  // A UTF-8 locale: ps shows a data dir's non-ASCII characters as they are, not as "?".
+  const output = await new Deno.Command("ps", {
+    args: ["-ww", "-eo", "pid=,args="],
+    env: { LC_ALL: "C.UTF-8" },
+  }).output();
   return new TextDecoder().decode(output.stdout).split("\n").flatMap((line) => {
     const match = /^\s*(\d+) (.*)$/.exec(line);
     return match ? [{ pid: Number(match[1]), cmdline: match[2] }] : [];

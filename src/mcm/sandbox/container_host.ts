@@ -11,7 +11,7 @@
  * Run by `deno run`, it is container_host_main.ts, bundled (bundles/sandbox_sources.ts, written out
  * by the node beside the bundled worker as container_host.js and sandbox_worker.js): `deno task
  * gen` after changing anything here. In the single executable the same bundled module runs in
- * a narrowed worker of the program (src/program/container_process.ts).
+ * a narrowed worker of the program (src/program/container_workers.ts).
  *
  * @module
  */
@@ -54,9 +54,13 @@ export interface HostSettings {
  */
 export interface TakeMessage {
   t: "take";
+  /** The container's bundle file (under BundleFiles.bundlesDir). */
   bundle: string;
+  /** The container's storage folder (under BundleFiles.storageRoot). */
   storageDir: string;
+  /** The most its storage may hold (mcm.storageMb). */
   storageBytes: number;
+  /** Where outbound requests may go, and the process's limits. */
   settings: HostSettings;
 }
 

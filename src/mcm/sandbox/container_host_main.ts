@@ -14,7 +14,9 @@
  *
  * @module
  */
+import { NO_PERMISSIONS, workerPermissions } from "../../program/permission_set.ts";
 import { hostContainer, type TakeMessage } from "./container_host.ts";
+import { fileUrlPath } from "./file_path.ts";
 import { LINKED_SANDBOX } from "./sandbox_worker.ts";
 
 /** The worker scope, when this runs in one (lib.deno.worker's, not this file's). */
@@ -49,17 +51,13 @@ function waitAsSpare(net: string[] | null): void {
       type: "module",
       name: "container host",
       deno: {
-        permissions: {
-          // This module itself, beside the bundle and the storage of the container.
-          read: [new URL(import.meta.url).pathname, take.bundle, take.storageDir],
+        // This module itself, beside the bundle and the storage of the container.
+        permissions: workerPermissions({
+          ...NO_PERMISSIONS,
+          read: [fileUrlPath(import.meta.url), take.bundle, take.storageDir],
           write: [take.storageDir],
-          net: net === null ? true : net.length > 0 ? net : false,
-          env: false,
-          run: false,
-          sys: false,
-          ffi: false,
-          import: false,
-        },
+          net: net ?? true,
+        }),
       },
     });
     host.onmessage = (message: MessageEvent<{ exit?: number }>) => {

@@ -195,10 +195,19 @@ async function serve(
   if (streamed) Atomics.sub(activity, REQUESTS_IN_FLIGHT, 1);
 }
 
-/** The channel's frames as they arrive on stdin: text (a JSON message) or binary (body data). */
-async function* frames(stdin: ReadableStream<Uint8Array>): AsyncGenerator<string | Uint8Array> {
+/**
+ * The channel's frames as they arrive on stdin, a chunk's at once (text: a JSON message;
+ * binary: body data). Not one frame per iteration: the frames of one chunk are handled in one
+ * turn, so the answers they lead to leave together (FrameWriter batches a turn's frames).
+ */
+async function* chunkFrames(
+  stdin: ReadableStream<Uint8Array>,
+): AsyncGenerator<(string | Uint8Array)[]> {
   const decoder = new FrameDecoder();
-  for await (const chunk of stdin) yield* decoder.push(chunk);
+  for await (const chunk of stdin) {
+    const frames = decoder.push(chunk);
+    if (frames.length > 0) yield frames;
+  }
 }
 
 /**
@@ -207,9 +216,10 @@ async function* frames(stdin: ReadableStream<Uint8Array>): AsyncGenerator<string
  * spare process waits here, its worker loaded, until the node hands it a container.
  */
 async function run(setupFromHost: Promise<Setup>): Promise<void> {
-  const incoming = frames(taken.stdin);
+  const incoming = chunkFrames(taken.stdin);
   const first = await incoming.next();
-  const take = !first.done && typeof first.value === "string" ? JSON.parse(first.value) : {};
+  const head = first.done ? undefined : first.value.shift();
+  const take = typeof head === "string" ? JSON.parse(head) : {};
   // No container for it (the node stopped a spare, or broke the protocol): the process ends.
   if (take.t !== "take") return taken.post("exit");
   taken.post(take);
@@ -232,11 +242,8 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
   let model: Model | undefined;
   let start: StartMessage | undefined;
   activity = new Int32Array(setup.activity);
-  for await (const frame of incoming) {
-    if (typeof frame !== "string") {
-      mux.onData(frame);
-      continue;
-    }
+  const handle = (frame: string | Uint8Array) => {
+    if (typeof frame !== "string") return mux.onData(frame);
     const message = JSON.parse(frame);
     if (message.t === "req" && model && start) {
       serve(message, mux, model, start, log);
@@ -257,7 +264,10 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
     } else {
       mux.onControl(message as MuxMessage);
     }
-  }
+  };
+  // The frames that came with the take (the node sends `start` right after it).
+  if (!first.done) first.value.forEach(handle);
+  for await (const frames of incoming) frames.forEach(handle);
   // The node closed the channel: it is stopping this container.
   taken.post("exit");
 }

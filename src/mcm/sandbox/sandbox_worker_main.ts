@@ -2,7 +2,7 @@
  * The sandboxed worker's module (bundled into bundles/sandbox_sources.ts as sandbox_worker.js).
  * Started by the host's main thread (`deno run`), it talks to its parent; started by the single
  * executable under the name LINKED_SANDBOX, its first message is a port to the host, a sibling
- * worker (src/program/container_process.ts).
+ * worker (src/program/container_workers.ts).
  *
  * @module
  */
