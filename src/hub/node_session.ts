@@ -15,12 +15,11 @@ import { FROM_NODE, type MessageOf, parseMessage } from "../tunnel/messages.ts";
 import { MuxRequests } from "../tunnel/mux_requests.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import {
-  binaryCodec,
   FrameBatcher,
   type FrameSink,
   receiveFrames,
   TUNNEL_PROTOCOL,
-  TUNNEL_WINDOW,
+  TUNNEL_SESSION,
   type WireResponse,
 } from "../tunnel/wire_frames.ts";
 import type { HubStore } from "./hub_store.ts";
@@ -79,10 +78,7 @@ export class NodeSession {
     this.#socket = socket;
     this.#host = host;
     this.#origin = origin;
-    this.#mux = new StreamMux(new FrameBatcher(socket).send, {
-      codec: binaryCodec,
-      ...TUNNEL_WINDOW,
-    });
+    this.#mux = new StreamMux(new FrameBatcher(socket).send, TUNNEL_SESSION);
     this.#requests = new MuxRequests(this.#mux);
     this.#frames = {
       head: (head) => this.#requests.onResponse(head as WireResponse),

@@ -12,17 +12,9 @@ import { Unavailable } from "../errors/mod.ts";
 import type { Identity } from "../identity/identity.ts";
 import { FROM_HUB, type MessageOf, parseMessage } from "../tunnel/messages.ts";
 import { PORT_HEADER, ROUTING_HEADER, routingHeader } from "../tunnel/routing.ts";
-import { StreamMux } from "../tunnel/stream_mux.ts";
-import {
-  binaryCodec,
-  FrameBatcher,
-  type FrameSink,
-  receiveFrames,
-  TUNNEL_PROTOCOL,
-  TUNNEL_WINDOW,
-  type WireRequest,
-} from "../tunnel/wire_frames.ts";
-import { serveTunnelled } from "./tunnel_requests.ts";
+import type { StreamMux } from "../tunnel/stream_mux.ts";
+import { TUNNEL_PROTOCOL } from "../tunnel/wire_frames.ts";
+import { nodeTunnel } from "./tunnel_requests.ts";
 
 /** Reconnections wait 0.5 s, doubling up to 30 s, ±20% so that nodes do not come back in step. */
 const RECONNECT_BACKOFF: BackoffOptions = { minTimeout: 500, maxTimeout: 30_000, jitter: 0.2 };
@@ -193,23 +185,10 @@ export class HubLink {
     }
     socket.binaryType = "arraybuffer";
     this.#socket = socket;
-    const mux = new StreamMux(new FrameBatcher(socket).send, {
-      codec: binaryCodec,
-      ...TUNNEL_WINDOW,
-    });
+    const tunnel = nodeTunnel(socket, this.#host);
+    const mux = tunnel.mux;
     this.#mux = mux;
     this.#reason = "connecting";
-    const frames: FrameSink = {
-      head: (head) =>
-        serveTunnelled(head as WireRequest, {
-          mux,
-          serve: this.#host.serve,
-          port: this.#host.port(),
-          identity: this.#host.identity,
-        }),
-      data: (stream, bytes) => mux.onBody(stream, bytes),
-      control: (message) => mux.onControl(message),
-    };
     let mismatch: string | undefined;
     socket.onopen = () => {
       // A hub that did not take the subprotocol is older: its tunnel would not be understood.
@@ -224,7 +203,7 @@ export class HubLink {
       if (event.data instanceof ArrayBuffer) {
         if (!this.#welcome) return;
         try {
-          return receiveFrames(new Uint8Array(event.data), "req", frames);
+          return tunnel.receive(event.data);
         } catch (error) {
           return socket.close(4400, (error as Error).message.slice(0, 120));
         }

@@ -10,8 +10,14 @@ import { statusCodeError } from "../http/errors.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 import { VIA_HEADER } from "../tunnel/routing.ts";
-import type { StreamMux } from "../tunnel/stream_mux.ts";
-import type { WireRequest } from "../tunnel/wire_frames.ts";
+import { StreamMux } from "../tunnel/stream_mux.ts";
+import {
+  FrameBatcher,
+  type FrameSink,
+  receiveFrames,
+  TUNNEL_SESSION,
+  type WireRequest,
+} from "../tunnel/wire_frames.ts";
 
 /** What serving a tunnelled request needs. */
 export interface TunnelContext {
@@ -105,4 +111,31 @@ export function serveTunnelled(message: WireRequest, context: TunnelContext): vo
   })().catch((error) => {
     mux.cancel(stream, `the node failed: ${(error as Error).message}`);
   });
+}
+
+/** The node's end of a tunnel: its mux, and what takes the hub's binary messages. */
+export interface NodeTunnel {
+  mux: StreamMux;
+  /** Serves the frames of one binary message; throws MessageError on a malformed one. */
+  receive(message: ArrayBuffer): void;
+}
+
+/** Opens the node's end of the tunnel over `socket` (its binary messages, after the welcome). */
+export function nodeTunnel(
+  socket: WebSocket,
+  host: Pick<TunnelContext, "serve" | "identity"> & { port(): number },
+): NodeTunnel {
+  const mux = new StreamMux(new FrameBatcher(socket).send, TUNNEL_SESSION);
+  const frames: FrameSink = {
+    head: (head) =>
+      serveTunnelled(head as WireRequest, {
+        mux,
+        serve: host.serve,
+        port: host.port(),
+        identity: host.identity,
+      }),
+    data: (stream, bytes) => mux.onBody(stream, bytes),
+    control: (message) => mux.onControl(message),
+  };
+  return { mux, receive: (message) => receiveFrames(new Uint8Array(message), "req", frames) };
 }

@@ -12,6 +12,7 @@ const MIN_OFFER = 16 * 1024;
 export interface BodySource {
   /** The next piece, at most `size` bytes when the body is read into frames. */
   read(size: number): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /** Stops reading: the body's source is cancelled with `error` as the reason. */
   cancel(error: unknown): void;
 }
 
@@ -55,4 +56,21 @@ export function bodySource(
   }
   const reader = body.getReader();
   return { read: () => reader.read(), cancel: (error) => reader.cancel(error).catch(() => {}) };
+}
+
+let turnEnd: Promise<undefined> | undefined;
+
+/**
+ * Resolves after the current task (and its microtasks): whether a body is complete within this
+ * turn. Every caller of one turn shares one timer: under load a timer per response was a
+ * visible part of the node's time per request.
+ */
+export function nextTask(): Promise<undefined> {
+  turnEnd ??= new Promise((resolve) =>
+    setTimeout(() => {
+      turnEnd = undefined;
+      resolve(undefined);
+    }, 0)
+  );
+  return turnEnd;
 }

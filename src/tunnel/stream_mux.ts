@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { bodySource } from "./body_source.ts";
+import { bodySource, nextTask } from "./body_source.ts";
 import { concatBytes } from "./bytes.ts";
 import { dataFrame, jsonCodec, type MuxCodec, type MuxHead, type MuxMessage } from "./mux_codec.ts";
 
@@ -27,6 +27,12 @@ export interface MuxOptions {
   windowBytes?: number;
   /** The largest body piece in one frame. */
   chunkBytes?: number;
+  /**
+   * Bytes received and not yet read, over all streams, past which the stream that brings more
+   * is aborted (unlimited unless given): what the peer can make this side hold, whatever the
+   * number of streams.
+   */
+  budgetBytes?: number;
 }
 
 /** A stream cancelled by the other side or because the connection went away. */
@@ -39,29 +45,16 @@ interface Inbound {
   ended: boolean;
   error?: Error;
   wake?: () => void;
+  /** Bytes read since the last credit granted. */
   consumed: number;
+  /** Bytes received and not yet granted back as credit: never more than the window. */
+  unacked: number;
 }
 
 interface Outbound {
   credit: number;
   error?: Error;
   wake?: () => void;
-}
-
-let turnEnd: Promise<undefined> | undefined;
-
-/**
- * Resolves after the current task (and its microtasks). Every send of one turn shares one timer:
- * under load a timer per response was a visible part of the node's time per request.
- */
-function nextTask(): Promise<undefined> {
-  turnEnd ??= new Promise((resolve) =>
-    setTimeout(() => {
-      turnEnd = undefined;
-      resolve(undefined);
-    }, 0)
-  );
-  return turnEnd;
 }
 
 /** Bodies in both directions of every open stream of one connection. */
@@ -72,6 +65,9 @@ export class StreamMux {
   readonly #codec: MuxCodec;
   readonly #window: number;
   readonly #chunk: number;
+  readonly #budget: number;
+  /** Bytes received and not yet read, over all streams. */
+  #held = 0;
   /** The buffers of pieces read into frame space (ours to frame in place). */
   readonly #inPlace = new WeakSet<ArrayBufferLike>();
 
@@ -81,6 +77,7 @@ export class StreamMux {
     this.#codec = options.codec ?? jsonCodec;
     this.#window = options.windowBytes ?? WINDOW_BYTES;
     this.#chunk = options.chunkBytes ?? MAX_CHUNK_BYTES;
+    this.#budget = options.budgetBytes ?? Infinity;
   }
 
   /** How many bodies are being received or sent. */
@@ -100,7 +97,7 @@ export class StreamMux {
     stream: number,
     onCancel: (reason: string) => void = () => {},
   ): ReadableStream<Uint8Array> {
-    const state: Inbound = { queue: [], ended: false, consumed: 0 };
+    const state: Inbound = { queue: [], ended: false, consumed: 0, unacked: 0 };
     this.#inbound.set(stream, state);
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
@@ -109,11 +106,13 @@ export class StreamMux {
         }
         const chunk = state.queue.shift();
         if (chunk) {
+          this.#held -= chunk.length;
           controller.enqueue(chunk);
           state.consumed += chunk.length;
           // Credit in batches of a quarter window: one message per many frames.
           if (state.consumed >= this.#window / 4 && !state.ended) {
             this.#control({ t: "credit", s: stream, n: state.consumed });
+            state.unacked -= state.consumed;
             state.consumed = 0;
           }
           return;
@@ -125,6 +124,7 @@ export class StreamMux {
       cancel: (reason) => {
         if (!this.#inbound.has(stream)) return;
         this.#inbound.delete(stream);
+        this.#dropQueue(state);
         const message = `the receiver cancelled: ${reason ?? "no reason"}`;
         this.#control({ t: "abort", s: stream, message });
         this.#failOutbound(stream, message);
@@ -135,7 +135,8 @@ export class StreamMux {
 
   /**
    * Sends `head` (the request or response message) and `body` on `stream`. A body that is
-   * complete already and at most INLINE_MAX_BYTES goes inside the head (`inline`, base64);
+   * complete already and at most INLINE_MAX_BYTES goes inside the head (`inline`: raw bytes in
+   * binary frames, base64 in JSON messages);
    * otherwise the head says `body: true` and the bytes follow within the peer's credit, then
    * `end`. Rejects with StreamAborted when the peer aborts; if reading `body` fails after the
    * head went, the peer gets `abort`.
@@ -182,6 +183,8 @@ export class StreamMux {
         while (state.credit <= 0 && !state.error) {
           await new Promise<void>((resolve) => state.wake = resolve);
         }
+        // Aborted while waiting: a read of 0 bytes would fail with a TypeError instead.
+        if (state.error) throw state.error;
         // No more than the credit: a piece read in place is sent whole.
         pending = source.read(Math.min(this.#chunk, state.credit));
       }
@@ -232,10 +235,25 @@ export class StreamMux {
     this.onBody(new DataView(frame.buffer, frame.byteOffset).getUint32(0), frame.subarray(4));
   }
 
-  /** A piece of the peer's body on `stream` (dropped when the stream is unknown). */
+  /**
+   * A piece of the peer's body on `stream` (dropped when the stream is unknown). A peer that
+   * sends more than the credit it was granted has the stream aborted: nothing it sends makes
+   * this side hold more than the window.
+   */
   onBody(stream: number, bytes: Uint8Array): void {
     const state = this.#inbound.get(stream);
-    if (!state || state.ended) return;
+    if (!state || state.ended || state.error) return;
+    state.unacked += bytes.length;
+    if (state.unacked > this.#window) {
+      return this.cancel(
+        stream,
+        `the sender went past the flow-control window of ${this.#window} bytes`,
+      );
+    }
+    if (this.#held + bytes.length > this.#budget) {
+      return this.cancel(stream, `the connection holds ${this.#budget} bytes unread already`);
+    }
+    this.#held += bytes.length;
     state.queue.push(bytes);
     state.wake?.();
   }
@@ -286,8 +304,13 @@ export class StreamMux {
     // A body that arrived whole stays readable: the peer may abort the other direction after.
     if (!state || state.error || state.ended) return;
     state.error = error;
-    state.queue.length = 0;
+    this.#dropQueue(state);
     state.wake?.();
+  }
+
+  #dropQueue(state: Inbound): void {
+    for (const piece of state.queue) this.#held -= piece.length;
+    state.queue.length = 0;
   }
 
   #failOutbound(stream: number, message: string): void {
