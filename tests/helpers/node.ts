@@ -61,9 +61,24 @@ export function runEdgenode(args: string[], env: Record<string, string> = {}): P
   });
 }
 
+/**
+ * Data directories made for nodes that were stopped rather than disposed (their tests may still
+ * look inside): removed when the test process ends. Left behind, a session's runs filled the
+ * disk with hundreds of them (22 GB).
+ */
+const madeDataDirs = new Set<string>();
+globalThis.addEventListener("unload", () => {
+  for (const dir of madeDataDirs) {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch { /* gone already */ }
+  }
+});
+
 /** Starts a node and waits until it listens. */
 export async function startTestNode(options: TestNodeOptions = {}): Promise<TestNode> {
   const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "edgenode-test-" });
+  if (!options.dataDir) madeDataDirs.add(dataDir);
   if (options.config) {
     await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify(options.config), {
       mode: 0o600,
@@ -101,6 +116,7 @@ export async function startTestNode(options: TestNodeOptions = {}): Promise<Test
     async [Symbol.asyncDispose]() {
       await process.stop();
       if (!options.dataDir) await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+      madeDataDirs.delete(dataDir);
     },
   };
 }
