@@ -228,7 +228,10 @@ Deno.test("hub tunnel frames: a peer that sends past its window has the stream a
     send(concatBytes([upload(1), ...Array(5).fill(piece)]));
   }, async ({ got }) => {
     await waitFor(() => got.some((m) => (m as MuxMessage).t === "abort"), "the node's abort");
-    const abort = got.find((m) => (m as MuxMessage).t === "abort") as { s: number; message: string };
+    const abort = got.find((m) => (m as MuxMessage).t === "abort") as {
+      s: number;
+      message: string;
+    };
     assert.equal(abort.s, 1);
     assert.match(abort.message, /went past the flow-control window/);
   }));

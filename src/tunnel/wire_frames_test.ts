@@ -127,10 +127,13 @@ Deno.test("wire frames: an untrusted head fails with MessageError, never another
   const request = '["GET","/",1,[]]';
   const cases: [string, Uint8Array][] = [
     ["a head of two bytes", rawHead(new Uint8Array([0, 0]))],
-    ["a head of two bytes, more frames after", join(
-      rawHead(new Uint8Array([0, 0])),
-      binaryCodec.control({ t: "end", s: 1 }),
-    )],
+    [
+      "a head of two bytes, more frames after",
+      join(
+        rawHead(new Uint8Array([0, 0])),
+        binaryCodec.control({ t: "end", s: 1 }),
+      ),
+    ],
     ["JSON that is not an array", rawHead(headPayload(0, '{"length":4}'))],
     ["JSON null", rawHead(headPayload(0, "null"))],
     ["an inline body over 64 KiB", rawHead(headPayload(1, request, new Uint8Array(65537)))],
@@ -190,7 +193,10 @@ Deno.test("wire frames: the batcher bounds its messages and sends large frames a
     await Promise.resolve();
     socket.send(new Uint8Array(1));
     await done.promise;
-    assert.ok(sizes.every((size) => size <= MAX_MESSAGE_BYTES || size === large.length), `${sizes}`);
+    assert.ok(
+      sizes.every((size) => size <= MAX_MESSAGE_BYTES || size === large.length),
+      `${sizes}`,
+    );
     assert.equal(sizes.filter((size) => size === large.length).length, 3);
     assert.equal(sizes.reduce((a, b) => a + b), 80 * small.length + 3 * large.length);
   } finally {
