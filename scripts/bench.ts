@@ -18,7 +18,8 @@
  *   (npm:workerd) and a bare Deno.serve; medians of three interleaved rounds of wrk on one core.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
  * `--only requests|store|discovery|hub|mcm`, `--quick [--record]` (scripts/bench_quick.ts: the
- * ratios in under a minute, checked against scripts/bench_recorded.json).
+ * ratios in under a minute, checked against scripts/bench_recorded.json), `--readme` (a full run
+ * writes its table into README.md: scripts/bench_readme.ts).
  *
  * @module
  */
@@ -30,13 +31,14 @@ import { mcmRows } from "./bench_mcm.ts";
 import { mcmDownloadRows } from "./bench_mcm_download.ts";
 import { startNginxDav } from "./bench_nginx.ts";
 import { quickBench } from "./bench_quick.ts";
+import { downloadRun, uploadRun, uploadWithReaders } from "./bench_store_runs.ts";
+import { benchTable, replaceBenchTable } from "./bench_readme.ts";
 import { requestPathRows } from "./bench_request_path.ts";
 import {
   createModel,
   curlUpload,
   makeModelFile,
   p99,
-  peakRssMib,
   run,
   startBaselineServer,
   timed,
@@ -50,41 +52,11 @@ const { values } = parseArgs({
     only: { type: "string" },
     quick: { type: "boolean" },
     record: { type: "boolean" },
+    readme: { type: "boolean" },
   },
 });
 const SIZE_MIB = Number(values["size-mib"]);
 const SMALL_MIB = Math.max(1, Math.round(SIZE_MIB / 4));
-
-/** Uploads a file to a fresh node (three times), returning the median MB/s and the peak RSS. */
-async function uploadRun(dir: string, file: string, mib: number, multipart: boolean) {
-  await using node = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
-  await createModel(node, "big");
-  const seconds = await timed(
-    "curl",
-    curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, file, multipart),
-  );
-  return { mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid) };
-}
-
-/** Downloads a URL into a fresh node (three times, forced), returning median MB/s and peak RSS. */
-async function downloadRun(dir: string, url: string, mib: number) {
-  await using node = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
-  await createModel(node, "big");
-  const times: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const start = performance.now();
-    const response = await fetch(`${node.storeUrl}/models/big/download`, {
-      method: "POST",
-      headers: node.auth({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ url, force: true }),
-    });
-    const events = await response.text();
-    if (!events.includes(`"done":true`)) throw new Error(`download failed: ${events.slice(-300)}`);
-    times.push((performance.now() - start) / 1000);
-  }
-  const seconds = times.sort((a, b) => a - b)[1];
-  return { mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid) };
-}
 
 /** The outside programs the benchmarks drive, named with their Debian packages when missing. */
 async function requireTools(): Promise<void> {
@@ -110,13 +82,23 @@ async function main() {
   if (!only || only === "hub") rows.push(...await hubRows(SMALL_MIB));
   if (!only || only === "mcm") rows.push(...await mcmRows(), ...await mcmDownloadRows(SIZE_MIB));
   const cpu = (await run("sh", ["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"])).trim();
-  console.log(
-    `\nedgenode benchmark, ${
-      new Date().toISOString().slice(0, 10)
-    }, ${cpu}, ${navigator.hardwareConcurrency} cores, Deno ${Deno.version.deno}\n`,
-  );
-  console.log("| measurement | edgenode | same-run baseline / notes |\n|---|---|---|");
-  for (const row of rows) console.log(`| ${row.join(" | ")} |`);
+  const table = benchTable(rows, {
+    date: new Date().toISOString().slice(0, 10),
+    cpu,
+    cores: navigator.hardwareConcurrency,
+    memoryGib: Math.round(
+      Number((await Deno.readTextFile("/proc/meminfo")).match(/MemTotal:\s+(\d+)/)?.[1]) / 2 ** 20,
+    ),
+    deno: Deno.version.deno,
+    command: `deno task bench ${Deno.args.join(" ")}`.trim(),
+  });
+  console.log(`\n${table}`);
+  if (values.readme) {
+    if (only) throw new Error("--readme writes a full run's table: leave out --only");
+    const readme = new URL("../README.md", import.meta.url);
+    await Deno.writeTextFile(readme, replaceBenchTable(await Deno.readTextFile(readme), table));
+    console.log("bench: README.md's table written");
+  }
 }
 
 /** The model registry's rows. */
@@ -180,6 +162,13 @@ async function storeRows(): Promise<string[][]> {
         `peak RSS ${big_.rss} MB (${SMALL_MIB} MiB file: ${small_.rss} MB)`,
       ]);
     }
+
+    const loaded = await uploadWithReaders(dir, big, SIZE_MIB, small);
+    rows.push([
+      `upload raw body, ${SIZE_MIB} MiB, while 20 clients download another model (alt=media)`,
+      `${loaded.mbps.toFixed(0)} MB/s, peak RSS ${loaded.rss} MB`,
+      `the readers got ${(loaded.readBytes / 1e9).toFixed(1)} GB meanwhile; target: RSS < 150 MB`,
+    ]);
 
     // Download and list figures come from one more node holding the big file and 1,000 records.
     await using node = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
