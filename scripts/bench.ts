@@ -74,6 +74,9 @@ async function requireTools(): Promise<void> {
 async function main() {
   await requireTools();
   if (values.quick) Deno.exit(await quickBench(values.record === true));
+  if (values.readme && values.only) {
+    throw new Error("--readme writes a full run's table: no --only");
+  }
   const rows: string[][] = [];
   const only = values.only;
   if (!only || only === "requests") rows.push(...await requestPathRows());
@@ -81,20 +84,20 @@ async function main() {
   if (!only || only === "discovery") rows.push(...await discoveryRows());
   if (!only || only === "hub") rows.push(...await hubRows(SMALL_MIB));
   if (!only || only === "mcm") rows.push(...await mcmRows(), ...await mcmDownloadRows(SIZE_MIB));
-  const cpu = (await run("sh", ["-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"])).trim();
+  const [cpu, memKib] = (await run("sh", [
+    "-c",
+    "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2; grep -m1 MemTotal /proc/meminfo",
+  ])).trim().split("\n");
   const table = benchTable(rows, {
     date: new Date().toISOString().slice(0, 10),
-    cpu,
+    cpu: cpu.trim(),
     cores: navigator.hardwareConcurrency,
-    memoryGib: Math.round(
-      Number((await Deno.readTextFile("/proc/meminfo")).match(/MemTotal:\s+(\d+)/)?.[1]) / 2 ** 20,
-    ),
+    memoryGib: Math.round(Number(memKib.match(/\d+/)?.[0]) / 2 ** 20),
     deno: Deno.version.deno,
     command: `deno task bench ${Deno.args.join(" ")}`.trim(),
   });
   console.log(`\n${table}`);
   if (values.readme) {
-    if (only) throw new Error("--readme writes a full run's table: leave out --only");
     const readme = new URL("../README.md", import.meta.url);
     await Deno.writeTextFile(readme, replaceBenchTable(await Deno.readTextFile(readme), table));
     console.log("bench: README.md's table written");

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { infoOf, joinHub, startTestHub } from "./helpers/hub.ts";
 import { insightClient } from "../src/sdk/clients.ts";
 import { rpcCall } from "../src/sdk/json_rpc.ts";
-import { cliToken, makeIssuer } from "./helpers/identity.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "./helpers/identity.ts";
 import { ggufBytes, sha256Hex, startTestNode, waitFor, withTempDir } from "./helpers/node.ts";
 import { concatBytes } from "../src/tunnel/bytes.ts";
 import type { MuxMessage } from "../src/tunnel/mux_codec.ts";
@@ -120,21 +120,8 @@ Deno.test("hub tunnel frames: a hub of the previous protocol is left, with the r
         socket.send(JSON.stringify({ t: "challenge", challenge: "x".repeat(43) }));
       return response;
     });
-    const node = await startTestNode({
-      args: ["--trust", issuer.trustFile],
-      config: {
-        apiKey: "frames-test-key-0123456789",
-        discovery: { mdns: false },
-        hub: { url: `http://127.0.0.1:${older.addr.port}` },
-      },
-    });
+    const node = await nodeOnHub(issuer, older.addr.port);
     try {
-      const connection = { url: node.url, credential: node.apiKey };
-      await rpcCall(connection, "associateAccount", [
-        await cliToken(issuer, "frames", "edge:account:associate"),
-      ]);
-      const token = await cliToken(issuer, "frames", "edge:clusters");
-      await insightClient(connection).PUT("/token", { body: { token } });
       let status = "";
       await waitFor(async () => {
         status = (await infoOf(node, "bep")).bep.status;
@@ -155,6 +142,25 @@ Deno.test("hub tunnel frames: a hub of the previous protocol is left, with the r
  * A hub that speaks protocol 2 without checking anything: it welcomes the node after its hello,
  * sends `frames` (one message per entry) and collects the node's frames and its close code.
  */
+/** A node in the account "frames" with its token, told to use the hub on `port`. */
+async function nodeOnHub(issuer: TestIssuer, port: number) {
+  const node = await startTestNode({
+    args: ["--trust", issuer.trustFile],
+    config: {
+      apiKey: "frames-test-key-0123456789",
+      discovery: { mdns: false },
+      hub: { url: `http://127.0.0.1:${port}` },
+    },
+  });
+  const connection = { url: node.url, credential: node.apiKey };
+  await rpcCall(connection, "associateAccount", [
+    await cliToken(issuer, "frames", "edge:account:associate"),
+  ]);
+  const token = await cliToken(issuer, "frames", "edge:clusters");
+  await insightClient(connection).PUT("/token", { body: { token } });
+  return node;
+}
+
 async function withScriptedHub(
   script: (send: (message: Uint8Array) => void) => void,
   check: (node: { got: unknown[]; closed: Promise<number> }) => Promise<void>,
@@ -187,21 +193,8 @@ async function withScriptedHub(
       socket.onclose = (event) => closed.resolve(event.code);
       return response;
     });
-    const node = await startTestNode({
-      args: ["--trust", issuer.trustFile],
-      config: {
-        apiKey: "frames-test-key-0123456789",
-        discovery: { mdns: false },
-        hub: { url: `http://127.0.0.1:${hub.addr.port}` },
-      },
-    });
+    const node = await nodeOnHub(issuer, hub.addr.port);
     try {
-      const connection = { url: node.url, credential: node.apiKey };
-      await rpcCall(connection, "associateAccount", [
-        await cliToken(issuer, "frames", "edge:account:associate"),
-      ]);
-      const token = await cliToken(issuer, "frames", "edge:clusters");
-      await insightClient(connection).PUT("/token", { body: { token } });
       await check({ got, closed: closed.promise });
     } finally {
       await node.stop();
