@@ -1,5 +1,6 @@
 /**
- * Warm spares (mcm.spareContainers): a node keeps none until its first container; then a
+ * Warm spares (mcm.spareContainers) of processes of one container each (mcm.containerProcess
+ * `per-container`): a node keeps none until its first container; then a
  * deploy, a redeploy and a restart take a container process started ahead; a spare's
  * permissions name no container's files until it is taken, and then it opens only that
  * container's; a data dir whose path a file URL escapes works; a spare that died unseen is
@@ -17,7 +18,12 @@ import {
 import { mcm, scriptImage, serviceUrl, startContainer, uploadImage } from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
 
-const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
+/** Spares as processes of one container each (per client: mcm_client_process_test.ts). */
+const CONFIG = {
+  apiKey: "a-test-key-of-enough-length",
+  discovery: { mdns: false },
+  mcm: { containerProcess: "per-container" },
+};
 
 /** Counts its visits in its own storage. */
 const COUNTER = `mimikModule.exports = function (context, req, res) {
@@ -193,7 +199,9 @@ Deno.test("a container the spare cannot serve starts a process of its own, and w
 });
 
 Deno.test("with mcm.spareContainers 0 no spare runs, and containers start cold", async () => {
-  await using node = await startTestNode({ config: { ...CONFIG, mcm: { spareContainers: 0 } } });
+  await using node = await startTestNode({
+    config: { ...CONFIG, mcm: { ...CONFIG.mcm, spareContainers: 0 } },
+  });
   await uploadImage(node, await scriptImage(COUNTER), "counter.tar");
   const c = await startContainer(node, { name: "c", image: "counter" });
   assert.equal(await visits(node, c), 1);

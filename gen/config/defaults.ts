@@ -31,6 +31,7 @@ export const McmConfigDefaults = {
   "maxRequestBodyBytes": 16777216,
   "storageMb": 64,
   "maxContainers": 32,
+  "containerProcess": "per-client",
   "spareContainers": 1,
   "outboundNetworks": [
     "public",
@@ -66,6 +67,7 @@ export const NodeConfigDefaults = {
     "maxRequestBodyBytes": 16777216,
     "storageMb": 64,
     "maxContainers": 32,
+    "containerProcess": "per-client",
     "spareContainers": 1,
     "outboundNetworks": [
       "public",

@@ -1,9 +1,9 @@
 /**
- * One container process and the node's channel to it (spec/mcm.yaml, "Requests to
- * microservices"): a warm spare taken or a process started with its own narrow permissions
- * and heap limit (container_process.ts), the start handshake (`take`, then `start`), requests
- * with a deadline, pings, and its end. What the process says is untrusted: every message is
- * validated, and a malformed one ends the process.
+ * One container and the node's channel to it (spec/mcm.yaml, "Requests to microservices"): a
+ * pipe to a worker in its client's process, to a warm spare or to a process of its own
+ * (container_placement.ts), the start handshake (`take`, then `start`), requests with a
+ * deadline, pings, and its end. What the container says is untrusted: every message is
+ * validated, and a malformed one ends the container.
  *
  * @module
  */
@@ -22,16 +22,16 @@ import { FrameDecoder, FrameWriter } from "../tunnel/pipe_frames.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import { checkBundle, LoadError } from "./bundle_check.ts";
 import { CallAnswers, CallRefused } from "./container_calls.ts";
+import type { ContainerPlacement, Placement } from "./container_placement.ts";
 import {
+  type ContainerPipe,
   exitReason,
   ProcessEnded,
   type ProcessProfile,
   processProfile,
-  spawnContainer,
 } from "./container_process.ts";
 import type { HostSettings, TakeMessage } from "./sandbox/container_host.ts";
 import type { ContextInfo } from "./sandbox/mimik_context.ts";
-import type { SparePool } from "./spare_pool.ts";
 
 /** What a container process may send. */
 const FROM_CONTAINER = {
@@ -73,8 +73,10 @@ export interface ChannelOptions {
   onLog(level: string, message: string): void;
   /** Answers the microservice's calls to its node; throws CallRefused for a refusal. */
   onCall(call: ContainerCall): Promise<unknown>;
-  /** Warm processes to take instead of starting one (none: always a cold start). */
-  spares: SparePool | undefined;
+  /** The container's client (containers of one client may share a process). */
+  client: string;
+  /** Where the container runs (a process of its own, or its client's). */
+  placement: ContainerPlacement;
 }
 
 /** The flags a container of `options` needs its process to have (container_process.ts). */
@@ -83,18 +85,11 @@ export function profileOf(options: ChannelOptions): ProcessProfile {
   return processProfile(memoryMb, outboundHosts, host.networks, host.nodeAddresses);
 }
 
-/** A container process, warm or cold. */
-interface StartedProcess {
-  child: Deno.ChildProcess;
-  /** Whether it was a warm spare. */
-  warm: boolean;
-}
-
 export { CallRefused, LoadError };
 
 /** A running container process. */
 export class ContainerChannel {
-  readonly #child: Deno.ChildProcess;
+  readonly #child: ContainerPipe;
   readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
   readonly #writer: FrameWriter;
   readonly #mux: StreamMux;
@@ -106,12 +101,12 @@ export class ContainerChannel {
   /** Resolves with why the process ended. */
   readonly exited: Promise<string>;
 
-  /** Whether the process was a warm spare. */
-  readonly warm: boolean;
+  /** Where it went when no process had to start for it (a warm spare, its client's process). */
+  readonly warm: string | undefined;
 
-  private constructor(options: ChannelOptions, process: StartedProcess) {
-    this.#child = process.child;
-    this.warm = process.warm;
+  private constructor(options: ChannelOptions, placed: Placement) {
+    this.#child = placed.pipe;
+    this.warm = placed.warm ? placed.where : undefined;
     this.#stdin = this.#child.stdin.getWriter();
     this.#writer = new FrameWriter((bytes) => this.#stdin.write(bytes), () => this.kill());
     this.#mux = new StreamMux((frame) => this.#writer.send(frame));
@@ -152,43 +147,44 @@ export class ContainerChannel {
   }
 
   /**
-   * Starts a container process and waits until its code loaded. LoadError when the code does
-   * not load; another error when the process dies or does not answer in `timeoutMs`. A warm
-   * spare that ended before the code loaded (it may have died while waiting, before the pool
-   * saw it), not by the code's own limits, is followed by one process of the container's own.
+   * Starts a container and waits until its code loaded. LoadError when the code does not load;
+   * another error when its process dies or it does not answer in `timeoutMs`. A container
+   * placed warm (a spare, its client's process) whose process ended before the code loaded
+   * (it may have died while waiting), not by the code's own limits, is placed once more in a
+   * process started for it.
    */
   static async open(
     options: ChannelOptions,
-    env: (name: string) => string | undefined,
     timeoutMs = 10_000,
   ): Promise<ContainerChannel> {
     await checkBundle(options.bundlePath);
-    const profile = profileOf(options);
-    const spare = options.spares?.take(profile);
-    if (spare) {
-      try {
-        return await ContainerChannel.#loaded(options, { child: spare, warm: true }, timeoutMs);
-      } catch (error) {
-        if (!(error instanceof ProcessEnded) || error.byCode) throw error;
-        options.onLog("node", `the warm spare failed (${error.message}); starting a process`);
-      }
+    const request = {
+      client: options.client,
+      profile: profileOf(options),
+      bundlePath: options.bundlePath,
+      storageDir: options.storageDir,
+      cold: false,
+    };
+    const first = options.placement.place(request);
+    if (!first.warm) return await ContainerChannel.#loaded(options, first, timeoutMs);
+    try {
+      return await ContainerChannel.#loaded(options, first, timeoutMs);
+    } catch (error) {
+      if (!(error instanceof ProcessEnded) || error.byCode) throw error;
+      const which = first.where === "a warm spare" ? "the warm spare" : "its client's process";
+      options.onLog("node", `${which} failed (${error.message}); starting a process`);
     }
-    const { bundlePath: bundle, storageDir } = options;
-    const child = spawnContainer(
-      options.runtimeDir,
-      { read: [bundle, storageDir], write: storageDir, profile },
-      env,
-    );
-    return await ContainerChannel.#loaded(options, { child, warm: false }, timeoutMs);
+    const cold = options.placement.place({ ...request, cold: true });
+    return await ContainerChannel.#loaded(options, cold, timeoutMs);
   }
 
   /** The channel of a started process, once its code loaded (see open). */
   static async #loaded(
     options: ChannelOptions,
-    process: StartedProcess,
+    placed: Placement,
     timeoutMs: number,
   ): Promise<ContainerChannel> {
-    const channel = new ContainerChannel(options, process);
+    const channel = new ContainerChannel(options, placed);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(

@@ -52,6 +52,7 @@ export function limitsOf(env: Record<string, string>, defaultMemoryMb: number): 
     memoryMb,
     watchdog: {
       memoryBytes: (memoryMb + RUNTIME_MEMORY_MB) * 2 ** 20,
+      heapBytes: memoryMb * 2 ** 20,
       idleCpuShare: IDLE_CPU_SHARE,
       idleCpuBurstMs: IDLE_CPU_BURST_MS,
       busySilenceMs: executionMs + 2000,

@@ -65,6 +65,32 @@ export interface Launch {
    * as a worker narrowed to that container's bundle and storage (container_host_main.ts).
    */
   spare?: boolean;
+  /**
+   * A client's process, hosting several containers as workers (sandbox/tenant_host.ts); its
+   * paths are those of a spare.
+   */
+  group?: boolean;
+}
+
+/**
+ * What the node's channel to one container runs over: a process of its own (Deno.ChildProcess
+ * is one) or a slot of a client's process (tenant_process.ts).
+ */
+export interface ContainerPipe {
+  readonly stdin: WritableStream<Uint8Array>;
+  readonly stdout: ReadableStream<Uint8Array>;
+  /** Its error output; the last line `edgenode: <why>` says why it ended. */
+  readonly stderr: ReadableStream<Uint8Array>;
+  /** How it ended. */
+  readonly status: Promise<ExitStatus>;
+  /** Ends it at once. */
+  kill(signal?: Deno.Signal): void;
+}
+
+/** How a container's process (or its slot of a client's process) ended. */
+export interface ExitStatus {
+  code: number;
+  signal: Deno.Signal | null;
 }
 
 /** Whether a process started with `a` is the process `b` asks for, up to its paths. */
@@ -90,7 +116,7 @@ export class ProcessEnded extends Error {
 
 /** Why a container process ended, in a user's words; whether its own code's limits did it. */
 export function exitReason(
-  status: Deno.CommandStatus,
+  status: ExitStatus,
   stderr: string,
   memoryMb: number,
 ): { reason: string; byCode: boolean } {
@@ -157,6 +183,7 @@ export function spawnContainer(
         write: launch.write,
         net: launch.profile.outboundHosts,
         spare: launch.spare,
+        group: launch.group,
       }),
     ])
     : {
@@ -165,7 +192,11 @@ export function spawnContainer(
         "run",
         ...containerPermissions(runtimeDir, launch),
         `${runtimeDir}/container_host.js`,
-        ...(launch.spare ? ["spare", JSON.stringify(launch.profile.outboundHosts ?? null)] : []),
+        ...(launch.group
+          ? ["group"]
+          : launch.spare
+          ? ["spare", JSON.stringify(launch.profile.outboundHosts ?? null)]
+          : []),
       ],
     };
   const passed = PASSED_ENV.flatMap((name) => readEnv(name) ? [[name, readEnv(name)!]] : []);

@@ -26,8 +26,6 @@ export interface RuntimeOptions extends Omit<ChannelOptions, "onLog"> {
   /** The container id, for the node's own log lines. */
   id: string;
   deadlineMs: number;
-  /** Reads the node's environment (for the process's Deno cache location). */
-  readEnv(name: string): string | undefined;
 }
 
 /** A container's process, kept alive. */
@@ -96,11 +94,13 @@ export class ContainerRuntime {
     const began = Date.now();
     const channel = await ContainerChannel.open(
       { ...this.#options, onLog: (level, message) => this.log(level, message) },
-      this.#options.readEnv,
     );
     this.#channel = channel;
     this.#state = "started";
-    this.log("node", `started in ${Date.now() - began} ms${channel.warm ? " (a warm spare)" : ""}`);
+    this.log(
+      "node",
+      `started in ${Date.now() - began} ms${channel.warm ? ` (${channel.warm})` : ""}`,
+    );
     channel.exited.then((reason) => {
       if (this.#channel !== channel) return;
       this.#channel = undefined;

@@ -19,6 +19,11 @@ import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
 import { plannedContainer } from "./planned_container.ts";
 import type { NetworkClass } from "./sandbox/network_policy.ts";
 import { SparePool } from "./spare_pool.ts";
+import {
+  type ContainerPlacement,
+  ProcessPerClient,
+  ProcessPerContainer,
+} from "./container_placement.ts";
 
 /**
  * The node's mcm settings: spec/config.yaml's McmConfig with every default applied (only
@@ -60,6 +65,7 @@ export class Deployments {
   readonly #segments: Set<string>;
   readonly #lock = new KeyedLock();
   readonly #spares: SparePool | undefined;
+  readonly #placement: ContainerPlacement;
 
   constructor(
     records: McmRecords,
@@ -90,8 +96,20 @@ export class Deployments {
           ),
         readEnv: node.readEnv,
         log: (message) => console.log(`mcm: ${message}`),
+        group: settings.containerProcess === "per-client",
       })
       : undefined;
+    const placement = {
+      runtimeDir: files.runtimeDir,
+      bundlesDir: files.bundlesDir,
+      storageRoot: files.storageRoot,
+      spares: this.#spares,
+      readEnv: node.readEnv,
+      log: (message: string) => console.log(`mcm: ${message}`),
+    };
+    this.#placement = settings.containerProcess === "per-client"
+      ? new ProcessPerClient(placement)
+      : new ProcessPerContainer(placement);
   }
 
   /**
@@ -110,12 +128,13 @@ export class Deployments {
     if (records.length > 0) this.#spares?.start();
   }
 
-  /** Stops every container and every spare (the node is shutting down). */
+  /** Stops every container, every client's process and every spare (the node shuts down). */
   async stopAll(): Promise<void> {
     await Promise.all([
       ...[...this.#runtimes.values()].map((runtime) => runtime.stop()),
       this.#spares?.close(),
     ]);
+    await this.#placement.close();
   }
 
   /** Where `path` leads: a container and the path below its base path, or an unknown one. */
@@ -181,8 +200,8 @@ export class Deployments {
       maxBodyBytes: this.#settings.maxRequestBodyBytes,
       deadlineMs: limits.executionMs,
       fetchTimeoutMs: limits.executionMs,
-      readEnv: this.#node.readEnv,
-      spares: this.#spares,
+      client: record.client,
+      placement: this.#placement,
     });
   }
 

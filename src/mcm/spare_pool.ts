@@ -5,6 +5,10 @@
  * worker); a new spare is started a moment later, off the path of the answer. The pool starts
  * with the node's first container: a node without containers keeps no spare process.
  *
+ * Where each client has a process of its own (mcm.containerProcess `per-client`), a spare is a
+ * client's process with no container yet: taken for a client, it hosts that client's containers,
+ * each in a worker, and never narrows itself (sandbox/tenant_host.ts). Otherwise:
+ *
  * A spare is not narrowed the way a cold process is. A cold process's own flags name only its
  * container's bundle and storage folder; a spare's process flags allow reading every bundle and
  * reading and writing every container's storage, because no container is known when it starts.
@@ -46,6 +50,11 @@ export interface SparePoolOptions {
   readEnv(name: string): string | undefined;
   /** The node's own log lines about spares. */
   log(message: string): void;
+  /**
+   * Spares for client processes (mcm.containerProcess `per-client`): a spare is taken as a
+   * client's process and hosts that client's containers (sandbox/tenant_host.ts).
+   */
+  group: boolean;
 }
 
 interface Spare {
@@ -99,7 +108,12 @@ export class SparePool {
     const { bundlesDir, storageRoot } = this.#options;
     const child = spawnContainer(
       this.#options.runtimeDir,
-      { read: [bundlesDir, storageRoot], write: storageRoot, profile, spare: true },
+      {
+        read: [bundlesDir, storageRoot],
+        write: storageRoot,
+        profile,
+        ...(this.#options.group ? { group: true } : { spare: true }),
+      },
       this.#options.readEnv,
     );
     const spare = { child, profile };

@@ -6,6 +6,9 @@
  * at the take, narrowed to the container's bundle and storage), and the microservice in a
  * sibling worker with no permission at all, linked to the host by a port.
  *
+ * A client's process (LAUNCH `group`) is one host worker, narrowed the same way, which starts a
+ * sandboxed worker for each container the node opens in it (src/mcm/sandbox/tenant_host.ts).
+ *
  * Both workers run the sandbox's own modules, embedded as text (bundles/sandbox_sources.ts, the
  * files `deno run` runs as a script), not the program's main module: a worker of the whole
  * program would load all of it again, twice per container, for code that needs a hundredth.
@@ -25,6 +28,11 @@ interface LaunchArgument {
   net?: string[];
   /** A warm spare: the host starts at the take, narrowed to its container's files. */
   spare?: boolean;
+  /**
+   * A client's process (src/mcm/sandbox/tenant_host.ts): the host worker, narrowed to `read`
+   * and `write`, starts each container's sandboxed worker itself.
+   */
+  group?: boolean;
 }
 
 /** A module URL for embedded source: a compiled binary loads no module it did not embed. */
@@ -35,6 +43,22 @@ function moduleUrl(source: string): string {
 /** Runs a container process's two workers; resolves with the process's exit code. */
 export async function runContainerProcess(args: string[]): Promise<number> {
   const launch = JSON.parse(args[0]) as LaunchArgument;
+  if (launch.group) {
+    const host = new Worker(moduleUrl(HOST_SOURCE), {
+      type: "module",
+      name: "client's container host",
+      deno: {
+        permissions: workerPermissions({
+          ...NO_PERMISSIONS,
+          read: launch.read,
+          write: [launch.write],
+          net: launch.net ?? true,
+        }),
+      },
+    });
+    host.postMessage({ group: WORKER_SOURCE });
+    return await workerExit(host, "the client's container host", 70);
+  }
   const link = new MessageChannel();
   // The sandbox first: it loads while the host starts.
   const sandbox = new Worker(moduleUrl(WORKER_SOURCE), {

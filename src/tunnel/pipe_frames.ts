@@ -60,11 +60,11 @@ export class FrameDecoder {
 }
 
 /**
- * Writes frames to a byte sink, coalescing: frames sent while a write is in flight go out
- * together in the next one. Under load this batches many requests into one system call without
- * ever waiting on a timer.
+ * Writes bytes to a sink, coalescing: bytes written while a write is in flight go out together
+ * in the next one. Under load this batches many messages into one system call without ever
+ * waiting on a timer.
  */
-export class FrameWriter {
+export class CoalescingWriter {
   readonly #write: (bytes: Uint8Array) => Promise<unknown>;
   readonly #onError: (error: Error) => void;
   #queue: Uint8Array[] = [];
@@ -77,14 +77,13 @@ export class FrameWriter {
     this.#onError = onError;
   }
 
-  /** Queues one frame. */
-  send(frame: string | Uint8Array): void {
+  /** Queues bytes (which must not change until written). */
+  push(bytes: Uint8Array): void {
     if (this.#failed) return;
-    const bytes = encodeFrame(frame);
     this.#queue.push(bytes);
     if (!this.#writing) {
       this.#writing = true;
-      // Frames of the same turn (a response's head, body and end) leave in one write.
+      // Bytes of the same turn (a response's head, body and end) leave in one write.
       queueMicrotask(() => this.#drain());
     }
   }
@@ -103,5 +102,20 @@ export class FrameWriter {
     } finally {
       this.#writing = false;
     }
+  }
+}
+
+/** Writes frames to a byte sink, coalescing them (CoalescingWriter). */
+export class FrameWriter {
+  readonly #out: CoalescingWriter;
+
+  /** `write` must write all the bytes; `onError` hears the first failure (the sink is gone). */
+  constructor(write: (bytes: Uint8Array) => Promise<unknown>, onError: (error: Error) => void) {
+    this.#out = new CoalescingWriter(write, onError);
+  }
+
+  /** Queues one frame. */
+  send(frame: string | Uint8Array): void {
+    this.#out.push(encodeFrame(frame));
   }
 }

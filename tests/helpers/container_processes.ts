@@ -12,6 +12,8 @@ export interface ContainerProcess {
   pid: number;
   /** Started as a warm spare (taken or not). */
   spare: boolean;
+  /** Started as a client's process (mcm.containerProcess `per-client`; a spare or taken). */
+  group: boolean;
   /** A cold process's container storage folder, from its permissions. */
   storage: string | undefined;
   /** Its command line, arguments joined by spaces. */
@@ -49,8 +51,9 @@ export async function containerProcesses(dataDir: string): Promise<ContainerProc
       continue;
     }
     const spare = / spare( |$)|"spare":true/.test(cmdline);
+    const group = / group( |$)|"group":true/.test(cmdline);
     const storage = new RegExp(`${dataDir}/mcm/storage/[0-9a-f]{32}`).exec(cmdline)?.[0];
-    found.push({ pid, spare, storage, cmdline });
+    found.push({ pid, spare, group, storage, cmdline });
   }
   return found;
 }

@@ -19,7 +19,14 @@ import { answerBuffer, answerSync } from "./context_services.ts";
 import { type NetworkClass, NetworkPolicy } from "./network_policy.ts";
 import { serveOutbound } from "./outbound_relay.ts";
 import { StorageHost } from "./storage_host.ts";
-import { activityBuffer, type CpuSample, watchContainer, type WatchdogLimits } from "./watchdog.ts";
+import {
+  activityBuffer,
+  type ContainerWatch,
+  type CpuSample,
+  type MemoryScope,
+  watchContainer,
+  type WatchdogLimits,
+} from "./watchdog.ts";
 
 /** The host's end of its link to the sandboxed worker: the Worker itself, or a port to it. */
 export interface SandboxLink {
@@ -34,8 +41,26 @@ export interface HostSurroundings {
    * ends the process with code 70 if it fails.
    */
   startSandbox(): SandboxLink;
-  /** Ends the container process with this code. */
-  exit(code: number): void;
+  /** Ends the container with this code; `why` is for the node (ProcessEnded's reason). */
+  exit(code: number, why?: string): void;
+  /**
+   * Whose memory the watchdog counts: the process's (a process of its own, the default) or the
+   * worker's (a client's process, tenant_host.ts).
+   */
+  memory?: MemoryScope;
+  /** Hears the container's watch once the take set it up (tenant_host.ts ranks memory by it). */
+  onWatch?(watch: ContainerWatch, limits: WatchdogLimits): void;
+}
+
+/**
+ * `exit` for a container with a process of its own: the reason goes to stderr as the line
+ * `edgenode: <why>`, which the node reads (container_process.ts, exitReason), then the code.
+ */
+export function processExit(exit: (code: number) => void): HostSurroundings["exit"] {
+  return (code, why) => {
+    if (why) console.error(`edgenode: ${why}`);
+    exit(code);
+  };
 }
 
 /** The node's settings for one container process (part of its `take`). */
@@ -71,32 +96,37 @@ export interface TakeMessage {
  */
 export function hostContainer(surroundings: HostSurroundings, given?: TakeMessage): void {
   const worker = surroundings.startSandbox();
-  let sample: ((sample: CpuSample) => void) | undefined;
+  let watch: ContainerWatch | undefined;
   // A spare's host starts after the take, which its process's main thread received.
-  if (given) sample = take(given, worker, surroundings);
+  if (given) watch = take(given, worker, surroundings);
   worker.onmessage = (event: MessageEvent<"exit" | CpuSample | TakeMessage>) => {
     const data = event.data;
-    if (data === "exit") return surroundings.exit(0);
+    if (data === "exit") {
+      watch?.stop();
+      return surroundings.exit(0);
+    }
     if (typeof data !== "object" || data === null) return;
     // Only the first: the worker passes the node's on before any microservice code runs in it.
-    if ("t" in data && data.t === "take") sample ??= take(data, worker, surroundings);
-    else if ("micros" in data && typeof data.micros === "number") sample?.(data);
+    if ("t" in data && data.t === "take") watch ??= take(data, worker, surroundings);
+    else if ("micros" in data && typeof data.micros === "number") watch?.sample(data);
   };
 }
 
-/** Sets up the container `message` names; returns the watchdog's CPU sample handler. */
+/** Sets up the container `message` names; returns its watch. */
 function take(
   message: TakeMessage,
   worker: SandboxLink,
   surroundings: HostSurroundings,
-): (sample: CpuSample) => void {
+): ContainerWatch {
   const { settings } = message;
-  const stop = (code: number, why: string) => {
-    console.error(`edgenode: ${why}`);
-    surroundings.exit(code);
-  };
   const activity = activityBuffer();
-  const sample = watchContainer(settings.limits, stop, activity);
+  const watch = watchContainer(
+    settings.limits,
+    (code, why) => surroundings.exit(code, why),
+    activity,
+    surroundings.memory,
+  );
+  surroundings.onWatch?.(watch, settings.limits);
   const code = Deno.readTextFileSync(message.bundle);
   const storage = new StorageHost(message.storageDir, message.storageBytes);
 
@@ -118,5 +148,5 @@ function take(
     outboundPort: outboundChannel.port2,
     activity,
   }, [storageChannel.port2, outboundChannel.port2]);
-  return sample;
+  return watch;
 }

@@ -9,20 +9,48 @@
  *   (the worker passes it on) and only then starts this module again as the host, in a worker
  *   narrowed to the bundle and the storage folder the take names (src/mcm/container_process.ts
  *   says why).
+ * - `container_host.js group` (a client's process, mcm.containerProcess `per-client`): the main
+ *   thread hosts the containers the node opens in it, each in a sandboxed worker
+ *   (tenant_host.ts).
  * - as a worker (the spare's host, or the single executable's: src/program/container_workers.ts):
- *   its first message is a port to the sandboxed worker, and the take when it came first.
+ *   its first message is a port to the sandboxed worker, and the take when it came first; or,
+ *   for the single executable's client process, `group` with the sandbox's source.
  *
  * @module
  */
 import { NO_PERMISSIONS, workerPermissions } from "../../program/permission_set.ts";
-import { hostContainer, type TakeMessage } from "./container_host.ts";
+import { hostContainer, processExit, type TakeMessage } from "./container_host.ts";
 import { fileUrlPath } from "./file_path.ts";
-import { LINKED_SANDBOX } from "./sandbox_worker.ts";
+import { GROUP_SANDBOX, LINKED_SANDBOX } from "./sandbox_worker.ts";
+import { hostTenant } from "./tenant_host.ts";
+
+/** The first message of this module run as a worker. */
+type WorkerStart =
+  | { sandbox: MessagePort; take?: TakeMessage }
+  /** A client's process in the single executable: the sandbox's module as text. */
+  | { group: string };
 
 /** The worker scope, when this runs in one (lib.deno.worker's, not this file's). */
 interface WorkerScope {
-  onmessage: ((event: MessageEvent<{ sandbox: MessagePort; take?: TakeMessage }>) => void) | null;
+  onmessage: ((event: MessageEvent<WorkerStart>) => void) | null;
   postMessage(message: unknown): void;
+}
+
+/** Hosts a client's containers, whose sandboxes start from `sandboxUrl`, until stdin ends. */
+function serveGroup(sandboxUrl: string, exit: (code: number) => void): void {
+  hostTenant({
+    stdin: Deno.stdin.readable,
+    stdout: Deno.stdout.writable,
+    startSandbox: () =>
+      new Worker(sandboxUrl, {
+        type: "module",
+        name: GROUP_SANDBOX,
+        deno: { permissions: "none" },
+      }),
+  }).then(() => exit(0), (error) => {
+    console.error(`edgenode: the client's process failed: ${error?.message ?? error}`);
+    exit(70);
+  });
 }
 
 function startSandbox(name: string): Worker {
@@ -76,13 +104,20 @@ if ("WorkerGlobalScope" in globalThis) {
   const scope = self as unknown as WorkerScope;
   scope.onmessage = (event) => {
     scope.onmessage = null;
+    const start = event.data;
+    if ("group" in start) {
+      const url = URL.createObjectURL(new Blob([start.group], { type: "text/javascript" }));
+      return serveGroup(url, (code) => scope.postMessage({ exit: code }));
+    }
     hostContainer({
-      startSandbox: () => event.data.sandbox,
-      exit: (code) => scope.postMessage({ exit: code }),
-    }, event.data.take);
+      startSandbox: () => start.sandbox,
+      exit: processExit((code) => scope.postMessage({ exit: code })),
+    }, start.take);
   };
+} else if (Deno.args[0] === "group") {
+  serveGroup(new URL("./sandbox_worker.js", import.meta.url).href, Deno.exit);
 } else if (Deno.args[0] === "spare") {
   waitAsSpare(JSON.parse(Deno.args[1]));
 } else {
-  hostContainer({ startSandbox: () => startSandbox("microservice"), exit: Deno.exit });
+  hostContainer({ startSandbox: () => startSandbox("microservice"), exit: processExit(Deno.exit) });
 }

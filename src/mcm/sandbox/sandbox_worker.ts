@@ -1,6 +1,7 @@
 /**
  * The sandbox: a Web Worker without any Deno permission, inside the container process. It speaks
- * the channel with the node directly over the process's stdin and stdout, evaluates the
+ * the channel with the node directly over the process's stdin and stdout (in a client's process,
+ * which hosts several containers, over a port its host relays: tenant_host.ts), evaluates the
  * microservice's bundle as a classic script (never as a module graph, whose literal imports
  * would be loaded with the process's permissions), and serves each request with it.
  *
@@ -54,6 +55,18 @@ class BodyTooLarge extends Error {}
  */
 export const LINKED_SANDBOX = "microservice (linked)";
 
+/**
+ * The worker name under which the sandbox expects a port to its host and a port for its
+ * channel's bytes as its first message (a client's process: tenant_host.ts).
+ */
+export const GROUP_SANDBOX = "microservice (in a client's process)";
+
+/** The channel's bytes over a port: Uint8Array messages, null for the end of the input. */
+export interface BytePort {
+  postMessage(message: Uint8Array | null, transfer?: Transferable[]): void;
+  onmessage: ((event: MessageEvent<Uint8Array | null>) => void) | null;
+}
+
 /** Where the setup comes from and "exit" goes: the worker's scope, or a port to the host. */
 export interface HostLink {
   postMessage(message: unknown): void;
@@ -72,6 +85,8 @@ interface Taken {
   inspect(value: unknown): string;
   /** Microseconds of CPU this thread used. */
   threadCpu(): number;
+  /** Bytes of this worker's heap in use plus its external memory. */
+  heap(): number;
   setInterval: typeof setInterval;
 }
 
@@ -137,7 +152,8 @@ function boot(
 
 /** Reports this thread's CPU use to the host's watchdog, from a timer the code cannot stop. */
 function reportCpu(): void {
-  const report = () => taken.post({ micros: taken.threadCpu() } satisfies CpuSample);
+  const report = () =>
+    taken.post({ micros: taken.threadCpu(), heap: taken.heap() } satisfies CpuSample);
   report();
   taken.setInterval(report, SAMPLE_MS);
 }
@@ -272,26 +288,53 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
   taken.post("exit");
 }
 
+/** The channel's input and output over a port (a client's process relays them). */
+function portStreams(port: BytePort): Pick<Taken, "stdin" | "stdout"> {
+  const stdin = new ReadableStream<Uint8Array>({
+    start(controller) {
+      port.onmessage = (event) => {
+        if (event.data === null) controller.close();
+        else controller.enqueue(event.data);
+      };
+    },
+  });
+  const stdout = new WritableStream<Uint8Array>({
+    write(bytes) {
+      // Our own copy, moved: the writer may reuse what it wrote.
+      const copy = bytes.slice();
+      port.postMessage(copy, [copy.buffer]);
+    },
+  });
+  return { stdin, stdout: stdout.getWriter() };
+}
+
 /**
- * Makes this worker the sandbox: takes the process's stdin and stdout, passes the node's `take`
- * to the host on `link` (by default the worker's own scope, whose parent is the host), waits
- * for the host's setup message and runs the microservice until the node closes the channel.
+ * Makes this worker the sandbox: takes the process's stdin and stdout (or `pipe`, a port for
+ * the channel's bytes), passes the node's `take` to the host on `link` (by default the
+ * worker's own scope, whose parent is the host), waits for the host's setup message and runs
+ * the microservice until the node closes the channel.
  */
-export function serveSandbox(link: HostLink = self as unknown as HostLink): void {
+export function serveSandbox(link: HostLink = self as unknown as HostLink, pipe?: BytePort): void {
   const global = globalThis as unknown as {
     Deno: typeof Deno;
     process: { threadCpuUsage(): { user: number; system: number } };
   };
   const cpu = global.process.threadCpuUsage.bind(global.process);
   const inspect = global.Deno.inspect;
+  const memory = global.Deno.memoryUsage;
   taken = {
-    stdin: Deno.stdin.readable,
-    stdout: Deno.stdout.writable.getWriter(),
+    ...(pipe
+      ? portStreams(pipe)
+      : { stdin: Deno.stdin.readable, stdout: Deno.stdout.writable.getWriter() }),
     post: link.postMessage.bind(link),
     inspect: (value) => inspect(value, { depth: 4, colors: false }),
     threadCpu: () => {
       const { user, system } = cpu();
       return user + system;
+    },
+    heap: () => {
+      const usage = memory();
+      return usage.heapUsed + usage.external;
     },
     setInterval,
   };

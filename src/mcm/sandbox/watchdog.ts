@@ -1,8 +1,12 @@
 /**
- * The container process's limits, kept by its host thread, which runs no user code: the
- * memory of the whole process (JavaScript heap, ArrayBuffers, WebAssembly memories, native), and
- * the CPU the microservice's thread uses while it serves no request. Over either, the process
- * ends with a code the node reads as the reason (container_channel.ts) and restarts it.
+ * The container's limits, kept by its host thread, which runs no user code: memory, and the CPU
+ * the microservice's thread uses while it serves no request. Over either, the container ends
+ * with a code the node reads as the reason (container_channel.ts) and restarts it.
+ *
+ * Memory is the whole process's (JavaScript heap, ArrayBuffers, WebAssembly memories, native)
+ * when the container has a process of its own. In a client's process, shared by several
+ * containers (tenant_host.ts), it is the worker's heap and external memory as the worker
+ * reports it with its CPU samples; the process's total is watched by tenant_host.ts.
  *
  * @module
  */
@@ -14,8 +18,13 @@ export const EXIT_CPU_BUDGET = 87;
 
 /** The limits (spec/mcm.yaml, "Limits"). */
 export interface WatchdogLimits {
-  /** Resident memory of the whole process, bytes. */
+  /** Resident memory of the whole process, bytes (a container with a process of its own). */
   memoryBytes: number;
+  /**
+   * The microservice's heap and external memory, bytes (MCM.MEMORY_MB: a container in a
+   * client's process, where the process's memory is not one container's).
+   */
+  heapBytes: number;
   /** CPU the microservice may use while serving no request, as a share of one core. */
   idleCpuShare: number;
   /** CPU it may use at once beyond that share (the bucket's size), milliseconds. */
@@ -28,6 +37,25 @@ export interface WatchdogLimits {
 export interface CpuSample {
   /** Microseconds of CPU its thread used since it started. */
   micros: number;
+  /** Bytes of its heap in use plus external memory (ArrayBuffers, WebAssembly memories). */
+  heap: number;
+}
+
+/** Whose memory the watchdog counts (see the module's documentation). */
+export type MemoryScope = "process" | "worker";
+
+/** A watched container, as its host sees it. */
+export interface ContainerWatch {
+  /** Takes the worker's sample. */
+  sample(sample: CpuSample): void;
+  /** The heap and external bytes the worker last reported (0 before its first sample). */
+  heap(): number;
+  /** Milliseconds since the worker last reported. */
+  silence(): number;
+  /** Whether it is serving a request now. */
+  serving(): boolean;
+  /** Stops watching (the container ended). */
+  stop(): void;
 }
 
 /** Slots of the activity counters the worker shares with the watchdog (an Int32Array). */
@@ -46,36 +74,46 @@ const IDLE_SILENCE_MS = 3000;
 const LOAD_SILENCE_MS = 10_000;
 const MEMORY_CHECK_MS = 100;
 
+/** Megabytes, rounded, for messages. */
+function mb(bytes: number): number {
+  return Math.round(bytes / 2 ** 20);
+}
+
 /**
- * Watches the process; `stop(code, why)` ends it. `activity` holds the worker's request
- * counters. Returns the sink for the worker's samples.
+ * Watches a container; `stop(code, why)` ends it. `activity` holds the worker's request
+ * counters; `scope` says whose memory counts.
  */
 export function watchContainer(
   limits: WatchdogLimits,
   stop: (code: number, why: string) => void,
   activity: SharedArrayBuffer,
-): (sample: CpuSample) => void {
-  const limitMb = Math.round(limits.memoryBytes / 2 ** 20);
+  scope: MemoryScope = "process",
+): ContainerWatch {
   const counters = new Int32Array(activity);
-  let last: { at: number; micros: number; begun: number } | undefined;
+  let last: { at: number; micros: number; begun: number; heap: number } | undefined;
   let bucketMs = limits.idleCpuBurstMs;
   const started = Date.now();
+  let stopped = false;
+  const end = (code: number, why: string) => {
+    if (stopped) return;
+    stopped = true;
+    clearInterval(timer);
+    stop(code, why);
+  };
 
   const timer = setInterval(() => {
-    const rss = Deno.memoryUsage().rss;
+    const rss = scope === "process" ? Deno.memoryUsage().rss : 0;
     if (rss > limits.memoryBytes) {
-      clearInterval(timer);
-      return stop(
+      return end(
         EXIT_OUT_OF_MEMORY,
-        `out of memory: the process used ${Math.round(rss / 2 ** 20)} MB of its ${limitMb} MB`,
+        `out of memory: the process used ${mb(rss)} MB of its ${mb(limits.memoryBytes)} MB`,
       );
     }
     const silence = Date.now() - (last?.at ?? started);
     const serving = Atomics.load(counters, REQUESTS_IN_FLIGHT) > 0;
     const allowed = !last ? LOAD_SILENCE_MS : serving ? limits.busySilenceMs : IDLE_SILENCE_MS;
     if (silence > allowed) {
-      clearInterval(timer);
-      stop(
+      end(
         EXIT_CPU_BUDGET,
         `the microservice's thread ran ${silence} ms without yielding${
           serving ? "" : " while serving no request"
@@ -84,8 +122,17 @@ export function watchContainer(
     }
   }, MEMORY_CHECK_MS);
 
-  return (sample) => {
+  const sample = (sample: CpuSample) => {
+    if (stopped) return;
     const now = Date.now();
+    if (scope === "worker" && sample.heap > limits.heapBytes) {
+      return end(
+        EXIT_OUT_OF_MEMORY,
+        `out of memory: its heap and buffers used ${mb(sample.heap)} MB of its ${
+          mb(limits.heapBytes)
+        } MB`,
+      );
+    }
     const begun = Atomics.load(counters, REQUESTS_BEGUN);
     if (last) {
       // CPU counts against the budget only in a period without any request.
@@ -96,8 +143,7 @@ export function watchContainer(
         bucketMs + (now - last.at) * limits.idleCpuShare - (busy ? 0 : usedMs),
       );
       if (bucketMs < 0) {
-        clearInterval(timer);
-        return stop(
+        return end(
           EXIT_CPU_BUDGET,
           `the microservice used more CPU than its budget while serving no request (${
             Math.round(limits.idleCpuShare * 100)
@@ -105,6 +151,16 @@ export function watchContainer(
         );
       }
     }
-    last = { at: now, micros: sample.micros, begun };
+    last = { at: now, micros: sample.micros, begun, heap: sample.heap };
+  };
+  return {
+    sample,
+    heap: () => last?.heap ?? 0,
+    silence: () => Date.now() - (last?.at ?? started),
+    serving: () => Atomics.load(counters, REQUESTS_IN_FLIGHT) > 0,
+    stop: () => {
+      stopped = true;
+      clearInterval(timer);
+    },
   };
 }

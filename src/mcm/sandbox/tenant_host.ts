@@ -1,0 +1,169 @@
+/**
+ * A client's container process (mcm.containerProcess `per-client`): one process hosts all the
+ * containers of one client that share its flags, each container a sandboxed worker without any
+ * permission, and the host of each (storage, outbound requests, watchdog: container_host.ts) on
+ * this thread. A container then costs a worker (a V8 isolate and a thread), not a process with
+ * two of them, and starts in the time a worker takes to load.
+ *
+ * The node speaks to it in group frames (group_frames.ts): `open` a container on a slot, its
+ * channel's bytes on that slot (relayed to and from the worker's byte port unparsed), `close`
+ * or `kill` it; the process answers `ended` with the code and reason the container would have
+ * had as a process of its own.
+ *
+ * Memory: each worker's heap and external memory is checked against its MCM.MEMORY_MB from its
+ * samples (watchdog.ts), and V8's heap limit (the process's --max-old-space-size) applies to
+ * each worker's heap. A worker that allocates buffers without yielding sends no sample, so the
+ * process's resident memory is checked too, against its containers' limits added up: over it,
+ * the container most likely at fault ends (one silent while serving, else one silent, else the
+ * largest). What one client's code does to memory reaches that client's containers only.
+ *
+ * @module
+ */
+import { hostContainer } from "./container_host.ts";
+import {
+  CONTROL_SLOT,
+  encodeGroupFrames,
+  type GroupControl,
+  type GroupEvent,
+  GroupFrameDecoder,
+} from "./group_frames.ts";
+import { CoalescingWriter } from "../../tunnel/pipe_frames.ts";
+import { type ContainerWatch, EXIT_OUT_OF_MEMORY, SAMPLE_MS } from "./watchdog.ts";
+
+/** The process's own memory beyond its containers' (Deno, this thread), MiB. */
+const PROCESS_BASE_MB = 96;
+/** A worker's own memory beyond its MCM.MEMORY_MB (its isolate and thread), MiB. */
+const WORKER_BASE_MB = 24;
+const MEMORY_CHECK_MS = 100;
+/** A worker that has not reported for this long is busy without a break (SAMPLE_MS apart). */
+const SILENT_MS = SAMPLE_MS + 100;
+/** Over the budget with every worker reporting, the largest ends after this long. */
+const OVER_GRACE_MS = 2000;
+/** After ending a container for memory, the next check waits this long for the memory to go. */
+const MEMORY_COOLDOWN_MS = 1000;
+/** Exit code of a worker that failed (as a process whose worker failed: container_host_main). */
+const EXIT_WORKER_FAILED = 70;
+
+const MIB = 2 ** 20;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Where the client's process runs. */
+export interface TenantSurroundings {
+  stdin: ReadableStream<Uint8Array>;
+  stdout: WritableStream<Uint8Array>;
+  /** Starts a worker of the sandbox (named GROUP_SANDBOX) without any permission. */
+  startSandbox(): Worker;
+}
+
+interface Member {
+  worker: Worker;
+  /** The port of the container's channel bytes. */
+  pipe: MessagePort;
+  watch?: ContainerWatch;
+  /** Its share of the process's memory, bytes. */
+  budget: number;
+}
+
+/** Hosts a client's containers until the node closes the process's stdin. */
+export async function hostTenant(surroundings: TenantSurroundings): Promise<void> {
+  const members = new Map<number, Member>();
+  const out = surroundings.stdout.getWriter();
+  const writer = new CoalescingWriter((bytes) => out.write(bytes), () => {});
+  const send = (slot: number, bytes: Uint8Array) => writer.push(encodeGroupFrames(slot, bytes));
+  const event = (message: GroupEvent) =>
+    send(CONTROL_SLOT, encoder.encode(JSON.stringify(message)));
+
+  const end = (slot: number, code: number, why?: string) => {
+    const member = members.get(slot);
+    if (!member) return;
+    members.delete(slot);
+    member.watch?.stop();
+    member.worker.terminate();
+    member.pipe.close();
+    event({ t: "ended", slot, code, ...(why ? { why } : {}) });
+  };
+
+  const open = (slot: number) => {
+    if (members.has(slot)) return;
+    const worker = surroundings.startSandbox();
+    const link = new MessageChannel();
+    const pipe = new MessageChannel();
+    worker.postMessage({ host: link.port1, pipe: pipe.port1 }, [link.port1, pipe.port1]);
+    const member: Member = { worker, pipe: pipe.port2, budget: WORKER_BASE_MB * MIB };
+    members.set(slot, member);
+    pipe.port2.onmessage = (message: MessageEvent<Uint8Array>) => send(slot, message.data);
+    worker.onerror = (error) => {
+      error.preventDefault();
+      end(slot, EXIT_WORKER_FAILED, `the microservice's worker failed: ${error.message}`);
+    };
+    hostContainer({
+      startSandbox: () => link.port2,
+      exit: (code, why) => end(slot, code, why),
+      memory: "worker",
+      onWatch: (watch, limits) => {
+        member.watch = watch;
+        member.budget = limits.heapBytes + WORKER_BASE_MB * MIB;
+      },
+    });
+  };
+
+  const memory = watchMemory(members, end);
+  try {
+    const frames = new GroupFrameDecoder();
+    for await (const chunk of surroundings.stdin) {
+      for (const { slot, payload } of frames.push(chunk)) {
+        if (slot !== CONTROL_SLOT) {
+          members.get(slot)?.pipe.postMessage(payload, [payload.buffer as ArrayBuffer]);
+          continue;
+        }
+        const control = JSON.parse(decoder.decode(payload)) as GroupControl;
+        if (control.t === "open") open(control.slot);
+        else if (control.t === "close") members.get(control.slot)?.pipe.postMessage(null);
+        else if (control.t === "kill") end(control.slot, 137);
+      }
+    }
+  } finally {
+    // The node closed the process: it has no container left, or it is shutting down.
+    clearInterval(memory);
+    for (const slot of [...members.keys()]) end(slot, 0);
+  }
+}
+
+/** Checks the process's memory against its containers' shares (see the module's text). */
+function watchMemory(
+  members: Map<number, Member>,
+  end: (slot: number, code: number, why: string) => void,
+): ReturnType<typeof setInterval> {
+  let quietUntil = 0;
+  let overSince: number | undefined;
+  return setInterval(() => {
+    if (members.size === 0 || Date.now() < quietUntil) return;
+    const rss = Deno.memoryUsage().rss;
+    let budget = PROCESS_BASE_MB * MIB;
+    for (const member of members.values()) budget += member.budget;
+    if (rss <= budget) {
+      overSince = undefined;
+      return;
+    }
+    overSince ??= Date.now();
+    // A worker that reports is checked by its own samples (its heap and buffers): the one at
+    // fault is one that stopped reporting, serving a request first. Only when none is silent
+    // and the memory stays over does the largest go.
+    const silent = (member: Member) => (member.watch?.silence() ?? 0) > SILENT_MS;
+    const rank = (member: Member) =>
+      (silent(member) ? (member.watch?.serving() ? 2 : 1) : 0) * 2 ** 52 +
+      (member.watch?.heap() ?? 0);
+    const [slot, worst] = [...members].reduce((a, b) => rank(b[1]) > rank(a[1]) ? b : a);
+    if (!silent(worst) && Date.now() - overSince < OVER_GRACE_MS) return;
+    quietUntil = Date.now() + MEMORY_COOLDOWN_MS;
+    overSince = undefined;
+    end(
+      slot,
+      EXIT_OUT_OF_MEMORY,
+      `out of memory: its client's process used ${Math.round(rss / MIB)} MB of the ${
+        Math.round(budget / MIB)
+      } MB its containers may use together, and this container was the one growing`,
+    );
+  }, MEMORY_CHECK_MS);
+}

@@ -1,0 +1,205 @@
+/**
+ * The node's side of a client's container process (mcm.containerProcess `per-client`,
+ * sandbox/tenant_host.ts): the process, and a ContainerPipe for each container in it, so that a
+ * container's channel (container_channel.ts) runs the same over a slot of this process as over
+ * a process of its own. What the process says is untrusted: a malformed frame ends it.
+ *
+ * @module
+ */
+import type { ContainerPipe, ExitStatus } from "./container_process.ts";
+import {
+  CONTROL_SLOT,
+  encodeGroupFrames,
+  type GroupControl,
+  type GroupEvent,
+  GroupFrameDecoder,
+} from "./sandbox/group_frames.ts";
+
+/** A process left without containers ends after this long (a redeploy comes back at once). */
+const IDLE_MS = 5000;
+/** How long a closed process may take to end before it is killed. */
+const CLOSE_GRACE_MS = 2000;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Feeds a slot's stream; one its reader cancelled takes nothing more. */
+function enqueue(
+  controller: ReadableStreamDefaultController<Uint8Array> | undefined,
+  bytes: Uint8Array,
+): void {
+  try {
+    controller?.enqueue(bytes);
+  } catch {
+    // Cancelled: the channel stopped reading it.
+  }
+}
+
+/** A container's slot, as the process's reader feeds it. */
+interface Slot {
+  out: ReadableStreamDefaultController<Uint8Array>;
+  err: ReadableStreamDefaultController<Uint8Array>;
+  status: PromiseWithResolvers<ExitStatus>;
+  /** Whether the node killed it (its status says SIGKILL, as a killed process's would). */
+  killed: boolean;
+}
+
+/** What a client's process tells its owner. */
+export interface TenantProcessOptions {
+  /** The node's own log lines about the process (its stderr, its end). */
+  log(message: string): void;
+  /** The process ended, or was closed for want of containers: it takes no more. */
+  onEnd(): void;
+}
+
+/** A running client's process. */
+export class TenantProcess {
+  readonly #child: Deno.ChildProcess;
+  readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #slots = new Map<number, Slot>();
+  readonly #options: TenantProcessOptions;
+  #nextSlot = 1;
+  #stderrTail = "";
+  #open = true;
+  #idle: ReturnType<typeof setTimeout> | undefined;
+  /** Resolves once the process ended. */
+  readonly exited: Promise<void>;
+
+  /** Takes over `child`, a process started as a client's (container_process.ts, `group`). */
+  constructor(child: Deno.ChildProcess, options: TenantProcessOptions) {
+    this.#child = child;
+    this.#options = options;
+    this.#stdin = child.stdin.getWriter();
+    const reading = Promise.allSettled([this.#readStdout(), this.#readStderr()]);
+    this.exited = child.status.then(async (status) => {
+      await reading;
+      this.#retire();
+      const tail = this.#stderrTail.trim();
+      for (const [slot, entry] of this.#slots) {
+        if (tail) enqueue(entry.err, encoder.encode(`${tail}\n`));
+        this.#finish(slot, { code: status.code, signal: status.signal });
+      }
+    });
+  }
+
+  /** Whether it takes more containers. */
+  get open(): boolean {
+    return this.#open;
+  }
+
+  /** Starts a container in the process: its pipe. */
+  join(): ContainerPipe {
+    if (!this.#open) throw new Error("the client's process is closed");
+    clearTimeout(this.#idle);
+    this.#idle = undefined;
+    const slot = this.#nextSlot++;
+    const status = Promise.withResolvers<ExitStatus>();
+    const entry = { status, killed: false } as Slot;
+    const stdout = new ReadableStream<Uint8Array>({ start: (c) => void (entry.out = c) });
+    const stderr = new ReadableStream<Uint8Array>({ start: (c) => void (entry.err = c) });
+    this.#slots.set(slot, entry);
+    this.#control({ t: "open", slot });
+    return {
+      stdin: new WritableStream<Uint8Array>({
+        write: (bytes) => this.#write(encodeGroupFrames(slot, bytes)),
+        close: () => this.#control({ t: "close", slot }),
+        abort: () => this.#control({ t: "close", slot }),
+      }),
+      stdout,
+      stderr,
+      status: status.promise,
+      kill: () => {
+        if (!this.#slots.has(slot)) return;
+        entry.killed = true;
+        this.#control({ t: "kill", slot });
+      },
+    };
+  }
+
+  /** Ends the process: its stdin closes, and it is killed if it has not ended in a moment. */
+  async close(): Promise<void> {
+    this.#retire();
+    await this.#stdin.close().catch(() => {});
+    const timer = setTimeout(() => this.#kill(), CLOSE_GRACE_MS);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  #retire(): void {
+    clearTimeout(this.#idle);
+    if (!this.#open) return;
+    this.#open = false;
+    this.#options.onEnd();
+  }
+
+  #kill(): void {
+    try {
+      this.#child.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+
+  #write(bytes: Uint8Array): Promise<void> {
+    return this.#stdin.write(bytes).catch(() => {
+      // The process is gone: its end finishes every slot.
+    });
+  }
+
+  #control(message: GroupControl): void {
+    this.#write(encodeGroupFrames(CONTROL_SLOT, encoder.encode(JSON.stringify(message))));
+  }
+
+  /** A slot ended: its streams close and its status resolves; an empty process idles out. */
+  #finish(slot: number, status: ExitStatus): void {
+    const entry = this.#slots.get(slot);
+    if (!entry) return;
+    this.#slots.delete(slot);
+    for (const controller of [entry.out, entry.err]) {
+      try {
+        controller.close();
+      } catch {
+        // Already closed by its reader's cancel.
+      }
+    }
+    entry.status.resolve(entry.killed ? { code: 137, signal: "SIGKILL" } : status);
+    if (this.#slots.size === 0 && this.#open) {
+      this.#idle = setTimeout(() => this.close(), IDLE_MS);
+    }
+  }
+
+  #onEvent(event: GroupEvent): void {
+    const entry = this.#slots.get(event.slot);
+    if (event.t !== "ended" || !entry || !Number.isInteger(event.code)) {
+      throw new Error(`an unknown event ${JSON.stringify(event).slice(0, 200)}`);
+    }
+    if (typeof event.why === "string") {
+      enqueue(entry.err, encoder.encode(`edgenode: ${event.why.slice(0, 1000)}\n`));
+    }
+    this.#finish(event.slot, { code: event.code, signal: null });
+  }
+
+  async #readStdout(): Promise<void> {
+    const frames = new GroupFrameDecoder();
+    try {
+      for await (const chunk of this.#child.stdout) {
+        for (const { slot, payload } of frames.push(chunk)) {
+          if (slot === CONTROL_SLOT) this.#onEvent(JSON.parse(decoder.decode(payload)));
+          else enqueue(this.#slots.get(slot)?.out, payload);
+        }
+      }
+    } catch (error) {
+      this.#options.log(`a client's process broke its channel (${(error as Error).message})`);
+      this.#kill();
+    }
+  }
+
+  async #readStderr(): Promise<void> {
+    for await (const text of this.#child.stderr.pipeThrough(new TextDecoderStream())) {
+      this.#stderrTail = (this.#stderrTail + text).slice(-4096);
+      for (const line of text.split("\n")) {
+        if (line.trim()) this.#options.log(`a client's process: ${line.slice(0, 1000)}`);
+      }
+    }
+  }
+}
