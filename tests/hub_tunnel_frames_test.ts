@@ -1,5 +1,5 @@
 /**
- * The tunnel's binary frames (protocol edgenode-tunnel.2) between a real hub and real nodes:
+ * The tunnel's binary frames (protocol edgenode-tunnel.3) between a real hub and real nodes:
  * many requests at once sharing WebSocket messages, bodies of every size class (none, inline,
  * streamed past the flow-control window) in both directions, and a clear refusal, on both sides,
  * when a node and a hub of different protocol versions meet.
@@ -101,7 +101,7 @@ Deno.test("hub tunnel frames: a node of the previous protocol is refused with th
       const refused = JSON.parse(await first.promise);
       assert.equal(refused.t, "refused");
       assert.equal(refused.status, 426);
-      assert.match(refused.message, /tunnel protocol edgenode-tunnel\.2.*update edgenode/);
+      assert.match(refused.message, /tunnel protocol edgenode-tunnel\.3.*update edgenode/);
       assert.equal((await closed.promise).code, 4426);
     } finally {
       await hub.stop();
@@ -131,7 +131,7 @@ Deno.test("hub tunnel frames: a hub of the previous protocol is left, with the r
         status,
         /failed: the hub at .* speaks an older tunnel protocol.*update edgenode/,
       );
-      assert.ok(offered.includes("edgenode-tunnel.2"), `offered: ${offered}`);
+      assert.ok(offered.includes(TUNNEL_PROTOCOL), `offered: ${offered}`);
     } finally {
       await node.stop();
       await older.shutdown();
@@ -139,7 +139,7 @@ Deno.test("hub tunnel frames: a hub of the previous protocol is left, with the r
   }));
 
 /**
- * A hub that speaks protocol 2 without checking anything: it welcomes the node after its hello,
+ * A hub that speaks the current protocol without checking anything: it welcomes the node after its hello,
  * sends `frames` (one message per entry) and collects the node's frames and its close code.
  */
 /** A node in the account "frames" with its token, told to use the hub on `port`. */

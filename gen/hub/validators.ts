@@ -44,7 +44,7 @@ export const HubErrorSchema = MeshErrorSchema;
 export type HubError = v.InferOutput<typeof HubErrorSchema>;
 
 /** The HubHealth schema. */
-export const HubHealthSchema = v.strictObject({ "status": v.literal("ok", "must be \"ok\""), "nodes": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")) });
+export const HubHealthSchema = v.strictObject({ "status": v.literal("ok", "must be \"ok\""), "nodes": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "rawNodes": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))) });
 /** HubHealth as validated. */
 export type HubHealth = v.InferOutput<typeof HubHealthSchema>;
 
@@ -84,6 +84,6 @@ export const UpdateMessageSchema = v.strictObject({ "t": v.literal("update", "mu
 export type UpdateMessage = v.InferOutput<typeof UpdateMessageSchema>;
 
 /** The WelcomeMessage schema. */
-export const WelcomeMessageSchema = v.strictObject({ "t": v.literal("welcome", "must be \"welcome\""), "url": v.string("must be a string"), "publicAddress": v.string("must be a string"), "pingSeconds": v.number("must be a number") });
+export const WelcomeMessageSchema = v.strictObject({ "t": v.literal("welcome", "must be \"welcome\""), "url": v.string("must be a string"), "publicAddress": v.string("must be a string"), "pingSeconds": v.number("must be a number"), "tunnelPort": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(1, "must be at least 1"), v.maxValue(65535, "must be at most 65535"))) });
 /** WelcomeMessage as validated. */
 export type WelcomeMessage = v.InferOutput<typeof WelcomeMessageSchema>;

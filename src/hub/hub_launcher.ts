@@ -14,6 +14,7 @@ import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { databaseFiles } from "../storage/database.ts";
 import { checkWritable } from "../storage/writable_check.ts";
 import { startHub } from "./hub_server.ts";
+import { rawPortOf } from "./raw_listener.ts";
 import { type HubFlags, type HubSettings, loadHubSettings } from "./hub_settings.ts";
 
 /** The Deno permissions of a hub with these settings. */
@@ -23,12 +24,16 @@ export function hubPermissions(settings: HubSettings): PermissionSet {
     t.jwksUrl ? [new URL(t.jwksUrl).host] : []
   );
   // Port 0 (any free port) cannot be named in a permission; the host alone allows it.
-  const listen = settings.port === 0 ? settings.host : netAddress(settings.host, settings.port);
+  // The raw tunnel port is the next one (./raw_listener.ts).
+  const listen = settings.port === 0 ? [settings.host] : [
+    netAddress(settings.host, settings.port),
+    netAddress(settings.host, rawPortOf(settings.port)),
+  ];
   return {
     ...NO_PERMISSIONS,
     read: [settings.dataDir, settings.configPath, ...settings.trustFiles, ...jwksFiles],
     write: [settings.dataDir],
-    net: [listen, ...jwksHosts],
+    net: [...listen, ...jwksHosts],
     env: HUB_ENV_VARS,
   };
 }

@@ -31,6 +31,7 @@ import type { HubSettings } from "./hub_settings.ts";
 import { HubStore } from "./hub_store.ts";
 import { accountListing, proximityListing } from "./listings.ts";
 import { NodeSession, type SessionHost } from "./node_session.ts";
+import { listenRaw, rawPortOf } from "./raw_listener.ts";
 
 /** A hub that is serving. */
 export interface RunningHub {
@@ -52,6 +53,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     verifier,
     store,
     pingSeconds: settings.pingSeconds,
+    rawPort: undefined,
     publicUrl,
     register(session) {
       connecting.delete(session);
@@ -108,7 +110,14 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
       connecting.add(new NodeSession(socket, remote, origin, host, offered));
       return upgradeReply(response);
     },
-    health: () => json(200, { status: "ok" as const, nodes: sessions.size }),
+    health: () => {
+      const raw = [...sessions.values()].filter((session) => session.raw).length;
+      return json(200, {
+        status: "ok" as const,
+        nodes: sessions.size,
+        ...raw ? { rawNodes: raw } : {},
+      });
+    },
   }, { prefixes: [""], apiKey: "", errorFormat: statusCodeError });
 
   const tunnel = async (request: Request, remote: string): Promise<Response> => {
@@ -144,6 +153,13 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     db.close();
     throw error;
   });
+  const raw = listenRaw(settings.host, rawPortOf(settings.port), {
+    admit: () => sessions.size + connecting.size < settings.maxConnections,
+    accept(socket, remote, origin, protocol) {
+      connecting.add(new NodeSession(socket, remote, origin, host, protocol));
+    },
+  });
+  host.rawPort = raw?.port;
   const pinger = setInterval(() => {
     const now = Date.now();
     for (const session of [...sessions.values(), ...connecting]) session.keepAlive(now);
@@ -153,6 +169,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     port: addr.port,
     async shutdown() {
       clearInterval(pinger);
+      raw?.close();
       for (const session of [...sessions.values(), ...connecting]) {
         session.close(1001, "the hub is shutting down");
       }

@@ -13,6 +13,7 @@ import { SCOPES } from "../identity/identity.ts";
 import { TokenError, type TokenVerifier } from "../identity/token_verifier.ts";
 import { FROM_NODE, type MessageOf, parseMessage } from "../tunnel/messages.ts";
 import { MuxRequests } from "../tunnel/mux_requests.ts";
+import { onSocket, RawTunnelSocket, type TunnelSocket } from "../tunnel/raw_socket.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import {
   FrameBatcher,
@@ -37,6 +38,8 @@ export interface SessionHost {
   verifier: TokenVerifier;
   store: HubStore;
   pingSeconds: number;
+  /** The raw transport's port, offered in the welcome (none: the WebSocket only). */
+  rawPort: number | undefined;
   /** The hub's public URL for a node that connected to `origin`. */
   publicUrl(origin: string): string;
   /** Called once the node is authenticated; a previous session of the node is closed. */
@@ -49,9 +52,9 @@ export interface SessionHost {
 
 type FromNode = MessageOf<typeof FROM_NODE>;
 
-/** A node connected (or connecting) over a WebSocket. */
+/** A node connected (or connecting) over a WebSocket or the raw transport. */
 export class NodeSession {
-  readonly #socket: WebSocket;
+  readonly #socket: TunnelSocket;
   readonly #host: SessionHost;
   readonly #challenge = newChallenge();
   readonly #origin: string;
@@ -65,11 +68,12 @@ export class NodeSession {
   lastHeard = Date.now();
 
   /**
-   * Takes over a freshly upgraded socket; `origin` is the hub origin the node connected to, and
-   * `protocol` whether the node offered TUNNEL_PROTOCOL (an older node did not: it is refused).
+   * Takes over a freshly upgraded socket (or raw connection); `origin` is the hub origin the
+   * node connected to, and `protocol` whether the node offered TUNNEL_PROTOCOL (an older node
+   * did not: it is refused).
    */
   constructor(
-    socket: WebSocket,
+    socket: TunnelSocket,
     publicAddress: string,
     origin: string,
     host: SessionHost,
@@ -89,8 +93,7 @@ export class NodeSession {
           : this.#mux.onControl(message),
     };
     this.entry = undefined;
-    socket.binaryType = "arraybuffer";
-    socket.onopen = () => {
+    const open = () => {
       if (!protocol) {
         // Said in the older node's own terms (a refused message), so its status shows why.
         console.error(`hub: refused a node at ${publicAddress} of an older tunnel protocol`);
@@ -103,9 +106,17 @@ export class NodeSession {
       this.#send(JSON.stringify({ t: "challenge", challenge: this.#challenge }));
       this.#timer = setTimeout(() => this.close(4400, "no hello within 10 s"), HELLO_TIMEOUT_MS);
     };
-    socket.onmessage = (event) => this.#receive(event.data, publicAddress);
-    socket.onclose = () => this.#closed();
-    socket.onerror = () => {};
+    onSocket(socket, {
+      open,
+      message: (data) => this.#receive(data, publicAddress),
+      close: () => this.#closed(),
+      error: () => {},
+    });
+  }
+
+  /** Whether the node connected over the raw transport. */
+  get raw(): boolean {
+    return this.#socket instanceof RawTunnelSocket;
   }
 
   /** The hub origin the node connected to. */
@@ -150,10 +161,11 @@ export class NodeSession {
 
   #receive(data: unknown, publicAddress: string): void {
     this.lastHeard = Date.now();
-    if (data instanceof ArrayBuffer) {
+    if (typeof data !== "string") {
       if (!this.entry) return;
       try {
-        receiveFrames(new Uint8Array(data), "res", this.#frames);
+        const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data as Uint8Array;
+        receiveFrames(bytes, "res", this.#frames);
       } catch (error) {
         this.#refuse(400, (error as Error).message);
       }
@@ -224,6 +236,8 @@ export class NodeSession {
       url: this.#host.publicUrl(this.#origin),
       publicAddress,
       pingSeconds: this.#host.pingSeconds,
+      // Offered over the WebSocket only: a node on the raw transport has it already.
+      ...(this.#host.rawPort && !this.raw ? { tunnelPort: this.#host.rawPort } : {}),
     }));
   }
 

@@ -12,28 +12,19 @@ import { Unavailable } from "../errors/mod.ts";
 import type { Identity } from "../identity/identity.ts";
 import { FROM_HUB, type MessageOf, parseMessage } from "../tunnel/messages.ts";
 import { PORT_HEADER, ROUTING_HEADER, routingHeader } from "../tunnel/routing.ts";
+import { onSocket, type TunnelSocket } from "../tunnel/raw_socket.ts";
 import type { StreamMux } from "../tunnel/stream_mux.ts";
 import { TUNNEL_PROTOCOL } from "../tunnel/wire_frames.ts";
+import { RAW_WELCOME_MS, TransportChoice } from "./hub_transport.ts";
 import { nodeTunnel } from "./tunnel_requests.ts";
+import { type BepInfo, pingThroughHub, type SepInfo } from "./sep_info.ts";
+
+export type { BepInfo, SepInfo };
 
 /** Reconnections wait 0.5 s, doubling up to 30 s, ±20% so that nodes do not come back in step. */
 const RECONNECT_BACKOFF: BackoffOptions = { minTimeout: 500, maxTimeout: 30_000, jitter: 0.2 };
 /** How long a listing, or the sep's self-check, may take. */
 const LIST_TIMEOUT_MS = 5000;
-
-/** The spec's bep section. */
-export interface BepInfo {
-  url: string;
-  status: string;
-}
-
-/** The spec's sep section. */
-export interface SepInfo {
-  nodeId: string;
-  url: string;
-  headers: { [PORT_HEADER]: string; [ROUTING_HEADER]: string };
-  status: string;
-}
 
 /** What the link needs from the node around it. */
 export interface LinkHost {
@@ -53,7 +44,8 @@ export class HubLink {
   /** The hub's base URL from the configuration. */
   readonly url: string;
   readonly #host: LinkHost;
-  #socket: WebSocket | undefined;
+  #socket: TunnelSocket | undefined;
+  readonly #transport: TransportChoice;
   #mux: StreamMux | undefined;
   #welcome: WelcomeMessage | undefined;
   #reason = "not connected yet";
@@ -70,6 +62,7 @@ export class HubLink {
   constructor(url: string, host: LinkHost) {
     this.url = url;
     this.#host = host;
+    this.#transport = new TransportChoice(url);
   }
 
   /** Starts connecting (when a token is stored) and follows token and description changes. */
@@ -118,23 +111,11 @@ export class HubLink {
       [PORT_HEADER]: String(this.#host.port()),
       [ROUTING_HEADER]: routingHeader(node.id, node.localLinkNetworkId),
     };
-    let status = this.status;
     const token = this.#host.identity.storedToken;
-    if (this.#welcome && token) {
-      try {
-        const response = await fetch(`${url}/mds/v1/nodes?ping=true`, {
-          headers: { ...headers, Authorization: `Bearer ${token}` },
-          signal: AbortSignal.timeout(LIST_TIMEOUT_MS),
-        });
-        const body = await response.json().catch(() => undefined);
-        if (!response.ok) {
-          status = `failed: the hub answered ${response.status} ${body?.message ?? ""}`;
-        } else status = body?.data?.id === node.id ? "success" : "failed: wrong nodeId";
-      } catch (error) {
-        status = `failed: ${(error as Error).message}`;
-      }
-    }
-    return { nodeId: node.id, url, headers, status: status.trim() };
+    const status = this.#welcome && token
+      ? await pingThroughHub(url, headers, token, node.id)
+      : this.status;
+    return { nodeId: node.id, url, headers, status };
   }
 
   /** The account or proximity listing, from the hub; 503 when it cannot be had. */
@@ -175,22 +156,24 @@ export class HubLink {
       this.#reason = "no valid account token is stored (PUT /token)";
       return;
     }
-    const wsUrl = new URL("/hub/v1/connect", this.url.replace(/^http/, "ws"));
-    let socket: WebSocket;
+    const raw = this.#transport.raw;
+    let socket: TunnelSocket;
     try {
-      socket = new WebSocket(wsUrl, [TUNNEL_PROTOCOL]);
+      socket = this.#transport.open();
     } catch (error) {
       this.#reason = (error as Error).message;
       return this.#retryLater();
     }
-    socket.binaryType = "arraybuffer";
     this.#socket = socket;
+    const rawTimer = raw
+      ? setTimeout(() => this.#welcome || socket.close(4408, "no welcome"), RAW_WELCOME_MS)
+      : undefined;
     const tunnel = nodeTunnel(socket, this.#host);
     const mux = tunnel.mux;
     this.#mux = mux;
     this.#reason = "connecting";
     let mismatch: string | undefined;
-    socket.onopen = () => {
+    const open = () => {
       // A hub that did not take the subprotocol is older: its tunnel would not be understood.
       if (socket.protocol === TUNNEL_PROTOCOL) return;
       mismatch = `the hub at ${this.url} speaks an older tunnel protocol than ` +
@@ -198,12 +181,12 @@ export class HubLink {
       console.error(`hub link: ${mismatch}`);
       socket.close(4426, "this node speaks tunnel protocol " + TUNNEL_PROTOCOL);
     };
-    socket.onmessage = (event) => {
+    const message = (data: unknown) => {
       this.#lastHeard = Date.now();
-      if (event.data instanceof ArrayBuffer) {
+      if (typeof data !== "string") {
         if (!this.#welcome) return;
         try {
-          return tunnel.receive(event.data);
+          return tunnel.receive(data as ArrayBuffer | Uint8Array);
         } catch (error) {
           return socket.close(4400, (error as Error).message.slice(0, 120));
         }
@@ -211,7 +194,7 @@ export class HubLink {
       if (mismatch) return;
       let message: FromHub;
       try {
-        message = parseMessage(String(event.data), FROM_HUB);
+        message = parseMessage(data, FROM_HUB);
       } catch (error) {
         return socket.close(4400, (error as Error).message.slice(0, 120));
       }
@@ -220,22 +203,31 @@ export class HubLink {
         socket.close(1011, "internal error");
       });
     };
-    socket.onerror = (event) => {
-      this.#reason = `cannot reach ${this.url}: ${(event as ErrorEvent).message ?? "error"}`;
-    };
-    socket.onclose = (event) => {
+    const close = (_code: number, reason: string) => {
+      clearTimeout(rawTimer);
       if (this.#socket !== socket) return;
-      if (mismatch) this.#reason = mismatch;
-      else if (event.reason) this.#reason = `the hub closed the connection: ${event.reason}`;
-      else if (this.#welcome) this.#reason = "the connection to the hub closed";
       this.#socket = undefined;
-      this.#welcome = undefined;
       mux.abortAll("the connection to the hub closed");
+      if (raw && !this.#welcome && !mismatch) {
+        // No raw connection to be had (a proxy, a firewall): back to the WebSocket at once.
+        this.#transport.failed();
+        return this.#connect();
+      }
+      if (mismatch) this.#reason = mismatch;
+      else if (reason) this.#reason = `the hub closed the connection: ${reason}`;
+      else if (this.#welcome) this.#reason = "the connection to the hub closed";
+      this.#welcome = undefined;
       for (const list of this.#lists.values()) {
         list.reject(new Unavailable(`the hub at ${this.url} went away`));
       }
       this.#retryLater();
     };
+    onSocket(socket, {
+      open,
+      message,
+      close,
+      error: (message) => this.#reason = `cannot reach ${this.url}: ${message}`,
+    });
   }
 
   async #handle(message: FromHub, token: string): Promise<void> {
@@ -247,6 +239,10 @@ export class HubLink {
         return this.#send({ t: "hello", token, proof, gps: this.#gps() });
       }
       case "welcome":
+        // Offered a raw port over the WebSocket: this connection makes way for a raw one.
+        if (message.tunnelPort !== undefined && this.#transport.offered(message.tunnelPort)) {
+          return this.#reconnect("moving to the raw transport");
+        }
         this.#welcome = message;
         this.#retries = 0;
         // A fix or description that changed since the hello.

@@ -10,6 +10,7 @@ import { statusCodeError } from "../http/errors.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 import { VIA_HEADER } from "../tunnel/routing.ts";
+import type { TunnelSocket } from "../tunnel/raw_socket.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import {
   FrameBatcher,
@@ -117,12 +118,12 @@ export function serveTunnelled(message: WireRequest, context: TunnelContext): vo
 export interface NodeTunnel {
   mux: StreamMux;
   /** Serves the frames of one binary message; throws MessageError on a malformed one. */
-  receive(message: ArrayBuffer): void;
+  receive(message: ArrayBuffer | Uint8Array): void;
 }
 
 /** Opens the node's end of the tunnel over `socket` (its binary messages, after the welcome). */
 export function nodeTunnel(
-  socket: WebSocket,
+  socket: TunnelSocket,
   host: Pick<TunnelContext, "serve" | "identity"> & { port(): number },
 ): NodeTunnel {
   const mux = new StreamMux(new FrameBatcher(socket).send, TUNNEL_SESSION);
@@ -137,5 +138,13 @@ export function nodeTunnel(
     data: (stream, bytes) => mux.onBody(stream, bytes),
     control: (message) => mux.onControl(message),
   };
-  return { mux, receive: (message) => receiveFrames(new Uint8Array(message), "req", frames) };
+  return {
+    mux,
+    receive: (message) =>
+      receiveFrames(
+        message instanceof Uint8Array ? message : new Uint8Array(message),
+        "req",
+        frames,
+      ),
+  };
 }

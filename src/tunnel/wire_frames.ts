@@ -1,6 +1,6 @@
 /**
  * The tunnel's binary frames between a node and its hub (spec/hub.yaml, "Tunnel frames",
- * protocol `edgenode-tunnel.2`). Every frame is `kind (1 byte) | stream (u32) | length (u32) |
+ * protocol `edgenode-tunnel.3`). Every frame is `kind (1 byte) | stream (u32) | length (u32) |
  * payload`. Small frames written in one turn of the event loop share one WebSocket message (up to
  * MAX_MESSAGE_BYTES; a microtask flushes them, so frames queued by a later microtask of the same
  * turn may go in a message of their own): under load many requests share one message and one
@@ -17,9 +17,10 @@ import { concatBytes } from "./bytes.ts";
 import { MessageError } from "./messages.ts";
 import type { MuxCodec, MuxHead, MuxMessage } from "./mux_codec.ts";
 import type { MuxOptions } from "./stream_mux.ts";
+import type { TunnelSocket } from "./raw_socket.ts";
 
 /** The WebSocket subprotocol of this framing; a peer without it speaks the JSON messages of 1. */
-export const TUNNEL_PROTOCOL = "edgenode-tunnel.2";
+export const TUNNEL_PROTOCOL = "edgenode-tunnel.3";
 
 /**
  * The tunnel's flow control: 4 MiB unacknowledged per stream and direction, pieces of up to 1 MiB
@@ -97,9 +98,12 @@ export interface FrameSink {
   control(message: MuxMessage): void;
 }
 
-/** `piece` itself, or a copy when it is much smaller than `message` (which it would keep alive). */
+/**
+ * `piece` itself, or a copy when it is much smaller than the buffer it is in (which it would
+ * keep alive: a WebSocket message, or the raw transport's read buffer).
+ */
 function keep(piece: Uint8Array, message: Uint8Array): Uint8Array {
-  return piece.length * COPY_BELOW_FRACTION < message.length ? piece.slice() : piece;
+  return piece.length * COPY_BELOW_FRACTION < message.buffer.byteLength ? piece.slice() : piece;
 }
 
 /** `text` as UTF-8, cut at a character boundary to at most `limit` bytes. */
@@ -270,12 +274,12 @@ export function receiveFrames(message: Uint8Array, heads: "req" | "res", sink: F
  * waits on a timer: queued frames leave at the end of the current turn, or sooner.
  */
 export class FrameBatcher {
-  readonly #socket: WebSocket;
+  readonly #socket: TunnelSocket;
   #parts: Uint8Array[] = [];
   #size = 0;
 
-  /** `socket`: the tunnel's WebSocket, open or about to be (frames are dropped once closed). */
-  constructor(socket: WebSocket) {
+  /** `socket`: the tunnel's socket, open or about to be (frames are dropped once closed). */
+  constructor(socket: TunnelSocket) {
     this.#socket = socket;
   }
 
