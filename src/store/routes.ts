@@ -93,7 +93,8 @@ export function storeHandlers(
     uploadModel: async ({ params, query, request }) => {
       // 404 before a byte of the body is read.
       registry.get(params.id);
-      const body = await uploadBody(request, "file");
+      // The file sink copies each chunk at once: a multipart body can lend them.
+      const body = await uploadBody(request, "file", { lentChunks: true });
       return json(200, await provisioning.upload(params.id, body, query));
     },
     downloadModel: ({ params, body }) =>
