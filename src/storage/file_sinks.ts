@@ -17,6 +17,7 @@
  * @module
  */
 import { fileSinkWorkerUrl, type SinkCommand, type SinkReply } from "./file_sink_worker.ts";
+import { BufferPool } from "./file_sinks_pool.ts";
 
 /**
  * The size of the buffers that carry a file's bytes to its worker, and how many a file may use
@@ -90,6 +91,8 @@ export class FileSinks {
   readonly #workers: SinkWorker[] = [];
   readonly #root: string;
   readonly #max: number;
+  /** Write buffers that finished files left, for the next ones. */
+  readonly #pool = new BufferPool(BUFFER_BYTES, WINDOW_BUFFERS);
   #nextId = 1;
   #closed = false;
 
@@ -108,9 +111,9 @@ export class FileSinks {
     const owner = this.#leastBusy();
     clearTimeout(owner.idle);
     const id = this.#nextId++;
-    const sink = new FileSink(id, (command, transfer) => {
+    const post = (command: SinkCommand, transfer: Transferable[]) =>
       owner.worker.postMessage(command, transfer);
-    }, () => this.#release(owner, id));
+    const sink = new FileSink(id, post, () => this.#release(owner, id), this.#pool);
     owner.sinks.set(id, sink);
     sink.send({ id, op: "open", path });
     return sink;
@@ -146,6 +149,7 @@ export class FileSinks {
     const idle = setTimeout(() => {
       this.#forget(owner);
       owner.worker.terminate();
+      if (this.#workers.length === 0) this.#pool.clear();
     }, IDLE_MS);
     Deno.unrefTimer(idle);
     owner.idle = idle;
@@ -163,6 +167,7 @@ export class FileSink {
   readonly #id: number;
   readonly #post: (command: SinkCommand, transfer: Transferable[]) => void;
   readonly #release: () => void;
+  readonly #pool: BufferPool;
   /** Buffers back from the worker, ready to fill. */
   readonly #free: ArrayBuffer[] = [];
   #allocated = 0;
@@ -177,16 +182,18 @@ export class FileSink {
 
   /**
    * @internal Made by FileSinks.open: `post` sends to the file's worker, `release` is called
-   * once the worker has closed the file.
+   * once the worker has closed the file, `pool` lends the buffers and takes them back.
    */
   constructor(
     id: number,
     post: (command: SinkCommand, transfer: Transferable[]) => void,
     release: () => void,
+    pool: BufferPool,
   ) {
     this.#id = id;
     this.#post = post;
     this.#release = release;
+    this.#pool = pool;
   }
 
   /** @internal Sends a command to the worker. */
@@ -269,7 +276,12 @@ export class FileSink {
       this.#waiter?.resolve();
       return;
     }
+    // The buffers back from the worker go to the next file (the worker returns every one before
+    // it finishes a file); the one being filled too once the file is complete.
+    for (const buffer of this.#free.splice(0)) this.#pool.give(buffer);
     if ("sha256" in reply) {
+      if (this.#current) this.#pool.give(this.#current.buffer as ArrayBuffer);
+      this.#current = undefined;
       this.#ended?.resolve(reply.sha256);
     } else if ("error" in reply) {
       this.#error ??= new Error(reply.error);
@@ -293,7 +305,7 @@ export class FileSink {
     while (this.#free.length === 0) {
       if (this.#allocated < WINDOW_BUFFERS) {
         this.#allocated++;
-        return new Uint8Array(BUFFER_BYTES);
+        return new Uint8Array(this.#pool.take());
       }
       this.#waiter = Promise.withResolvers();
       await this.#waiter.promise;

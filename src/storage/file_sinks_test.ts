@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { FileSinks } from "./file_sinks.ts";
+import { BufferPool } from "./file_sinks_pool.ts";
 
 function sha256(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("hex");
@@ -72,3 +73,28 @@ Deno.test("file sinks: an abort closes the file before it returns, so it can be 
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.ok(!(await Deno.stat(`${dir}/aborted`).then(() => true, () => false)));
   }));
+
+Deno.test("file sinks: the next file reuses a finished file's buffers, and its bytes are its own", () =>
+  withSinks(async (sinks, dir) => {
+    // A larger file first leaves its bytes in the buffers; the next, smaller, must not show them.
+    for (const [n, size] of [[1, 5_000_000], [2, 1_234_567], [3, 77]] as const) {
+      const bytes = pattern(size, n);
+      const sink = sinks.open(`${dir}/r${n}`);
+      for (let at = 0; at < size; at += 100_000) await sink.write(bytes.subarray(at, at + 100_000));
+      assert.equal(await sink.finish(), sha256(bytes));
+      assert.equal(sha256(await Deno.readFile(`${dir}/r${n}`)), sha256(bytes));
+    }
+  }));
+
+Deno.test("buffer pool: keeps what it may, at most its size, and nothing moved away", () => {
+  const pool = new BufferPool(16, 2);
+  const [a, b, c] = [pool.take(), pool.take(), pool.take()];
+  const moved = pool.take();
+  structuredClone(moved, { transfer: [moved] });
+  for (const buffer of [a, a, moved, new ArrayBuffer(8), b, c]) pool.give(buffer);
+  assert.deepEqual(new Set([pool.take(), pool.take()]), new Set([a, b]));
+  assert.notEqual(pool.take(), c);
+  pool.give(a);
+  pool.clear();
+  assert.notEqual(pool.take(), a);
+});
