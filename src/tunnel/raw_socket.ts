@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { setImmediate } from "node:timers";
 import { concatBytes } from "./bytes.ts";
 
 /** A JSON message (a text WebSocket message). */
@@ -30,6 +31,8 @@ const READ_BYTES = 256 * 1024;
 const MIN_ROOM = 16 * 1024;
 /** Writes queued together are joined into one when their sum stays below this. */
 const JOIN_BYTES = 256 * 1024;
+/** A write smaller than this waits for the rest of the turn's frames before the next one. */
+const COALESCE_BELOW = 64 * 1024;
 /** The opening line's limit. */
 const MAX_PREFACE = 512;
 const encoder = new TextEncoder();
@@ -145,7 +148,16 @@ export class RawTunnelSocket {
         }
         // One system call for many small frames; a large one goes as it is, without a copy.
         const parts = queue.splice(0, Math.max(count, 1));
-        await writeAll(conn, concatBytes(parts));
+        const bytes = concatBytes(parts);
+        await writeAll(conn, bytes);
+        // What is sent in the rest of this turn of the event loop leaves in one write after it:
+        // the hub handles its clients' requests one by one, and a write for each (63k system
+        // calls a second) was a third of its time; about ten requests now share one, and the
+        // first frame of a quiet connection still leaves at once. Not after a large write: a
+        // body's next piece would wait (a 256 MiB download ran at 470 instead of 750 MB/s).
+        if (queue.length === 0 && bytes.length < COALESCE_BELOW) {
+          await new Promise((resolve) => setImmediate(resolve));
+        }
       }
     } catch (error) {
       this.#fail(error);
