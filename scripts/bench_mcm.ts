@@ -1,17 +1,20 @@
 /**
  * Microservice figures for `deno task bench` (alone: `deno task bench --only mcm`):
- * - requests/s and p99 of a trivial microservice route, the node and its container process
- *   pinned to one core, next to a bare Deno.serve answering the same body on one core and to
+ * - requests/s and p99 of a trivial microservice route in a process of its own
+ *   (mcm.containerProcess per-container), the node and its container process pinned to one core, next to a bare Deno.serve answering the same body on one core and to
  *   the reference's way of running a microservice (a fresh isolate per request);
  * - cold start: POST /mcm/v1/containers to the first answer of the new microservice (without
  *   a warm spare; bench_mcm_spares.ts: with one, redeploys, restarts, the idle spare's memory);
- * - memory of an idle container process.
+ * - memory of an idle container process;
+ * - density (bench_mcm_density.ts): memory per microservice with 1, 20 and 100 of one client in
+ *   its process (per-client, the default), starts into a running client's process, requests.
  *
  * @module
  */
 import { packTar } from "modern-tar";
 import { postImage, serviceUrl, startContainer } from "../tests/helpers/mcm.ts";
 import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
+import { densityRows } from "./bench_mcm_density.ts";
 import { spareRows } from "./bench_mcm_spares.ts";
 import { p99, rssMib, run, wrk } from "./bench_tools.ts";
 
@@ -96,7 +99,7 @@ export async function mcmRows(): Promise<string[][]> {
     config: {
       apiKey: "a-bench-key-of-enough-length",
       discovery: { mdns: false },
-      mcm: { spareContainers: 0 },
+      mcm: { spareContainers: 0, containerProcess: "per-container" },
     },
   });
   await (await postImage(node, image, "hello.tar")).body?.cancel();
@@ -142,6 +145,7 @@ export async function mcmRows(): Promise<string[][]> {
     await baselines.server.status;
   }
   const spares = await spareRows(dir, image);
+  const density = await densityRows(dir, image);
   await Deno.remove(dir, { recursive: true }).catch(() => {});
   return [
     [
@@ -168,6 +172,7 @@ export async function mcmRows(): Promise<string[][]> {
       `as a script, above: ${median(colds).toFixed(0)} ms; ${median(pss).toFixed(1)} MiB PSS`,
     ],
     ...spares,
+    ...density,
   ];
 }
 
@@ -184,7 +189,7 @@ async function executableFigures(dir: string, image: Uint8Array) {
     config: {
       apiKey: "a-bench-key-of-enough-length",
       discovery: { mdns: false },
-      mcm: { spareContainers: 0 },
+      mcm: { spareContainers: 0, containerProcess: "per-container" },
     },
     bundle,
   });

@@ -58,7 +58,7 @@ async function figures(
     config: {
       apiKey: "a-bench-key-of-enough-length",
       discovery: { mdns: false },
-      mcm: { spareContainers: spares },
+      mcm: { spareContainers: spares, containerProcess: "per-container" },
     },
     bundle,
   });

@@ -74,7 +74,7 @@ function startJsonBaseline(dir: string, bare: boolean): Promise<Server> {
 }
 
 /** The workerd binary of the npm:workerd package (its platform package's bin/workerd). */
-async function workerdBinary(): Promise<{ path: string; version: string }> {
+export async function workerdBinary(): Promise<{ path: string; version: string }> {
   // The package's main module finds the binary of this platform; Deno exposes its CommonJS
   // exports as `default`.
   const module = await import("workerd");

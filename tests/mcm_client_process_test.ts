@@ -14,10 +14,16 @@ import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 
-/** Counts visits in its storage; /spin loops for ever, /hoard holds 512 MiB of buffers. */
+/**
+ * Counts visits in its storage; /spin loops for ever, /burn keeps 90% of a core busy after
+ * answering, /hoard holds 512 MiB of buffers.
+ */
 const SERVICE = `var kept = [];
 mimikModule.exports = function (context, req, res) {
   if (req.url === "/spin") setTimeout(function () { while (true) {} }, 10);
+  if (req.url === "/burn") {
+    setInterval(function () { var t = Date.now(); while (Date.now() - t < 45) {} }, 50);
+  }
   if (req.url === "/hoard") {
     for (var i = 0; i < 8; i++) { var b = new Uint8Array(64 * 1024 * 1024); b.fill(1); kept.push(b); }
   }
@@ -94,7 +100,7 @@ Deno.test("a client's containers share one process; another client's run in anot
   assert.match((await starts(node, b1.id))[0], /\(a warm spare\)$/);
 });
 
-Deno.test("a runaway loop or a memory hoard ends its own container, not its client's others", async () => {
+Deno.test("a runaway loop, idle CPU or a memory hoard ends its own container, not its client's others", async () => {
   await using node = await startTestNode({ config: CONFIG });
   const hog = await deploy(node, "alice", "hog", { "MCM.MEMORY_MB": "64" });
   const calm = await deploy(node, "alice", "calm", { "MCM.MEMORY_MB": "64" });
@@ -103,7 +109,8 @@ Deno.test("a runaway loop or a memory hoard ends its own container, not its clie
   for (
     const [path, restarts, reason] of [
       ["/spin", 1, /without yielding/],
-      ["/hoard", 2, /out of memory \(MCM.MEMORY_MB 64 MB\)/],
+      ["/burn", 2, /more CPU than its budget while serving no request/],
+      ["/hoard", 3, /out of memory \(MCM.MEMORY_MB 64 MB\)/],
     ] as const
   ) {
     await waitFor(async () => (await container(node, hog.id)).state === "started", "up", 10_000);
@@ -116,7 +123,7 @@ Deno.test("a runaway loop or a memory hoard ends its own container, not its clie
     );
     assert.match((await container(node, hog.id)).lastError ?? "", reason);
     const other = await container(node, calm.id);
-    assert.equal(other.restarts, 0, `${path}: the other container went on`);
+    assert.equal(other.restarts, 0, `${path}: the other container went on (${other.lastError})`);
     assert.equal(await visits(calm.url), restarts + 1);
   }
   assert.deepEqual(await hosting(node), [process], "the client's process went on");

@@ -48,7 +48,10 @@ export interface HostSurroundings {
    * worker's (a client's process, tenant_host.ts).
    */
   memory?: MemoryScope;
-  /** Hears the container's watch once the take set it up (tenant_host.ts ranks memory by it). */
+  /**
+   * Hears the container's watch once the take set it up: tenant_host.ts ranks memory by it
+   * and charges it its share of the process's CPU time.
+   */
   onWatch?(watch: ContainerWatch, limits: WatchdogLimits): void;
 }
 
@@ -108,7 +111,7 @@ export function hostContainer(surroundings: HostSurroundings, given?: TakeMessag
     if (typeof data !== "object" || data === null) return;
     // Only the first: the worker passes the node's on before any microservice code runs in it.
     if ("t" in data && data.t === "take") watch ??= take(data, worker, surroundings);
-    else if ("micros" in data && typeof data.micros === "number") watch?.sample(data);
+    else if ("heap" in data && typeof data.heap === "number") watch?.sample(data);
   };
 }
 
@@ -126,7 +129,7 @@ function take(
     activity,
     surroundings.memory,
   );
-  surroundings.onWatch?.(watch, settings.limits);
+
   const code = Deno.readTextFileSync(message.bundle);
   const storage = new StorageHost(message.storageDir, message.storageBytes);
 
@@ -147,6 +150,9 @@ function take(
     storageAnswers,
     outboundPort: outboundChannel.port2,
     activity,
+    // A worker of a client's process does not: its CPU time is the host's estimate.
+    measureCpu: surroundings.memory !== "worker",
   }, [storageChannel.port2, outboundChannel.port2]);
+  surroundings.onWatch?.(watch, settings.limits);
   return watch;
 }

@@ -16,6 +16,7 @@ import { type NodeAnswer, nodeAwareFetch, NodeCalls } from "./node_calls.ts";
 import { type Incoming, loadModel, type Model, type Outgoing } from "./programming_models.ts";
 import { droppedLine, LogRate } from "./log_rate.ts";
 import { installGlobals, type LogLevel } from "./sandbox_globals.ts";
+import { type BytePort, takeHostGlobals, type Taken } from "./host_globals.ts";
 import { type CpuSample, REQUESTS_BEGUN, REQUESTS_IN_FLIGHT, SAMPLE_MS } from "./watchdog.ts";
 
 /** What the container process's host hands the worker once the node said which container. */
@@ -26,6 +27,8 @@ interface Setup {
   outboundPort: MessagePort;
   /** Shared with the host's watchdog: requests in flight, and requests begun (REQUESTS_*). */
   activity: SharedArrayBuffer;
+  /** Whether this thread measures its own CPU time (host_globals.ts). */
+  measureCpu: boolean;
 }
 
 /** The node's first message (spec/mcm.yaml): the env and info of this container. */
@@ -61,33 +64,10 @@ export const LINKED_SANDBOX = "microservice (linked)";
  */
 export const GROUP_SANDBOX = "microservice (in a client's process)";
 
-/** The channel's bytes over a port: Uint8Array messages, null for the end of the input. */
-export interface BytePort {
-  postMessage(message: Uint8Array | null, transfer?: Transferable[]): void;
-  onmessage: ((event: MessageEvent<Uint8Array | null>) => void) | null;
-}
-
 /** Where the setup comes from and "exit" goes: the worker's scope, or a port to the host. */
 export interface HostLink {
   postMessage(message: unknown): void;
   onmessage: ((event: MessageEvent) => void) | null;
-}
-
-/**
- * What the sandbox takes from the host's globals before the microservice's code runs, which
- * then no longer sees them (sandbox_globals.ts) and could replace what is shared.
- */
-interface Taken {
-  stdin: ReadableStream<Uint8Array>;
-  stdout: WritableStreamDefaultWriter<Uint8Array>;
-  /** Posts to the host. */
-  post(message: unknown): void;
-  inspect(value: unknown): string;
-  /** Microseconds of CPU this thread used. */
-  threadCpu(): number;
-  /** Bytes of this worker's heap in use plus its external memory. */
-  heap(): number;
-  setInterval: typeof setInterval;
 }
 
 let taken: Taken;
@@ -152,8 +132,14 @@ function boot(
 
 /** Reports this thread's CPU use to the host's watchdog, from a timer the code cannot stop. */
 function reportCpu(): void {
-  const report = () =>
-    taken.post({ micros: taken.threadCpu(), heap: taken.heap() } satisfies CpuSample);
+  let due = taken.now() + SAMPLE_MS;
+  const report = () => {
+    const now = taken.now();
+    // How late the timer came: the thread was busy then (the host's CPU share: tenant_host.ts).
+    const lagMs = Math.max(0, now - due);
+    due = now + SAMPLE_MS;
+    taken.post({ micros: taken.threadCpu(), heap: taken.heap(), lagMs } satisfies CpuSample);
+  };
   report();
   taken.setInterval(report, SAMPLE_MS);
 }
@@ -240,6 +226,8 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
   if (take.t !== "take") return taken.post("exit");
   taken.post(take);
   const setup = await setupFromHost;
+  // Before any of the microservice's code: it needs the globals as they are (host_globals.ts).
+  if (setup.measureCpu) taken.measureCpu();
   const writer = new FrameWriter((bytes) => taken.stdout.write(bytes), () => taken.post("exit"));
   const send = (message: Record<string, unknown>) => writer.send(JSON.stringify(message));
   const rate = new LogRate();
@@ -288,26 +276,6 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
   taken.post("exit");
 }
 
-/** The channel's input and output over a port (a client's process relays them). */
-function portStreams(port: BytePort): Pick<Taken, "stdin" | "stdout"> {
-  const stdin = new ReadableStream<Uint8Array>({
-    start(controller) {
-      port.onmessage = (event) => {
-        if (event.data === null) controller.close();
-        else controller.enqueue(event.data);
-      };
-    },
-  });
-  const stdout = new WritableStream<Uint8Array>({
-    write(bytes) {
-      // Our own copy, moved: the writer may reuse what it wrote.
-      const copy = bytes.slice();
-      port.postMessage(copy, [copy.buffer]);
-    },
-  });
-  return { stdin, stdout: stdout.getWriter() };
-}
-
 /**
  * Makes this worker the sandbox: takes the process's stdin and stdout (or `pipe`, a port for
  * the channel's bytes), passes the node's `take` to the host on `link` (by default the
@@ -315,29 +283,7 @@ function portStreams(port: BytePort): Pick<Taken, "stdin" | "stdout"> {
  * the microservice until the node closes the channel.
  */
 export function serveSandbox(link: HostLink = self as unknown as HostLink, pipe?: BytePort): void {
-  const global = globalThis as unknown as {
-    Deno: typeof Deno;
-    process: { threadCpuUsage(): { user: number; system: number } };
-  };
-  const cpu = global.process.threadCpuUsage.bind(global.process);
-  const inspect = global.Deno.inspect;
-  const memory = global.Deno.memoryUsage;
-  taken = {
-    ...(pipe
-      ? portStreams(pipe)
-      : { stdin: Deno.stdin.readable, stdout: Deno.stdout.writable.getWriter() }),
-    post: link.postMessage.bind(link),
-    inspect: (value) => inspect(value, { depth: 4, colors: false }),
-    threadCpu: () => {
-      const { user, system } = cpu();
-      return user + system;
-    },
-    heap: () => {
-      const usage = memory();
-      return usage.heapUsed + usage.external;
-    },
-    setInterval,
-  };
+  taken = takeHostGlobals(link, pipe);
   const setup = Promise.withResolvers<Setup>();
   link.onmessage = (event: MessageEvent<Setup>) => {
     link.onmessage = null;

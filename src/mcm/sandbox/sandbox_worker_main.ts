@@ -8,13 +8,8 @@
  *
  * @module
  */
-import {
-  type BytePort,
-  GROUP_SANDBOX,
-  type HostLink,
-  LINKED_SANDBOX,
-  serveSandbox,
-} from "./sandbox_worker.ts";
+import type { BytePort } from "./host_globals.ts";
+import { GROUP_SANDBOX, type HostLink, LINKED_SANDBOX, serveSandbox } from "./sandbox_worker.ts";
 
 const scope = self as unknown as HostLink & { name: string };
 if (scope.name === GROUP_SANDBOX) {

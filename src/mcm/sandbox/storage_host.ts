@@ -24,50 +24,65 @@ export type StorageAnswer = { value: unknown } | { error: string };
 
 const PAGE_SIZE_BYTES = 4096;
 
-/** One container's key-value storage with tags. */
+/** The open database of a storage and its statements. */
+function openDatabase(file: string, maxBytes: number) {
+  const db = new DatabaseSync(file);
+  // NORMAL in WAL mode: a crash of the process loses nothing; a power loss may lose the last
+  // writes. A full sync on every setItem would cost milliseconds per call.
+  db.exec(`
+    PRAGMA page_size = ${PAGE_SIZE_BYTES};
+    PRAGMA journal_mode = WAL;
+    PRAGMA synchronous = NORMAL;
+    PRAGMA max_page_count = ${Math.max(16, Math.floor(maxBytes / PAGE_SIZE_BYTES))};
+    CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value TEXT NOT NULL, tag TEXT);
+    CREATE INDEX IF NOT EXISTS items_by_tag ON items (tag, key);
+  `);
+  return {
+    get: db.prepare("SELECT value FROM items WHERE key = ?"),
+    // setItem keeps an item's tag; setItemWithTag replaces it.
+    set: db.prepare(
+      "INSERT INTO items (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    ),
+    setTagged: db.prepare(
+      "INSERT INTO items (key, value, tag) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, tag = excluded.tag",
+    ),
+    remove: db.prepare("DELETE FROM items WHERE key = ?"),
+    page: db.prepare("SELECT key, value FROM items WHERE key > ? ORDER BY key LIMIT ?"),
+    pageTagged: db.prepare(
+      "SELECT key, value FROM items WHERE tag = ? AND key > ? ORDER BY key LIMIT ?",
+    ),
+    removeTag: db.prepare("DELETE FROM items WHERE tag = ?"),
+    pages: db.prepare("PRAGMA page_count"),
+  };
+}
+
+/**
+ * One container's key-value storage with tags. Its database opens at the first call: a
+ * microservice that never uses its storage costs no SQLite connection (a client's process
+ * hosts many: sandbox/tenant_host.ts).
+ */
 export class StorageHost {
-  readonly #db: DatabaseSync;
-  readonly #statements;
+  readonly #file: string;
+  readonly #maxBytes: number;
+  #statements: ReturnType<typeof openDatabase> | undefined;
   /** The container's files, sharing the quota with the items. */
   readonly files: StorageFiles;
 
-  /** Opens (creating) `<dir>/storage.db`; the file may grow to `maxBytes` at most. */
+  /** The storage `<dir>/storage.db` (created at the first call); it may grow to `maxBytes`. */
   constructor(dir: string, maxBytes: number) {
-    this.#db = new DatabaseSync(`${dir}/storage.db`);
-    // NORMAL in WAL mode: a crash of the process loses nothing; a power loss may lose the last
-    // writes. A full sync on every setItem would cost milliseconds per call.
-    this.#db.exec(`
-      PRAGMA page_size = ${PAGE_SIZE_BYTES};
-      PRAGMA journal_mode = WAL;
-      PRAGMA synchronous = NORMAL;
-      PRAGMA max_page_count = ${Math.max(16, Math.floor(maxBytes / PAGE_SIZE_BYTES))};
-      CREATE TABLE IF NOT EXISTS items (key TEXT PRIMARY KEY, value TEXT NOT NULL, tag TEXT);
-      CREATE INDEX IF NOT EXISTS items_by_tag ON items (tag, key);
-    `);
-    this.#statements = {
-      get: this.#db.prepare("SELECT value FROM items WHERE key = ?"),
-      // setItem keeps an item's tag; setItemWithTag replaces it.
-      set: this.#db.prepare(
-        "INSERT INTO items (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      ),
-      setTagged: this.#db.prepare(
-        "INSERT INTO items (key, value, tag) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, tag = excluded.tag",
-      ),
-      remove: this.#db.prepare("DELETE FROM items WHERE key = ?"),
-      page: this.#db.prepare(
-        "SELECT key, value FROM items WHERE key > ? ORDER BY key LIMIT ?",
-      ),
-      pageTagged: this.#db.prepare(
-        "SELECT key, value FROM items WHERE tag = ? AND key > ? ORDER BY key LIMIT ?",
-      ),
-      removeTag: this.#db.prepare("DELETE FROM items WHERE tag = ?"),
-    };
-    const pages = this.#db.prepare("PRAGMA page_count");
+    this.#file = `${dir}/storage.db`;
+    this.#maxBytes = maxBytes;
     this.files = new StorageFiles(
       dir,
       maxBytes,
-      () => Number((pages.get() as { page_count: number }).page_count) * PAGE_SIZE_BYTES,
+      () =>
+        Number((this.#open().pages.get() as { page_count: number }).page_count) *
+        PAGE_SIZE_BYTES,
     );
+  }
+
+  #open(): ReturnType<typeof openDatabase> {
+    return this.#statements ??= openDatabase(this.#file, this.#maxBytes);
   }
 
   /** Runs one call; errors (the storage is full) become the answer's message. */
@@ -101,7 +116,7 @@ export class StorageHost {
   }
 
   #run(call: StorageCall): unknown {
-    const s = this.#statements;
+    const s = this.#open();
     switch (call.op) {
       case "get":
         return (s.get.get(call.key) as { value: string } | undefined)?.value ?? null;

@@ -17,8 +17,18 @@
  * the container most likely at fault ends (one silent while serving, else one silent, else the
  * largest). What one client's code does to memory reaches that client's containers only.
  *
+ * CPU: a worker here does not measure its own CPU time (that costs it a third of its memory:
+ * host_globals.ts). The process's CPU time is measured, and shared out among the workers by
+ * how late their periodic reports came (a worker that was busy when its report was due) and
+ * whether they served requests; each container's budget while it serves nothing is kept with
+ * its share (watchCpu). The estimate can spread a container's CPU time over its idle siblings
+ * (short bursts that never delay a report): then the client's containers together, not each
+ * one, are held to their idle budgets. A worker that
+ * runs without yielding is caught as in a process of its own, by its silence.
+ *
  * @module
  */
+import process from "node:process";
 import { hostContainer } from "./container_host.ts";
 import {
   CONTROL_SLOT,
@@ -35,6 +45,11 @@ const PROCESS_BASE_MB = 96;
 /** A worker's own memory beyond its MCM.MEMORY_MB (its isolate and thread), MiB. */
 const WORKER_BASE_MB = 24;
 const MEMORY_CHECK_MS = 100;
+const CPU_CHECK_MS = 250;
+/** What serving a request weighs when the process's CPU time is shared out, in report lag. */
+const SERVING_WEIGHT_MS = CPU_CHECK_MS;
+/** The share of a core this thread may use relaying, on top of its containers' idle shares. */
+const HOST_CPU_SHARE = 0.2;
 /** A worker that has not reported for this long is busy without a break (SAMPLE_MS apart). */
 const SILENT_MS = SAMPLE_MS + 100;
 /** Over the budget with every worker reporting, the largest ends after this long. */
@@ -63,6 +78,8 @@ interface Member {
   watch?: ContainerWatch;
   /** Its share of the process's memory, bytes. */
   budget: number;
+  /** Its CPU time as estimated so far (watchCpu), microseconds. */
+  cpuMicros: number;
 }
 
 /** Hosts a client's containers until the node closes the process's stdin. */
@@ -90,7 +107,12 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
     const link = new MessageChannel();
     const pipe = new MessageChannel();
     worker.postMessage({ host: link.port1, pipe: pipe.port1 }, [link.port1, pipe.port1]);
-    const member: Member = { worker, pipe: pipe.port2, budget: WORKER_BASE_MB * MIB };
+    const member: Member = {
+      worker,
+      pipe: pipe.port2,
+      budget: WORKER_BASE_MB * MIB,
+      cpuMicros: 0,
+    };
     members.set(slot, member);
     pipe.port2.onmessage = (message: MessageEvent<Uint8Array>) => send(slot, message.data);
     worker.onerror = (error) => {
@@ -109,6 +131,7 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
   };
 
   const memory = watchMemory(members, end);
+  const cpu = watchCpu(members);
   try {
     const frames = new GroupFrameDecoder();
     for await (const chunk of surroundings.stdin) {
@@ -126,6 +149,7 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
   } finally {
     // The node closed the process: it has no container left, or it is shutting down.
     clearInterval(memory);
+    clearInterval(cpu);
     for (const slot of [...members.keys()]) end(slot, 0);
   }
 }
@@ -166,4 +190,38 @@ function watchMemory(
       } MB its containers may use together, and this container was the one growing`,
     );
   }, MEMORY_CHECK_MS);
+}
+
+/**
+ * Charges each container its share of the process's CPU time (see the module's text): every
+ * CPU_CHECK_MS, the process's CPU time beyond this thread's allowance goes to the containers in
+ * proportion to how late their reports came in that time (a worker busy when its report was
+ * due), evenly where none came late; each container's watchdog counts what it was charged as it
+ * counts a measured thread's, against its budget while it serves nothing.
+ */
+function watchCpu(members: Map<number, Member>): ReturnType<typeof setInterval> {
+  const micros = () => {
+    // The whole process's (this thread runs Node's layer anyway: node:sqlite).
+    const { user, system } = process.cpuUsage();
+    return user + system;
+  };
+  let last = { at: performance.now(), micros: micros() };
+  return setInterval(() => {
+    const now = { at: performance.now(), micros: micros() };
+    const spent = now.micros - last.micros - HOST_CPU_SHARE * (now.at - last.at) * 1000;
+    last = now;
+    const watched = [...members.values()].filter((member) => member.watch);
+    // A container that served in this time may have used any of it (serving is not charged).
+    // A report overdue now is lateness too: that worker is busy this very moment.
+    const weights = watched.map(({ watch }) =>
+      watch!.takeLag() + Math.max(0, watch!.silence() - SAMPLE_MS) +
+      (watch!.takeBusy() ? SERVING_WEIGHT_MS : 0)
+    );
+    const total = weights.reduce((sum, weight) => sum + weight, 0);
+    watched.forEach((member, i) => {
+      const share = total > 0 ? weights[i] / total : 1 / watched.length;
+      member.cpuMicros += Math.max(0, spent) * share;
+      member.watch!.charge(member.cpuMicros);
+    });
+  }, CPU_CHECK_MS);
 }

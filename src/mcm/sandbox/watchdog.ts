@@ -35,10 +35,18 @@ export interface WatchdogLimits {
 
 /** A report of the microservice's thread (sandbox_worker.ts). */
 export interface CpuSample {
-  /** Microseconds of CPU its thread used since it started. */
-  micros: number;
+  /**
+   * Microseconds of CPU its thread used since it started; absent where the worker does not
+   * measure it (a client's process: host_globals.ts).
+   */
+  micros?: number;
   /** Bytes of its heap in use plus external memory (ArrayBuffers, WebAssembly memories). */
   heap: number;
+  /**
+   * How late this report came, milliseconds (its thread was busy when it was due): without
+   * its own CPU time, the host shares the process's CPU time out by it (tenant_host.ts).
+   */
+  lagMs?: number;
 }
 
 /** Whose memory the watchdog counts (see the module's documentation). */
@@ -54,6 +62,15 @@ export interface ContainerWatch {
   silence(): number;
   /** Whether it is serving a request now. */
   serving(): boolean;
+  /** The lateness of its reports since the last call, milliseconds. */
+  takeLag(): number;
+  /** Whether it served a request since the last call (or serves one now). */
+  takeBusy(): boolean;
+  /**
+   * Its CPU time so far, microseconds, as the host estimates it (a worker that does not
+   * measure its own: tenant_host.ts); counted as a sample's `micros` is.
+   */
+  charge(micros: number): void;
   /** Stops watching (the container ended). */
   stop(): void;
 }
@@ -90,7 +107,7 @@ export function watchContainer(
   scope: MemoryScope = "process",
 ): ContainerWatch {
   const counters = new Int32Array(activity);
-  let last: { at: number; micros: number; begun: number; heap: number } | undefined;
+  let last: { at: number; heap: number; lagMs: number } | undefined;
   let bucketMs = limits.idleCpuBurstMs;
   const started = Date.now();
   let stopped = false;
@@ -122,9 +139,33 @@ export function watchContainer(
     }
   }, MEMORY_CHECK_MS);
 
+  /** CPU time so far, microseconds: counted against the budget in periods without requests. */
+  let cpu: { at: number; micros: number; begun: number } | undefined;
+  let begunAtTake = 0;
+  const charge = (micros: number) => {
+    const now = Date.now();
+    const begun = Atomics.load(counters, REQUESTS_BEGUN);
+    if (cpu) {
+      const busy = begun !== cpu.begun || Atomics.load(counters, REQUESTS_IN_FLIGHT) > 0;
+      const usedMs = (micros - cpu.micros) / 1000;
+      bucketMs = Math.min(
+        limits.idleCpuBurstMs,
+        bucketMs + (now - cpu.at) * limits.idleCpuShare - (busy ? 0 : usedMs),
+      );
+    }
+    cpu = { at: now, micros, begun };
+    if (bucketMs < 0) {
+      end(
+        EXIT_CPU_BUDGET,
+        `the microservice used more CPU than its budget while serving no request (${
+          Math.round(limits.idleCpuShare * 100)
+        }% of a core, ${limits.idleCpuBurstMs} ms at once)`,
+      );
+    }
+  };
+
   const sample = (sample: CpuSample) => {
     if (stopped) return;
-    const now = Date.now();
     if (scope === "worker" && sample.heap > limits.heapBytes) {
       return end(
         EXIT_OUT_OF_MEMORY,
@@ -133,31 +174,28 @@ export function watchContainer(
         } MB`,
       );
     }
-    const begun = Atomics.load(counters, REQUESTS_BEGUN);
-    if (last) {
-      // CPU counts against the budget only in a period without any request.
-      const busy = begun !== last.begun || Atomics.load(counters, REQUESTS_IN_FLIGHT) > 0;
-      const usedMs = (sample.micros - last.micros) / 1000;
-      bucketMs = Math.min(
-        limits.idleCpuBurstMs,
-        bucketMs + (now - last.at) * limits.idleCpuShare - (busy ? 0 : usedMs),
-      );
-      if (bucketMs < 0) {
-        return end(
-          EXIT_CPU_BUDGET,
-          `the microservice used more CPU than its budget while serving no request (${
-            Math.round(limits.idleCpuShare * 100)
-          }% of a core, ${limits.idleCpuBurstMs} ms at once)`,
-        );
-      }
-    }
-    last = { at: now, micros: sample.micros, begun, heap: sample.heap };
+    last = { at: Date.now(), heap: sample.heap, lagMs: (last?.lagMs ?? 0) + (sample.lagMs ?? 0) };
+    if (sample.micros !== undefined) charge(sample.micros);
   };
   return {
     sample,
     heap: () => last?.heap ?? 0,
     silence: () => Date.now() - (last?.at ?? started),
     serving: () => Atomics.load(counters, REQUESTS_IN_FLIGHT) > 0,
+    takeBusy: () => {
+      const begun = Atomics.load(counters, REQUESTS_BEGUN);
+      const busy = begun !== begunAtTake || Atomics.load(counters, REQUESTS_IN_FLIGHT) > 0;
+      begunAtTake = begun;
+      return busy;
+    },
+    takeLag: () => {
+      const lag = last?.lagMs ?? 0;
+      if (last) last.lagMs = 0;
+      return lag;
+    },
+    charge: (micros) => {
+      if (!stopped) charge(micros);
+    },
     stop: () => {
       stopped = true;
       clearInterval(timer);
