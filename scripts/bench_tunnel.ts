@@ -1,7 +1,8 @@
 /**
  * The tunnel's figures alone (issue 23), each beside the same request sent straight to the node
  * in the same round: a small GET under load (wrk -c50 on core 1: req/s and p99), and a download
- * and an upload of `--mib` MiB with curl. Prints each round and the medians.
+ * and an upload of `--mib` MiB with curl. Prints each round and the medians. `rawNodes`: how many
+ * of the pair's nodes took the raw transport (spec/hub.yaml); 0 means the WebSocket was measured.
  *
  * `deno run -A scripts/bench_tunnel.ts [--rounds 3] [--mib 64]`
  *
@@ -23,6 +24,7 @@ interface Round {
   upDirect: number;
   upTunnel: number;
   hubPeakMib: number;
+  rawNodes: number;
 }
 
 /** wrk -t1 -c50 on core 1: requests/s and p99 in ms. */
@@ -41,6 +43,7 @@ async function load(url: string, headers: Record<string, string>, seconds: numbe
 async function round(dir: string, issuer: TestIssuer, mib: number, file: string): Promise<Round> {
   const pair = await tunnelPair(issuer, `${dir}/pair`);
   try {
+    const health = await (await fetch(`${pair.hub.url}/hub/v1/health`)).json();
     const path = "/mds/v1/nodes?ping=true";
     await load(`${pair.sepUrl}${path}`, pair.tunnel, 1);
     const through = await load(`${pair.sepUrl}${path}`, pair.tunnel, 3);
@@ -66,6 +69,7 @@ async function round(dir: string, issuer: TestIssuer, mib: number, file: string)
       upDirect: mb / upDirect,
       upTunnel: mb / upTunnel,
       hubPeakMib: await peakRssMib(pair.hub.pid),
+      rawNodes: health.rawNodes ?? 0,
     };
   } finally {
     await pair.close();
