@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { infoOf, joinHub, startTestHub } from "./helpers/hub.ts";
+import { expectPings, infoOf, joinHub, startTestHub, viaTunnel } from "./helpers/hub.ts";
 import { makeIssuer } from "./helpers/identity.ts";
 import { ggufBytes, sha256Hex, waitFor, withTempDir } from "./helpers/node.ts";
 import { TUNNEL_PROTOCOL } from "../src/tunnel/wire_frames.ts";
@@ -26,20 +26,9 @@ Deno.test("hub raw transport: nodes move to it; requests and large bodies both w
     const a2 = await joinHub(hub.url, issuer, "raw", { name: "r2" });
     try {
       await waitFor(async () => (await health(hub.url)).rawNodes === 2, "both nodes on raw");
-      const sep = (await infoOf(a2.node, "sep")).sep;
-      assert.equal(sep.status, "success");
-      const headers = { ...sep.headers, Authorization: `Bearer ${a1.token}` };
-      const via = (path: string, init: RequestInit = {}) =>
-        fetch(`${sep.url}${path}`, { ...init, headers: { ...headers, ...init.headers } });
-
+      const via = await viaTunnel(a1, a2);
       // Many requests at once: their frames share reads and writes, none is mixed up.
-      const answers = await Promise.all(
-        Array.from({ length: 200 }, () => via("/mds/v1/nodes?ping=true")),
-      );
-      for (const answer of answers) {
-        assert.equal(answer.status, 200);
-        assert.equal((await answer.json()).data.id, a2.id);
-      }
+      await expectPings(via, a2.id);
 
       // 9 MiB up and down: 1 MiB frames assembled across reads, past the 4 MiB window.
       const file = ggufBytes(9 * 1024 * 1024 + 77);

@@ -7,7 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { infoOf, joinHub, startTestHub } from "./helpers/hub.ts";
+import { expectPings, infoOf, joinHub, startTestHub, viaTunnel } from "./helpers/hub.ts";
 import { insightClient } from "../src/sdk/clients.ts";
 import { rpcCall } from "../src/sdk/json_rpc.ts";
 import { cliToken, makeIssuer, type TestIssuer } from "./helpers/identity.ts";
@@ -29,19 +29,9 @@ Deno.test("hub tunnel frames: concurrent requests, bodies of every size, both wa
     const a1 = await joinHub(hub.url, issuer, "frames", { name: "f1" });
     const a2 = await joinHub(hub.url, issuer, "frames", { name: "f2" });
     try {
-      const sep = (await infoOf(a2.node, "sep")).sep;
-      const headers = { ...sep.headers, Authorization: `Bearer ${a1.token}` };
-      const via = (path: string, init: RequestInit = {}) =>
-        fetch(`${sep.url}${path}`, { ...init, headers: { ...headers, ...init.headers } });
-
+      const via = await viaTunnel(a1, a2);
       // 200 small GETs at once: many heads share a message each way, none is mixed up.
-      const answers = await Promise.all(
-        Array.from({ length: 200 }, () => via("/mds/v1/nodes?ping=true")),
-      );
-      for (const answer of answers) {
-        assert.equal(answer.status, 200);
-        assert.equal((await answer.json()).data.id, a2.id);
-      }
+      await expectPings(via, a2.id);
 
       // A body of 9 MiB, more than twice the 4 MiB window, up and back down, two at once.
       const file = ggufBytes(9 * 1024 * 1024 + 123);

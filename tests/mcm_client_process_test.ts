@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { ContainerSchema } from "../gen/mcm/validators.ts";
 import { expectJson } from "./helpers/contract.ts";
 import { alive, containerProcesses } from "./helpers/container_processes.ts";
-import { mcm, scriptImage, serviceUrl } from "./helpers/mcm.ts";
+import { deployScript, mcm } from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
@@ -32,25 +32,10 @@ mimikModule.exports = function (context, req, res) {
   res.end(JSON.stringify({ visits: visits }));
 };`;
 
-/** Uploads SERVICE as image `name` for `client` and starts container `name` of it. */
+/** Deploys SERVICE as image and container `name` for `client`. */
 async function deploy(node: TestNode, client: string, name: string, env = {}) {
-  const headers = { authorization: `Bearer ${node.apiKey}`, "x-client-id": client };
-  const form = new FormData();
-  const tar = await scriptImage(SERVICE);
-  form.append("image", new Blob([tar as Uint8Array<ArrayBuffer>]), `${name}.tar`);
-  const uploaded = await fetch(`${node.url}/mcm/v1/images`, {
-    method: "POST",
-    body: form,
-    headers,
-  });
-  assert.equal(uploaded.status, 201, await uploaded.text());
-  const started = await fetch(`${node.url}/mcm/v1/containers`, {
-    method: "POST",
-    headers: { ...headers, "content-type": "application/json" },
-    body: JSON.stringify({ name, image: name, env }),
-  });
-  const container = await expectJson(started, 201, ContainerSchema);
-  return { id: container.id, url: serviceUrl(node, container) };
+  const { container, url } = await deployScript(node, name, SERVICE, env, client);
+  return { id: container.id, url };
 }
 
 async function visits(url: string): Promise<number> {

@@ -7,44 +7,17 @@ import assert from "node:assert/strict";
 import { ContainerSchema } from "../gen/mcm/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
 import {
+  deployScript,
   getJson,
   mcm,
   postContainer,
   scriptImage,
-  serviceUrl,
   startContainer,
   uploadImage,
 } from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
-
-/** Uploads `script` as index.js of image `name` and starts it for client `client`. */
-async function deploy(
-  node: TestNode,
-  name: string,
-  script: string,
-  env: Record<string, string> = {},
-  client = "api",
-) {
-  const tar = await scriptImage(script);
-  const form = new FormData();
-  form.append("image", new Blob([tar as Uint8Array<ArrayBuffer>]), `${name}.tar`);
-  const headers = { authorization: `Bearer ${node.apiKey}`, "x-client-id": client };
-  const uploaded = await fetch(`${node.url}/mcm/v1/images`, {
-    method: "POST",
-    body: form,
-    headers,
-  });
-  assert.equal(uploaded.status, 201, await uploaded.text());
-  const started = await fetch(`${node.url}/mcm/v1/containers`, {
-    method: "POST",
-    headers: { ...headers, "content-type": "application/json" },
-    body: JSON.stringify({ name, image: name, env }),
-  });
-  const container = await expectJson(started, 201, ContainerSchema);
-  return { container, url: serviceUrl(node, container) };
-}
 
 async function container(node: TestNode, id: string) {
   return await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
@@ -73,8 +46,8 @@ Deno.test("no web storage is shared between containers: caches, localStorage and
     seen.stored = context.storage.getItem(key);
     res.end(JSON.stringify(seen));
   };`;
-  const a = await deploy(node, "writer", probe, {}, "client-a");
-  const b = await deploy(node, "reader", probe, {}, "client-b");
+  const a = await deployScript(node, "writer", probe, {}, "client-a");
+  const b = await deployScript(node, "reader", probe, {}, "client-b");
   const wrote = await getJson(`${a.url}/write`);
   assert.match(wrote.body.stored, /^of \//);
   const read = await getJson(`${b.url}/read`);
@@ -86,7 +59,7 @@ Deno.test("no web storage is shared between containers: caches, localStorage and
 
 Deno.test("a log flood is capped per line and per second, and cannot forge lines or escapes", async () => {
   await using node = await startTestNode({ config: CONFIG });
-  const { url, container: c } = await deploy(
+  const { url, container: c } = await deployScript(
     node,
     "noisy",
     `mimikModule.exports = function (context, req, res) {
@@ -128,7 +101,7 @@ for (const mode of ["per-client", "per-container"] as const) {
     await using node = await startTestNode({
       config: { ...CONFIG, mcm: { containerProcess: mode } },
     });
-    const { url, container: c } = await deploy(
+    const { url, container: c } = await deployScript(
       node,
       "hoarder",
       `var kept = [];
@@ -169,7 +142,7 @@ for (const mode of ["per-client", "per-container"] as const) {
 
 Deno.test("CPU burnt after the response is bounded: the container is stopped and restarted", async () => {
   await using node = await startTestNode({ config: CONFIG });
-  const { url, container: c } = await deploy(
+  const { url, container: c } = await deployScript(
     node,
     "spinner",
     `mimikModule.exports = function (context, req, res) {

@@ -140,3 +140,33 @@ export async function listedIds(node: TestNode, type: string): Promise<string[]>
   assert.equal(response.status, 200, await response.clone().text());
   return (await response.json()).data.map((n: { id: string }) => n.id);
 }
+
+/**
+ * A fetch to `to` through its tunnel (its sep address), as `from`'s account token: the path
+ * is below the node's own API.
+ */
+export async function viaTunnel(
+  from: HubNode,
+  to: HubNode,
+): Promise<(path: string, init?: RequestInit) => Promise<Response>> {
+  const sep = (await infoOf(to.node, "sep")).sep;
+  assert.equal(sep.status, "success");
+  const headers = { ...sep.headers, Authorization: `Bearer ${from.token}` };
+  return (path, init = {}) =>
+    fetch(`${sep.url}${path}`, { ...init, headers: { ...headers, ...init.headers } });
+}
+
+/** Sends `count` pings through `via` at once; each must come back from node `id`. */
+export async function expectPings(
+  via: (path: string) => Promise<Response>,
+  id: string,
+  count = 200,
+): Promise<void> {
+  const answers = await Promise.all(
+    Array.from({ length: count }, () => via("/mds/v1/nodes?ping=true")),
+  );
+  for (const answer of answers) {
+    assert.equal(answer.status, 200);
+    assert.equal((await answer.json()).data.id, id);
+  }
+}

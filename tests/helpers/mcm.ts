@@ -128,3 +128,33 @@ export async function getJson(
     return { status: response.status, body: text };
   }
 }
+
+/**
+ * Uploads `script` as the index.js of image `name` for client `client` (the key's holder
+ * speaking for it, `x-client-id`) and starts container `name` of it with `env`.
+ */
+export async function deployScript(
+  node: TestNode,
+  name: string,
+  script: string,
+  env: Record<string, string> = {},
+  client = "api",
+) {
+  const tar = await scriptImage(script);
+  const form = new FormData();
+  form.append("image", new Blob([tar as Uint8Array<ArrayBuffer>]), `${name}.tar`);
+  const headers = { authorization: `Bearer ${node.apiKey}`, "x-client-id": client };
+  const uploaded = await fetch(`${node.url}/mcm/v1/images`, {
+    method: "POST",
+    body: form,
+    headers,
+  });
+  assert.equal(uploaded.status, 201, await uploaded.text());
+  const started = await fetch(`${node.url}/mcm/v1/containers`, {
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json" },
+    body: JSON.stringify({ name, image: name, env }),
+  });
+  const container = await expectJson(started, 201, ContainerSchema);
+  return { container, url: serviceUrl(node, container) };
+}
