@@ -303,6 +303,8 @@ export class FileSink {
   /** A free buffer, a new one while fewer than WINDOW_BUFFERS exist, or the next one back. */
   async #nextBuffer(): Promise<Uint8Array> {
     while (this.#free.length === 0) {
+      // The file failed: its buffers went to the pool and no more will come back.
+      if (this.#error) throw this.#error;
       if (this.#allocated < WINDOW_BUFFERS) {
         this.#allocated++;
         return new Uint8Array(this.#pool.take());
