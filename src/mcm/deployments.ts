@@ -80,12 +80,19 @@ export class Deployments {
     this.#settings = settings;
     this.#node = node;
     this.#segments = new Set(records.segments());
+    const perClient = settings.containerProcess === "per-client";
+    // What the spares and the placement both need: where the sandbox, bundles and storage are.
+    const processes = {
+      runtimeDir: files.runtimeDir,
+      bundlesDir: files.bundlesDir,
+      storageRoot: files.storageRoot,
+      readEnv: node.readEnv,
+      log: (message: string) => console.log(`mcm: ${message}`),
+    };
     this.#spares = settings.spareContainers > 0
       ? new SparePool({
+        ...processes,
         count: settings.spareContainers,
-        runtimeDir: files.runtimeDir,
-        bundlesDir: files.bundlesDir,
-        storageRoot: files.storageRoot,
         // A container's profile with the node's defaults (the channel's profileOf, same inputs).
         profile: () =>
           processProfile(
@@ -94,20 +101,11 @@ export class Deployments {
             settings.outboundNetworks,
             node.ownAddresses(),
           ),
-        readEnv: node.readEnv,
-        log: (message) => console.log(`mcm: ${message}`),
-        group: settings.containerProcess === "per-client",
+        group: perClient,
       })
       : undefined;
-    const placement = {
-      runtimeDir: files.runtimeDir,
-      bundlesDir: files.bundlesDir,
-      storageRoot: files.storageRoot,
-      spares: this.#spares,
-      readEnv: node.readEnv,
-      log: (message: string) => console.log(`mcm: ${message}`),
-    };
-    this.#placement = settings.containerProcess === "per-client"
+    const placement = { ...processes, spares: this.#spares };
+    this.#placement = perClient
       ? new ProcessPerClient(placement)
       : new ProcessPerContainer(placement);
   }
