@@ -98,10 +98,15 @@ function serveFlags(args: string[]): ServeFlags {
 }
 
 function hubFlags(args: string[]): HubFlags {
-  const { values, flags } = listenerFlags(args, { "public-url": { type: "string" } });
+  const { values, flags } = listenerFlags(args, {
+    "public-url": { type: "string" },
+    nats: { type: "string" },
+  });
+  const named = values as Record<string, unknown>;
   return {
     ...flags,
-    publicUrl: (values as Record<string, unknown>)["public-url"] as string | undefined,
+    publicUrl: named["public-url"] as string | undefined,
+    nats: named.nats as string | undefined,
   };
 }
 

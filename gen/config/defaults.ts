@@ -14,13 +14,21 @@ export const DiscoveryDefaults = {
   "peers": []
 } as const;
 
+/** The defaults of HubCluster's settings. */
+export const HubClusterDefaults = {
+  "replicas": 1
+} as const;
+
 /** The defaults of HubConfig's settings. */
 export const HubConfigDefaults = {
   "host": "0.0.0.0",
   "port": 8090,
   "proximityKm": 10,
   "pingSeconds": 30,
-  "maxConnections": 10000
+  "maxConnections": 10000,
+  "nats": {
+    "replicas": 1
+  }
 } as const;
 
 /** The defaults of McmConfig's settings. */

@@ -6,6 +6,7 @@ export interface components {
   schemas: {
     DashboardConfig: schemas.DashboardConfig;
     Discovery: schemas.Discovery;
+    HubCluster: schemas.HubCluster;
     HubConfig: schemas.HubConfig;
     HubLink: schemas.HubLink;
     Jwks: schemas.Jwks;

@@ -44,7 +44,7 @@ export const HubErrorSchema = MeshErrorSchema;
 export type HubError = v.InferOutput<typeof HubErrorSchema>;
 
 /** The HubHealth schema. */
-export const HubHealthSchema = v.strictObject({ "status": v.literal("ok", "must be \"ok\""), "nodes": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "rawNodes": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))) });
+export const HubHealthSchema = v.strictObject({ "status": v.literal("ok", "must be \"ok\""), "nodes": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "rawNodes": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))), "cluster": v.optional(v.strictObject({ "hubId": v.string("must be a string"), "status": v.picklist(["up","down"], "must be one of: up, down"), "hubs": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "message": v.string("must be a string") })) });
 /** HubHealth as validated. */
 export type HubHealth = v.InferOutput<typeof HubHealthSchema>;
 

@@ -14,7 +14,7 @@ import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { databaseFiles } from "../storage/database.ts";
 import { checkWritable } from "../storage/writable_check.ts";
 import { startHub } from "./hub_server.ts";
-import { rawPortOf } from "./raw_listener.ts";
+import { clusterFiles } from "./cluster/cluster_settings.ts";
 import { type HubFlags, type HubSettings, loadHubSettings } from "./hub_settings.ts";
 
 /** The Deno permissions of a hub with these settings. */
@@ -24,17 +24,27 @@ export function hubPermissions(settings: HubSettings): PermissionSet {
     t.jwksUrl ? [new URL(t.jwksUrl).host] : []
   );
   // Port 0 (any free port) cannot be named in a permission; the host alone allows it.
-  // The raw tunnel port is the next one (./raw_listener.ts).
-  const listen = settings.port === 0 ? [settings.host] : [
-    netAddress(settings.host, settings.port),
-    netAddress(settings.host, rawPortOf(settings.port)),
-  ];
+  const ports = [settings.port, ...settings.tunnelPort === undefined ? [] : [settings.tunnelPort]];
+  const listen = ports.includes(0)
+    ? [settings.host]
+    : ports.map((port) => netAddress(settings.host, port));
+  const cluster = settings.cluster;
   return {
     ...NO_PERMISSIONS,
-    read: [settings.dataDir, settings.configPath, ...settings.trustFiles, ...jwksFiles],
+    read: [
+      settings.dataDir,
+      settings.configPath,
+      ...settings.trustFiles,
+      ...jwksFiles,
+      ...cluster ? clusterFiles(cluster) : [],
+    ],
     write: [settings.dataDir],
-    net: [...listen, ...jwksHosts],
+    // In a cluster the hub connects to NATS (and the servers NATS names) and to the other hubs
+    // at the addresses they publish, unknown when it starts; it follows only what was sealed
+    // with the cluster key (./cluster/cluster_key.ts).
+    net: cluster ? true : [...listen, ...jwksHosts],
     env: HUB_ENV_VARS,
+    sys: cluster ? ["hostname"] : [],
   };
 }
 

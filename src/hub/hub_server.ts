@@ -13,6 +13,7 @@ import { Pipeline } from "../http/pipeline.ts";
 import { mountRoutes } from "../http/routes.ts";
 import { SCOPES } from "../identity/identity.ts";
 import { TokenVerifier } from "../identity/token_verifier.ts";
+import { netAddress } from "../program/permission_set.ts";
 import { openDatabase } from "../storage/database.ts";
 import {
   CALLER_ACCOUNT_HEADER,
@@ -31,7 +32,9 @@ import type { HubSettings } from "./hub_settings.ts";
 import { HubStore } from "./hub_store.ts";
 import { accountListing, proximityListing } from "./listings.ts";
 import { NodeSession, type SessionHost } from "./node_session.ts";
-import { listenRaw, rawPortOf } from "./raw_listener.ts";
+import { listenRaw } from "./raw_listener.ts";
+import { HubCluster } from "./cluster/hub_cluster.ts";
+import { forwardedClient, forwardToPeer } from "./cluster/peer_forward.ts";
 
 /** A hub that is serving. */
 export interface RunningHub {
@@ -48,6 +51,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
   const sessions = new Map<string, NodeSession>();
   const connecting = new Set<NodeSession>();
   const publicUrl = (origin: string) => settings.publicUrl ?? origin;
+  let cluster: HubCluster | undefined;
 
   const host: SessionHost = {
     verifier,
@@ -60,17 +64,25 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
       const previous = sessions.get(session.nodeId!);
       sessions.set(session.nodeId!, session);
       previous?.close(4409, "replaced by a newer connection of the same node");
+      // A node that moved here from another hub keeps the fix the cluster holds for it.
+      session.entry!.fix ??= cluster?.presence.fixOf(session.nodeId!);
+      cluster?.presence.published(session.entry!);
+    },
+    changed(session) {
+      cluster?.presence.published(session.entry!);
     },
     unregister(session) {
       connecting.delete(session);
       if (session.nodeId && sessions.get(session.nodeId) === session) {
         sessions.delete(session.nodeId);
+        cluster?.presence.withdrawn(session.nodeId);
       }
     },
-    list(session, cluster) {
+    list(session, kind) {
       const entries = [...sessions.values()].map((s) => s.entry!);
+      if (cluster?.up) entries.push(...cluster.presence.remoteNodes());
       const sepUrl = publicUrl(session.origin);
-      return cluster === "account"
+      return kind === "account"
         ? accountListing(session.entry!, entries, sepUrl)
         : proximityListing(session.entry!, entries, settings.proximityKm, sepUrl);
     },
@@ -116,6 +128,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
         status: "ok" as const,
         nodes: sessions.size,
         ...raw ? { rawNodes: raw } : {},
+        ...cluster ? { cluster: { hubId: cluster.presence.hubId, ...cluster.health() } } : {},
       });
     },
   }, { prefixes: [""], apiKey: "", errorFormat: statusCodeError });
@@ -132,17 +145,36 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     if (!/^\d{1,5}$/.test(portText) || Number(portText) > 65535) {
       throw new Invalid(`${PORT_HEADER} must be the port from the sep info`);
     }
+    // Sent on by another hub of the cluster: served here or nowhere, never forwarded again.
+    const client = forwardedClient(cluster?.key, request, nodeId);
     const token = requireBearer(request, "edge access token of the target node's account");
     // A refused token is a TokenError: Forbidden, as the table says.
     const { accountId } = await verifier.verify(token, SCOPES.clusters, nodeId);
     const session = sessions.get(nodeId);
-    const targetAccount = session?.entry?.node.accountId ?? store.accountOf(nodeId);
+    const elsewhere = !session && client === undefined && cluster?.up
+      ? cluster.presence.locate(nodeId)
+      : undefined;
+    const targetAccount = session?.entry?.node.accountId ??
+      elsewhere?.entry.node.accountId ?? store.accountOf(nodeId);
     if (targetAccount !== undefined && targetAccount !== accountId) {
       throw new Forbidden(`the token's account '${accountId}' does not own that node`);
     }
-    if (!session) throw new NotFound(`node ${nodeId} is not connected to this hub`);
+    if (elsewhere) {
+      return await forwardToPeer(cluster!.key, cluster!.presence.hubId, elsewhere, request, remote);
+    }
+    if (!session) {
+      if (client === undefined && cluster && !cluster.up) {
+        throw new Unavailable(
+          `node ${nodeId} is not connected to this hub, and ${cluster.downMessage}`,
+          {
+            retryAfterSeconds: 5,
+          },
+        );
+      }
+      throw new NotFound(`node ${nodeId} is not connected to this ${cluster ? "cluster" : "hub"}`);
+    }
     const headers = forwardedHeaders(request.headers);
-    headers.push([VIA_HEADER, "hub"], [FORWARDED_FOR_HEADER, remote], [
+    headers.push([VIA_HEADER, "hub"], [FORWARDED_FOR_HEADER, client ?? remote], [
       CALLER_ACCOUNT_HEADER,
       accountId,
     ]);
@@ -153,13 +185,18 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     db.close();
     throw error;
   });
-  const raw = listenRaw(settings.host, rawPortOf(settings.port), {
-    admit: () => sessions.size + connecting.size < settings.maxConnections,
-    accept(socket, remote, origin, protocol) {
-      connecting.add(new NodeSession(socket, remote, origin, host, protocol));
-    },
-  });
+  const raw = settings.tunnelPort === undefined
+    ? undefined
+    : listenRaw(settings.host, settings.tunnelPort, {
+      admit: () => sessions.size + connecting.size < settings.maxConnections,
+      accept(socket, remote, origin, protocol) {
+        connecting.add(new NodeSession(socket, remote, origin, host, protocol));
+      },
+    });
   host.rawPort = raw?.port;
+  if (settings.cluster) {
+    cluster = await HubCluster.start(settings.cluster, advertiseUrl(settings, addr.port));
+  }
   const pinger = setInterval(() => {
     const now = Date.now();
     for (const session of [...sessions.values(), ...connecting]) session.keepAlive(now);
@@ -169,6 +206,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
     port: addr.port,
     async shutdown() {
       clearInterval(pinger);
+      await cluster?.close();
       raw?.close();
       for (const session of [...sessions.values(), ...connecting]) {
         session.close(1001, "the hub is shutting down");
@@ -177,4 +215,11 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
       db.close();
     },
   };
+}
+
+/** Where the other hubs of a cluster reach this one. */
+function advertiseUrl(settings: HubSettings, port: number): string {
+  if (settings.cluster?.advertiseUrl) return settings.cluster.advertiseUrl;
+  const wildcard = settings.host === "0.0.0.0" || settings.host === "::";
+  return `http://${netAddress(wildcard ? Deno.hostname() : settings.host, port)}`;
 }

@@ -10,6 +10,8 @@ import { join, resolve } from "node:path";
 import { type HubConfig, HubConfigSchema } from "../../gen/config/validators.ts";
 import type { TrustedIssuer } from "../../gen/config/validators.ts";
 import { ConfigError, type EnvReader, readJsonFile, readTrustFiles } from "../config/mod.ts";
+import { type ClusterSettings, clusterSettings } from "./cluster/cluster_settings.ts";
+import { rawPortOf } from "./raw_listener.ts";
 
 /** Flags of `edgenode hub`. */
 export interface HubFlags {
@@ -19,6 +21,8 @@ export interface HubFlags {
   config?: string;
   publicUrl?: string;
   trust?: string[];
+  /** `--nats`: NATS server URLs, comma-separated. */
+  nats?: string;
 }
 
 /** Everything a running hub needs to know. */
@@ -34,6 +38,10 @@ export interface HubSettings {
   proximityKm: number;
   pingSeconds: number;
   maxConnections: number;
+  /** The raw transport's port (0: any free one); undefined: no raw transport. */
+  tunnelPort: number | undefined;
+  /** The hub cluster this hub joins; undefined: it runs alone. */
+  cluster: ClusterSettings | undefined;
 }
 
 /** The hub's defaults. */
@@ -67,16 +75,22 @@ export async function loadHubSettings(flags: HubFlags, env: EnvReader): Promise<
         "(edgenode issuer init writes one) or set trustedIssuers in hub.json",
     );
   }
+  const host = flags.host ?? file.host ?? HUB_DEFAULTS.host;
+  const port = flags.port ?? file.port ?? HUB_DEFAULTS.port;
+  const tunnelPort = file.tunnelPort ?? rawPortOf(port);
   return {
     dataDir,
     configPath,
-    host: flags.host ?? file.host ?? HUB_DEFAULTS.host,
-    port: flags.port ?? file.port ?? HUB_DEFAULTS.port,
+    host,
+    port,
     publicUrl: publicUrl?.replace(/\/$/, ""),
     trustedIssuers,
     trustFiles,
     proximityKm: file.proximityKm ?? HUB_DEFAULTS.proximityKm,
     pingSeconds: file.pingSeconds ?? HUB_DEFAULTS.pingSeconds,
     maxConnections: file.maxConnections ?? HUB_DEFAULTS.maxConnections,
+    // Configured 0 turns it off; the default is 0 (any free port) only beside HTTP port 0.
+    tunnelPort: file.tunnelPort === 0 ? undefined : tunnelPort,
+    cluster: await clusterSettings(file.nats, flags.nats, dataDir),
   };
 }

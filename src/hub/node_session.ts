@@ -44,6 +44,8 @@ export interface SessionHost {
   publicUrl(origin: string): string;
   /** Called once the node is authenticated; a previous session of the node is closed. */
   register(session: NodeSession): void;
+  /** Called when an authenticated node's description or fix changed. */
+  changed(session: NodeSession): void;
   /** Called when the socket closes. */
   unregister(session: NodeSession): void;
   /** The account or proximity listing for this node. */
@@ -254,6 +256,7 @@ export class NodeSession {
       entry.fix = message.gps;
       this.#host.store.fixChanged(node.id, message.gps);
     }
+    this.#host.changed(this);
   }
 
   /**
