@@ -190,10 +190,17 @@ export class ClusterPresence {
               generation,
             });
           } else {
+            // What was known stays; a forged value over one of this hub's own nodes is
+            // overwritten at once.
             console.error(`hub: ignored ${bucket}/${entry.key}: not sealed with the cluster key`);
+            if (bucket === NODES_BUCKET) this.#write(entry.key).catch(() => {});
           }
         } else {
           into.delete(entry.key);
+          // Still connected here: whoever deleted it was wrong.
+          if (bucket === NODES_BUCKET && this.#local.has(entry.key)) {
+            this.#write(entry.key).catch(() => {});
+          }
         }
         if (entry.isUpdate || !entry.delta) replayed();
       }

@@ -42,9 +42,12 @@ export class HubCluster {
   readonly #settings: ClusterSettings;
   #connection: NatsConnection | undefined;
   #up = false;
+  #connected = true;
   #closed = false;
   #down = "connecting to NATS";
   #timers: ReturnType<typeof setInterval>[] = [];
+  /** The attach under way, so that a reconnect during one does not start a second. */
+  #attaching: Promise<void> | undefined;
 
   private constructor(settings: ClusterSettings, key: ClusterKey, url: string) {
     this.#settings = settings;
@@ -122,12 +125,14 @@ export class HubCluster {
   /** Follows the connection's ups and downs. */
   async #follow(connection: NatsConnection, servers: string): Promise<void> {
     for await (const status of connection.status()) {
-      if (status.type === "disconnect" && this.#up) {
-        this.#up = false;
+      if (status.type === "disconnect") {
+        const wasUp = this.#up;
+        this.#up = this.#connected = false;
         this.#down = `NATS at ${servers} unreachable since ${new Date().toISOString()}`;
         this.presence.detach();
-        console.error(`hub: ${this.downMessage}`);
+        if (wasUp) console.error(`hub: ${this.downMessage}`);
       } else if (status.type === "reconnect") {
+        this.#connected = true;
         this.#attach(connection);
       }
     }
@@ -138,7 +143,12 @@ export class HubCluster {
   }
 
   /** Opens the buckets and starts presence on them, trying again until it works. */
-  async #attach(connection: NatsConnection): Promise<void> {
+  #attach(connection: NatsConnection): Promise<void> {
+    this.#attaching ??= this.#attachOnce(connection).finally(() => (this.#attaching = undefined));
+    return this.#attaching;
+  }
+
+  async #attachOnce(connection: NatsConnection): Promise<void> {
     while (!this.#closed && !connection.isClosed()) {
       try {
         const kvm = new Kvm(connection);
@@ -146,6 +156,7 @@ export class HubCluster {
         const hubs = await kvm.create(HUBS_BUCKET, { ...options, ttl: HUBS_TTL_MS });
         const nodes = await kvm.create(NODES_BUCKET, { ...options, ttl: NODES_TTL_MS });
         await this.presence.attach(hubs, nodes);
+        if (!this.#connected) continue; // Lost while attaching: the views may be partial.
         if (!this.#up) console.log(`hub: joined the cluster as hub ${this.presence.hubId}`);
         this.#up = true;
         return;
