@@ -31,10 +31,11 @@ Usage:
       Runs a node (default 0.0.0.0:8083, data in $EDGENODE_DATA_DIR or ~/.edgenode).
       --trust adds a token issuer from a trust file (repeatable).
   edgenode hub [--host H] [--port N] [--data-dir DIR] [--config FILE] [--public-url URL]
-               [--trust FILE]...
+               [--trust FILE]... [--nats URL[,URL]]
       Runs a hub: account and proximity discovery and tunnels between networks (default
       0.0.0.0:8090, data in $EDGENODE_HUB_DIR or ~/.edgenode-hub). Nodes use it when their
-      config has hub.url and they hold an account token.
+      config has hub.url and they hold an account token. --nats joins a cluster of hubs
+      sharing those NATS servers (the cluster key in <data dir>/cluster.key).
 ${ISSUER_HELP}
 ${NODE_HELP}
 ${MODELS_HELP}

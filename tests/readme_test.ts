@@ -31,6 +31,12 @@ const NOT_RUN: { containing: string; why: string }[] = [
   },
   { containing: "deno task compile --all", why: "deno compile cannot download denort here" },
   {
+    containing: "head -c 32 /dev/urandom > cluster.key",
+    why: "names a NATS server and hubs on other machines: tests/hub_cluster_test.ts runs the " +
+      "same (nats-server with JetStream and a password, hubs with the key in the data dir and " +
+      "--nats, their health, deploy/haproxy-hub.cfg in front)",
+  },
+  {
     containing: "deno task bundle                       # writes",
     why: "tests/bundle_test.ts runs the bundle with exactly these flags, offline",
   },
