@@ -120,6 +120,27 @@ Deno.test("hub cluster: listings alike from every hub, tunnels across hubs, forg
       assert.ok(arrivals.length >= 3, `only ${arrivals.length} events`);
       assert.ok(arrivals.at(-1)! - arrivals[0] >= 300, `events came at once: ${arrivals}`);
 
+      // a client that goes away mid-stream: the cancel crosses both hubs to the node, which
+      // stops reading its source
+      const endless = files.serve("/endless.gguf", ggufBytes(8 * 1024 * 1024), {
+        bytesPerSecond: 256 * 1024,
+      });
+      await through("/ai/store/v1/models", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ id: "endless", version: "1", kind: "llm" }),
+      });
+      const client = new AbortController();
+      const leaving = await through("/ai/store/v1/models/endless/download", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ url: endless }),
+        signal: client.signal,
+      });
+      await messages(leaving).next();
+      client.abort();
+      await waitFor(() => files.abandoned === 1, "the node to stop reading the source");
+
       // another account's token, sent to another hub, is refused as on one hub
       const stranger = await (await via(h1, b1, a2))("/mds/v1/nodes?ping=true");
       assert.equal(stranger.status, 403, await stranger.text());
