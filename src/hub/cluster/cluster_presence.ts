@@ -80,7 +80,8 @@ export class ClusterPresence {
     this.#hubsKv = hubsKv;
     this.#nodesKv = nodesKv;
     const generation = ++this.#generation;
-    await this.beat();
+    // No sweep yet: until the replay, every hub looks as silent as this one was away.
+    await this.#beat();
     const replayed = Promise.all([
       this.#watch(hubsKv, HUBS_BUCKET, this.#hubs, generation),
       this.#watch(nodesKv, NODES_BUCKET, this.#nodes, generation),
@@ -117,6 +118,11 @@ export class ClusterPresence {
 
   /** Writes this hub's heartbeat, and sweeps the keys of hubs long dead. */
   async beat(): Promise<void> {
+    await this.#beat();
+    this.#sweep();
+  }
+
+  async #beat(): Promise<void> {
     const record: HubRecord = {
       id: this.hubId,
       url: this.#url,
@@ -124,7 +130,6 @@ export class ClusterPresence {
       nodes: this.#local.size,
     };
     await this.#hubsKv?.put(this.hubId, this.#key.seal(HUBS_BUCKET, this.hubId, record));
-    this.#sweep();
   }
 
   /** The live hubs other than this one. */
