@@ -233,11 +233,40 @@ function tameCodeGeneration(global: Record<string, unknown>): void {
   }
 }
 
+/**
+ * Deno's timers (Node's) on first use: reading the globals loads Node's timers module into the
+ * worker, 1.5 MiB of a microservice that never sets a timer, so their getters are kept, not
+ * called. The module loads with the globals as the microservice left them, which changes only
+ * what its own timers do: the channel and the watchdog's reports use none (host_globals.ts).
+ */
+function nativeTimers(global: Record<string, unknown>) {
+  type Timers = {
+    setTimeout: typeof setTimeout;
+    setInterval: typeof setInterval;
+    clearTimeout: typeof clearTimeout;
+  };
+  const getters = Object.fromEntries(
+    (["setTimeout", "setInterval", "clearTimeout"] as const).map((name) => {
+      const descriptor = Object.getOwnPropertyDescriptor(global, name);
+      const value = descriptor?.value;
+      return [name, descriptor?.get?.bind(global) ?? (() => value)];
+    }),
+  ) as { [name in keyof Timers]: () => Timers[name] };
+  let timers: Timers | undefined;
+  return {
+    get: (): Timers =>
+      timers ??= {
+        setTimeout: getters.setTimeout(),
+        setInterval: getters.setInterval(),
+        clearTimeout: getters.clearTimeout(),
+      },
+    /** Whether a timer may have been set (clearing before that is nothing to do). */
+    loaded: () => timers !== undefined,
+  };
+}
+
 /** Timers that take functions only (a string would be evaluated past tameCodeGeneration). */
-function functionTimers(global: Record<string, unknown>) {
-  const nativeSetTimeout = setTimeout;
-  const nativeSetInterval = setInterval;
-  const nativeClearTimeout = clearTimeout;
+function functionTimers(global: Record<string, unknown>, native: ReturnType<typeof nativeTimers>) {
   const checked = (callback: unknown) => {
     if (typeof callback !== "function") {
       throw new TypeError("timers take a function, not a string of code");
@@ -245,14 +274,19 @@ function functionTimers(global: Record<string, unknown>) {
     return callback as (...args: unknown[]) => void;
   };
   global.setTimeout = (callback: unknown, ms?: number, ...args: unknown[]) =>
-    nativeSetTimeout(checked(callback), ms, ...args);
+    native.get().setTimeout(checked(callback), ms, ...args);
   global.setInterval = (callback: unknown, ms?: number, ...args: unknown[]) =>
-    nativeSetInterval(checked(callback), ms, ...args);
+    native.get().setInterval(checked(callback), ms, ...args);
   // The runtime's own: bundles that replace setTimeout with one built on setImmediate (the
   // reference's language-model microservice does) must not make it call itself.
   global.setImmediate = (callback: unknown, ...args: unknown[]) =>
-    nativeSetTimeout(checked(callback), 0, ...args);
-  global.clearImmediate = (id: number) => nativeClearTimeout(id);
+    native.get().setTimeout(checked(callback), 0, ...args);
+  const clear = (id: number) => {
+    if (native.loaded()) native.get().clearTimeout(id);
+  };
+  global.clearTimeout = clear;
+  global.clearInterval = clear;
+  global.clearImmediate = clear;
 }
 
 /** Deletes every global outside SANDBOX_GLOBALS, on the global object and its scope classes. */
@@ -304,8 +338,10 @@ export function installGlobals(
     event.preventDefault();
     log("error", `unhandled rejection: ${format([event.reason])}`);
   });
+  // Before the globals go: the timers' getters are on the global object.
+  const timers = nativeTimers(global);
   removeHostGlobals(global);
-  functionTimers(global);
+  functionTimers(global, timers);
   tameCodeGeneration(global);
   Object.assign(global, { fetch: fetcher, Duktape: duktape });
 }

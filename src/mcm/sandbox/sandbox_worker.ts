@@ -141,7 +141,7 @@ function reportCpu(): void {
     taken.post({ micros: taken.threadCpu(), heap: taken.heap(), lagMs } satisfies CpuSample);
   };
   report();
-  taken.setInterval(report, SAMPLE_MS);
+  taken.every(SAMPLE_MS, report);
 }
 
 async function serve(
@@ -203,7 +203,7 @@ async function serve(
  * turn, so the answers they lead to leave together (FrameWriter batches a turn's frames).
  */
 async function* chunkFrames(
-  stdin: ReadableStream<Uint8Array>,
+  stdin: AsyncIterable<Uint8Array>,
 ): AsyncGenerator<(string | Uint8Array)[]> {
   const decoder = new FrameDecoder();
   for await (const chunk of stdin) {
