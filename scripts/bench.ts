@@ -11,13 +11,17 @@
  * - discovery (scripts/bench_discovery.ts): joining, verifying 50 nodes, listing them.
  * - the hub (scripts/bench_hub.ts): tunnelled requests and transfers (a quarter of the size),
  *   and simulated node connections.
+ * - hub clusters (scripts/bench_hub_cluster.ts, needs nats-server and haproxy): requests and
+ *   transfers forwarded hub to hub (64 MiB, or --size-mib), the forwarding transport measured
+ *   raw (HTTP against NATS messages, 256 MiB or --size-mib), 30,000 simulated nodes over three
+ *   hubs, a hub SIGKILLed behind HAProxy.
  * - microservices (scripts/bench_mcm.ts): requests to a trivial microservice next to a bare
  *   Deno.serve and to an isolate per request, cold start, memory per idle container.
  * - the request path (scripts/bench_request_path.ts): GET /models/{id} and JSON-RPC getMe next
  *   to the same routes in Hono on Deno (npm:hono), and the trivial microservice next to workerd
  *   (npm:workerd) and a bare Deno.serve; medians of three interleaved rounds of wrk on one core.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
- * `--only requests|store|discovery|hub|mcm`, `--quick [--record]` (scripts/bench_quick.ts: the
+ * `--only requests|store|discovery|hub|cluster|mcm`, `--quick [--record]` (scripts/bench_quick.ts: the
  * ratios in under a minute, checked against scripts/bench_recorded.json), `--readme` (a full run
  * writes its table into README.md: scripts/bench_readme.ts).
  *
@@ -28,6 +32,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { startTestNode } from "../tests/helpers/node.ts";
 import { discoveryRows } from "./bench_discovery.ts";
 import { hubRows } from "./bench_hub.ts";
+import { clusterRows } from "./bench_hub_cluster.ts";
 import { mcmRows } from "./bench_mcm.ts";
 import { mcmDownloadRows } from "./bench_mcm_download.ts";
 import { startNginxDav } from "./bench_nginx.ts";
@@ -49,14 +54,14 @@ import {
 const { values } = parseArgs({
   args: Deno.args,
   options: {
-    "size-mib": { type: "string", default: "1024" },
+    "size-mib": { type: "string" },
     only: { type: "string" },
     quick: { type: "boolean" },
     record: { type: "boolean" },
     readme: { type: "boolean" },
   },
 });
-const SIZE_MIB = Number(values["size-mib"]);
+const SIZE_MIB = Number(values["size-mib"] ?? 1024);
 const SMALL_MIB = Math.max(1, Math.round(SIZE_MIB / 4));
 
 /** The outside programs the benchmarks drive, named with their Debian packages when missing. */
@@ -84,6 +89,10 @@ async function main() {
   if (!only || only === "store") rows.push(...await storeRows());
   if (!only || only === "discovery") rows.push(...await discoveryRows());
   if (!only || only === "hub") rows.push(...await hubRows(SMALL_MIB));
+  if (!only || only === "cluster") {
+    const given = values["size-mib"] === undefined ? undefined : SIZE_MIB;
+    rows.push(...await clusterRows({ tunnelMib: given ?? 64, transportMib: given ?? 256 }));
+  }
   if (!only || only === "mcm") rows.push(...await mcmRows(), ...await mcmDownloadRows(SIZE_MIB));
   const [cpu, memKib] = (await run("sh", [
     "-c",
