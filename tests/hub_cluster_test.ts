@@ -5,9 +5,17 @@
  * an SSE stream), forged routing data refused, a hub killed mid-tunnel, NATS restarted.
  */
 import assert from "node:assert/strict";
-import { doneModel, messages } from "./helpers/events.ts";
+import { messages } from "./helpers/events.ts";
 import { startFileServer } from "./helpers/file_server.ts";
-import { type HubNode, infoOf, joinHub, listedIds, type TestHub } from "./helpers/hub.ts";
+import {
+  createModelThrough,
+  expectLiveProgress,
+  type HubNode,
+  infoOf,
+  joinHub,
+  listedIds,
+  type TestHub,
+} from "./helpers/hub.ts";
 import {
   clusterUp,
   healthOf,
@@ -77,12 +85,7 @@ Deno.test("hub cluster: listings alike from every hub, tunnels across hubs, forg
       // 50 MB up and down across hubs, streamed, bytes intact
       const through = await via(h1, a1, a2);
       const bytes = ggufBytes(50 * 1024 * 1024);
-      const created = await through("/ai/store/v1/models", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ id: "big", version: "1", kind: "llm" }),
-      });
-      assert.equal(created.status, 201, await created.text());
+      await createModelThrough(through, "big");
       const uploaded = await through("/ai/store/v1/models/big/upload", {
         method: "POST",
         headers: { "Content-Type": "application/octet-stream" },
@@ -98,38 +101,14 @@ Deno.test("hub cluster: listings alike from every hub, tunnels across hubs, forg
 
       // an SSE stream across hubs arrives as it is produced
       await using files = startFileServer();
-      const source = files.serve("/slow.gguf", ggufBytes(400_000), { bytesPerSecond: 400_000 });
-      await through("/ai/store/v1/models", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ id: "slow", version: "1", kind: "llm" }),
-      });
-      const started = Date.now();
-      const stream = await through("/ai/store/v1/models/slow/download", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ url: source }),
-      });
-      const arrivals: number[] = [];
-      const all = [];
-      for await (const message of messages(stream)) {
-        arrivals.push(Date.now() - started);
-        all.push(message);
-      }
-      assert.equal(doneModel(all).readyToUse, true);
-      assert.ok(arrivals.length >= 3, `only ${arrivals.length} events`);
-      assert.ok(arrivals.at(-1)! - arrivals[0] >= 300, `events came at once: ${arrivals}`);
+      await expectLiveProgress(through, files);
 
       // a client that goes away mid-stream: the cancel crosses both hubs to the node, which
       // stops reading its source
       const endless = files.serve("/endless.gguf", ggufBytes(8 * 1024 * 1024), {
         bytesPerSecond: 256 * 1024,
       });
-      await through("/ai/store/v1/models", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ id: "endless", version: "1", kind: "llm" }),
-      });
+      await createModelThrough(through, "endless");
       const client = new AbortController();
       const leaving = await through("/ai/store/v1/models/endless/download", {
         method: "POST",
@@ -255,12 +234,7 @@ Deno.test("hub cluster: a hub killed mid-tunnel; its nodes are reachable through
 
       // a slow download of the target's model through a surviving hub
       const through = await via(survivor, nodes[1], target);
-      const created = await through("/ai/store/v1/models", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ id: "m", version: "1", kind: "llm" }),
-      });
-      assert.equal(created.status, 201);
+      await createModelThrough(through, "m");
       const upload = await through("/ai/store/v1/models/m/upload", {
         method: "POST",
         headers: { "Content-Type": "application/octet-stream" },

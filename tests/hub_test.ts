@@ -6,10 +6,10 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { DatabaseSync } from "node:sqlite";
-import { doneModel, messages } from "./helpers/events.ts";
 import { startFileServer } from "./helpers/file_server.ts";
 import {
   connected,
+  expectLiveProgress,
   type HubNode,
   infoOf,
   insightGet,
@@ -163,27 +163,7 @@ Deno.test("hub: account and proximity listings, bep and sep, tunnels and their r
 
       // an SSE stream comes through as it is produced
       await using files = startFileServer();
-      const source = files.serve("/slow.gguf", ggufBytes(400_000), { bytesPerSecond: 400_000 });
-      await through(sep, a1.token, "/ai/store/v1/models", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ id: "slow", version: "1", kind: "llm" }),
-      });
-      const started = Date.now();
-      const stream = await through(sep, a1.token, "/ai/store/v1/models/slow/download", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ url: source }),
-      });
-      const arrivals: number[] = [];
-      const all = [];
-      for await (const message of messages(stream)) {
-        arrivals.push(Date.now() - started);
-        all.push(message);
-      }
-      assert.equal(doneModel(all).readyToUse, true);
-      assert.ok(arrivals.length >= 3, `only ${arrivals.length} events`);
-      assert.ok(arrivals.at(-1)! - arrivals[0] >= 300, `events came at once: ${arrivals}`);
+      await expectLiveProgress((path, init) => through(sep, a1.token, path, init), files);
 
       // refusals
       await expectHubError(

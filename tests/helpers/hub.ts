@@ -7,9 +7,11 @@
 import assert from "node:assert/strict";
 import { insightClient } from "../../src/sdk/clients.ts";
 import { rpcCall } from "../../src/sdk/json_rpc.ts";
+import { doneModel, messages } from "./events.ts";
 import { cliToken, type TestIssuer } from "./identity.ts";
 import { nodeIdOf } from "./mesh.ts";
 import {
+  ggufBytes,
   LAUNCHER_PERMISSIONS,
   type ListeningProcess,
   MAIN,
@@ -169,4 +171,44 @@ export async function expectPings(
     assert.equal(answer.status, 200);
     assert.equal((await answer.json()).data.id, id);
   }
+}
+
+/** A fetch of some node's API, through a hub (as `viaTunnel` returns). */
+export type Through = (path: string, init?: RequestInit) => Promise<Response>;
+
+/** Creates model `id` on the node behind `through`. */
+export async function createModelThrough(through: Through, id: string): Promise<void> {
+  const created = await through("/ai/store/v1/models", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ id, version: "1", kind: "llm" }),
+  });
+  assert.equal(created.status, 201, await created.text());
+}
+
+/**
+ * Downloads a slow 400 KB source into a new model through `through`, and asserts that its SSE
+ * progress arrives as produced (several events, spread over 300 ms or more), not all at the end.
+ */
+export async function expectLiveProgress(
+  through: Through,
+  files: { serve(path: string, bytes: Uint8Array, options: { bytesPerSecond: number }): string },
+): Promise<void> {
+  const source = files.serve("/slow.gguf", ggufBytes(400_000), { bytesPerSecond: 400_000 });
+  await createModelThrough(through, "slow");
+  const started = Date.now();
+  const stream = await through("/ai/store/v1/models/slow/download", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ url: source }),
+  });
+  const arrivals: number[] = [];
+  const all = [];
+  for await (const message of messages(stream)) {
+    arrivals.push(Date.now() - started);
+    all.push(message);
+  }
+  assert.equal(doneModel(all).readyToUse, true);
+  assert.ok(arrivals.length >= 3, `only ${arrivals.length} events`);
+  assert.ok(arrivals.at(-1)! - arrivals[0] >= 300, `events came at once: ${arrivals}`);
 }
