@@ -14,8 +14,10 @@ import {
   infoOf,
   joinHub,
   listedIds,
+  startTestHub,
   type TestHub,
 } from "./helpers/hub.ts";
+import { startTestNats } from "./helpers/nats.ts";
 import {
   clusterUp,
   healthOf,
@@ -291,4 +293,31 @@ Deno.test("hub cluster: clear refusals for a cluster that cannot be joined", () 
 
     const badUrl = await runEdgenode([...args, "--nats", "http://127.0.0.1:4222"]);
     assert.match(badUrl.stderr, /--nats takes NATS server URLs like nats:\/\//);
+  }));
+
+Deno.test("hub cluster: a wrong NATS password is said in the health, and the hub serves on", () =>
+  withTempDir(async (dir) => {
+    const issuer = await makeIssuer(`${dir}/issuer`);
+    await Deno.mkdir(`${dir}/nats`);
+    const nats = await startTestNats(`${dir}/nats`);
+    if ("skip" in nats) return console.log(`skipped: ${nats.skip}`);
+    await using _nats = nats;
+    await Deno.writeTextFile(`${dir}/wrong`, "not-the-password", { mode: 0o600 });
+    await Deno.mkdir(`${dir}/hub`);
+    await Deno.writeFile(`${dir}/hub/cluster.key`, new Uint8Array(32).fill(1), { mode: 0o600 });
+    const hub = await startTestHub(issuer, `${dir}/hub`, {
+      config: { nats: { servers: [nats.url], user: nats.user, passwordFile: `${dir}/wrong` } },
+    });
+    try {
+      let health = await healthOf(hub);
+      await waitFor(async () => {
+        health = await healthOf(hub);
+        return /authori[sz]ation/i.test(health.cluster.message);
+      }, `the refused login in the health (last: ${JSON.stringify(health)})`);
+      assert.equal(health.cluster.status, "down");
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      assert.equal((await healthOf(hub)).status, "ok", "the hub still serves");
+    } finally {
+      await hub.stop();
+    }
   }));

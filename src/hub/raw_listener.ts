@@ -49,10 +49,27 @@ export function listenRaw(hostname: string, port: number, host: RawHost): RawLis
     return undefined;
   }
   (async () => {
-    for await (const conn of listener) opened(conn, host);
-  })().catch(() => {
-    // The listener was closed.
-  });
+    while (true) {
+      let conn: Deno.TcpConn;
+      try {
+        conn = await listener.accept();
+      } catch (error) {
+        if (error instanceof Deno.errors.BadResource) return; // The listener was closed.
+        // A connection reset before it was accepted (ENOTCONN, ECONNABORTED, as a balancer's
+        // health check does) ends that connection, not the listener. A short pause keeps a
+        // lasting error (out of file descriptors) from spinning.
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        continue;
+      }
+      opened(conn, host).catch(() => {
+        try {
+          conn.close();
+        } catch {
+          // Closed already.
+        }
+      });
+    }
+  })();
   return { port: listener.addr.port, close: () => listener.close() };
 }
 
