@@ -36,6 +36,8 @@ function status(response) { return response.status === 403 ? Promise.reject({ na
 var probes = {
   deno: function () { return typeof Deno === "undefined" ? Promise.reject({ name: "NoDeno" }) : Deno.readTextFileSync(KEY); },
   process: function () { return typeof process === "undefined" ? Promise.reject({ name: "NoProcess" }) : process.env; },
+  // The container process exposes V8's gc to its sandbox (a compaction once the code loaded).
+  gc: function () { return typeof gc === "undefined" ? Promise.reject({ name: "NoGc" }) : gc(); },
   importKey: function () { return eval('import("file://' + KEY + '", { with: { type: "json" } })'); },
   importFunction: function () { return Function('return import("node:fs")')(); },
   importAsync: function () { return (async function () {}).constructor('return import("node:sqlite")')(); },
@@ -109,6 +111,7 @@ Deno.test("a hostile microservice reaches none of the node's files, env, process
   }
   assert.equal(body.deno, "NoDeno");
   assert.equal(body.process, "NoProcess");
+  assert.equal(body.gc, "NoGc");
   for (const probe of ["importKey", "importFunction", "importAsync", "importData"]) {
     assert.equal(body[probe], "EvalError", probe);
   }

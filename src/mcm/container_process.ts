@@ -148,7 +148,9 @@ export function containerPermissions(runtimeDir: string, launch: Launch): string
     "--no-npm",
     "--no-remote",
     "--unstable-worker-options",
-    `--v8-flags=--max-old-space-size=${memoryMb}`,
+    // --expose-gc: the sandbox compacts its worker's heap once the code loaded, and hides gc
+    // from the code (sandbox/host_globals.ts).
+    `--v8-flags=--max-old-space-size=${memoryMb},--expose-gc`,
     `--allow-read=${[runtimeDir, ...launch.read].join(",")}`,
     `--allow-write=${launch.write}`,
     ...(outboundHosts === undefined
@@ -208,7 +210,7 @@ export function spawnContainer(
       ["NO_COLOR", "1"],
       // The executable's flags are baked in: the heap limit comes through the environment.
       ...(isExecutable()
-        ? [["DENO_V8_FLAGS", `--max-old-space-size=${launch.profile.memoryMb}`]]
+        ? [["DENO_V8_FLAGS", `--max-old-space-size=${launch.profile.memoryMb},--expose-gc`]]
         : []),
     ]),
     stdin: "piped",

@@ -298,6 +298,12 @@ function removeHostGlobals(global: Record<string, unknown>): void {
   ) {
     for (const name of Object.getOwnPropertyNames(scope)) {
       if (SANDBOX_GLOBALS.has(name) || name === "constructor") continue;
+      if (Object.getOwnPropertyDescriptor(scope, name)?.configurable === false) {
+        // V8's `gc` (--expose-gc) cannot be deleted, only emptied; the sandbox took it
+        // (host_globals.ts). One that cannot be emptied either throws: the code does not load.
+        (scope as Record<string, unknown>)[name] = undefined;
+        continue;
+      }
       delete (scope as Record<string, unknown>)[name];
     }
   }

@@ -17,6 +17,7 @@ import { type Incoming, loadModel, type Model, type Outgoing } from "./programmi
 import { droppedLine, LogRate } from "./log_rate.ts";
 import { installGlobals, type LogLevel } from "./sandbox_globals.ts";
 import { type BytePort, takeHostGlobals, type Taken } from "./host_globals.ts";
+import { compactionSchedule } from "./heap_compaction.ts";
 import { type CpuSample, REQUESTS_BEGUN, REQUESTS_IN_FLIGHT, SAMPLE_MS } from "./watchdog.ts";
 
 /** What the container process's host hands the worker once the node said which container. */
@@ -130,11 +131,16 @@ function boot(
   });
 }
 
-/** Reports this thread's CPU use to the host's watchdog, from a timer the code cannot stop. */
+/**
+ * Reports this thread's CPU use to the host's watchdog, from a timer the code cannot stop, and
+ * compacts the worker's heap when due (heap_compaction.ts).
+ */
 function reportCpu(): void {
   let due = taken.now() + SAMPLE_MS;
+  const compaction = compactionSchedule(taken.now(), activity, taken.compact);
   const report = () => {
     const now = taken.now();
+    compaction(now);
     // How late the timer came: the thread was busy then (the host's CPU share: tenant_host.ts).
     const lagMs = Math.max(0, now - due);
     due = now + SAMPLE_MS;
