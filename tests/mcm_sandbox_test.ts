@@ -36,7 +36,7 @@ function status(response) { return response.status === 403 ? Promise.reject({ na
 var probes = {
   deno: function () { return typeof Deno === "undefined" ? Promise.reject({ name: "NoDeno" }) : Deno.readTextFileSync(KEY); },
   process: function () { return typeof process === "undefined" ? Promise.reject({ name: "NoProcess" }) : process.env; },
-  // The container process exposes V8's gc to its sandbox (a compaction once the code loaded).
+  // A client's process exposes V8's gc to its sandbox, which compacts its heap with it.
   gc: function () { return typeof gc === "undefined" ? Promise.reject({ name: "NoGc" }) : gc(); },
   importKey: function () { return eval('import("file://' + KEY + '", { with: { type: "json" } })'); },
   importFunction: function () { return Function('return import("node:fs")')(); },

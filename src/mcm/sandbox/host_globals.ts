@@ -17,11 +17,11 @@
  * (Atomics.waitAsync, V8's own), and the channel's port is read and written as is, without
  * web streams around it (another 0.8 MiB a worker).
  *
- * A container process is started with V8's `gc` exposed (container_process.ts), which the
+ * A client's process is started with V8's `gc` exposed (container_process.ts), which the
  * sandbox takes here, and the microservice then finds undefined (sandbox_globals.ts): once
  * the code loaded, the worker collects the garbage of its start and gives back the heap pages
- * it no longer uses (`compact`), 1.5 MiB of a container. V8 itself would do it only after a
- * full collection, which a small microservice may never need.
+ * it no longer uses (`compact`, when: heap_compaction.ts), 1.5 MiB of a container. V8 itself
+ * would do it only after a full collection, which a small microservice may never need.
  *
  * @module
  */
