@@ -61,6 +61,7 @@ export class HubCluster {
    */
   static async start(settings: ClusterSettings, url: string): Promise<HubCluster> {
     const { key, auth } = await readClusterSecrets(settings);
+    globalThis.addEventListener("error", keepOnNatsReset);
     const cluster = new HubCluster(settings, key, url);
     cluster.#connect(auth);
     return cluster;
@@ -85,9 +86,10 @@ export class HubCluster {
       `connected to it`;
   }
 
-  /** Leaves the cluster: this hub's keys go at once rather than after its silence. */
+  /** Leaves the cluster: the other hubs take it for gone after HUB_SILENT_MS of silence. */
   async close(): Promise<void> {
     this.#closed = true;
+    globalThis.removeEventListener("error", keepOnNatsReset);
     for (const timer of this.#timers) clearInterval(timer);
     const connection = this.#connection;
     this.presence.detach();
@@ -169,4 +171,15 @@ export class HubCluster {
       }
     }
   }
+}
+
+/**
+ * The NATS client's socket (node:net, the hub's only one) can report ECONNRESET after the server
+ * refused a login, when nothing listens for it any more; uncaught, it would end the hub, which
+ * is to keep serving its own nodes whatever NATS does.
+ */
+function keepOnNatsReset(event: ErrorEvent): void {
+  if ((event.error as { code?: string } | undefined)?.code !== "ECONNRESET") return;
+  event.preventDefault();
+  console.error(`hub: the NATS connection was reset (${event.error.message})`);
 }
