@@ -137,7 +137,7 @@ function boot(
  */
 function reportCpu(): void {
   let due = taken.now() + SAMPLE_MS;
-  const compaction = compactionSchedule(taken.now(), activity, taken.compact);
+  const compaction = compactionSchedule(taken.now(), activity, taken);
   const report = () => {
     const now = taken.now();
     compaction(now);
