@@ -233,19 +233,7 @@ async function storeRows(): Promise<string[][]> {
     ]);
     // -a: every thread of the node, as the baseline server runs wholly on core 0.
     await run("taskset", ["-a", "-pc", "0", String(node.pid)]);
-    const baseUpload = await timed("curl", [
-      "-sS",
-      "--fail",
-      "-o",
-      "/dev/null",
-      "-X",
-      "POST",
-      "-H",
-      "Content-Type: application/octet-stream",
-      "-T",
-      big,
-      `${base}/upload`,
-    ]);
+    const baseUpload = await timed("curl", curlUpload(`${base}/upload`, undefined, big));
     rows.push([
       `upload raw body to a bare Deno.serve, ${SIZE_MIB} MiB`,
       `${(mb / baseUpload).toFixed(0)} MB/s`,

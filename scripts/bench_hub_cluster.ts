@@ -32,7 +32,16 @@ import { cliToken, makeIssuer, type TestIssuer } from "../tests/helpers/identity
 import { startTestNats } from "../tests/helpers/nats.ts";
 import { waitFor } from "../tests/helpers/node.ts";
 import { curlArgs } from "./bench_hub.ts";
-import { makeModelFile, p99, peakRssMib, rssMib, run, timed, wrk } from "./bench_tools.ts";
+import {
+  curlUpload,
+  makeModelFile,
+  p99,
+  peakRssMib,
+  rssMib,
+  run,
+  timed,
+  wrk,
+} from "./bench_tools.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const PEER = new URL("./bench_hub_cluster_peer.ts", import.meta.url).pathname;
@@ -307,19 +316,7 @@ async function transportRows(dir: string, sizeMib: number): Promise<string[][]> 
     const receiver = spawnPeer(["http-recv"]);
     try {
       const { port } = await receiver.next(30_000);
-      const seconds = await timed("curl", [
-        "-sS",
-        "--fail",
-        "-o",
-        "/dev/null",
-        "-X",
-        "POST",
-        "-H",
-        "Content-Type: application/octet-stream",
-        "-T",
-        file,
-        `http://127.0.0.1:${port}/`,
-      ]);
+      const seconds = await timed("curl", curlUpload(`http://127.0.0.1:${port}/`, undefined, file));
       const received = [await receiver.next(), await receiver.next(), await receiver.next()];
       return { mbps: sizeMib * 1.048576 / seconds, cpu: median(received.map((r) => r.cpuMs)) };
     } finally {

@@ -138,13 +138,19 @@ export async function createModel(node: TestNode, id: string): Promise<void> {
   await response.body?.cancel();
 }
 
-/** curl arguments that upload `file` to `url` with the key, raw or as multipart. */
-export function curlUpload(url: string, key: string, file: string, multipart: boolean): string[] {
+/** curl arguments that upload `file` to `url` (with the key, when one is given), raw or as multipart. */
+export function curlUpload(
+  url: string,
+  key: string | undefined,
+  file: string,
+  multipart = false,
+): string[] {
   // -T streams the file from disk (--data-binary would read it all into curl's memory first).
   const body = multipart
     ? ["-F", `file=@${file}`]
     : ["-X", "POST", "-H", "Content-Type: application/octet-stream", "-T", file];
-  return ["-sS", "--fail", "-o", "/dev/null", "-H", `Authorization: Bearer ${key}`, ...body, url];
+  const auth = key === undefined ? [] : ["-H", `Authorization: Bearer ${key}`];
+  return ["-sS", "--fail", "-o", "/dev/null", ...auth, ...body, url];
 }
 
 /** Spawns the bare baseline server (bench_baseline_server.ts) on core 0 over `dir`. */
