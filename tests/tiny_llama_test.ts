@@ -1,32 +1,15 @@
 /**
  * The tiny llama GGUF writer: its files are deterministic, read by the registry's header reader,
- * and (when the inference engine is installed: EDGENODE_ENGINE_DIR holds
- * node_modules/node-llama-cpp) loaded and run by llama.cpp. The engine runs in a Deno subprocess
+ * and loaded and run by llama.cpp (the tests' shared engine, installed on first use:
+ * tests/helpers/engine.ts). The engine runs in a Deno subprocess
  * of its own (it needs --node-modules-dir=manual, no config and FFI), which prints JSON.
  */
 import assert from "node:assert/strict";
 import { readGgufMetadata } from "../src/store/gguf_metadata.ts";
 import { withTempDir } from "./helpers/node.ts";
 import { runToEnd } from "./helpers/run.ts";
+import { ensureTestEngine } from "./helpers/engine.ts";
 import { hugeDeclaredGguf, tinyLlamaGguf, type TinyLlamaOptions } from "./helpers/tiny_llama.ts";
-
-const engineDir = Deno.env.get("EDGENODE_ENGINE_DIR");
-const engineEntry = engineDir && `${engineDir}/node_modules/node-llama-cpp/dist/index.js`;
-const engineMissing = !engineDir
-  ? "EDGENODE_ENGINE_DIR is not set"
-  : !exists(`${engineDir}/node_modules/node-llama-cpp`)
-  ? `${engineDir}/node_modules/node-llama-cpp does not exist`
-  : undefined;
-if (engineMissing) console.log(`tiny_llama_test: engine tests skipped: ${engineMissing}`);
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 Deno.test("the tiny model is deterministic per seed, small, and read by the header reader", () =>
   withTempDir(async (dir) => {
@@ -99,7 +82,6 @@ console.log(JSON.stringify(facts));
 
 Deno.test({
   name: "node-llama-cpp loads the tiny model, chats with ChatML to max tokens, and embeds",
-  ignore: engineMissing !== undefined,
   fn: () =>
     withTempDir(async (dir) => {
       const options: TinyLlamaOptions = {
@@ -120,7 +102,7 @@ Deno.test({
           "--no-config",
           "--node-modules-dir=manual",
           `${dir}/probe.ts`,
-          engineEntry!,
+          `${await ensureTestEngine()}/node_modules/node-llama-cpp/dist/index.js`,
           `${dir}/tiny.gguf`,
           `${dir}/eos.gguf`,
         ],

@@ -31,6 +31,19 @@ export const HubConfigDefaults = {
   }
 } as const;
 
+/** The defaults of InferenceConfig's settings. */
+export const InferenceConfigDefaults = {
+  "enabled": true,
+  "prefixes": [
+    "/mimik-ai/openai/v1",
+    "/v1"
+  ],
+  "threads": 0,
+  "idleUnloadSeconds": 300,
+  "queueLimit": 16,
+  "memoryLimitMb": 0
+} as const;
+
 /** The defaults of McmConfig's settings. */
 export const McmConfigDefaults = {
   "memoryMb": 128,
@@ -85,5 +98,16 @@ export const NodeConfigDefaults = {
   "dashboard": {
     "enabled": true,
     "path": "/"
+  },
+  "inference": {
+    "enabled": true,
+    "prefixes": [
+      "/mimik-ai/openai/v1",
+      "/v1"
+    ],
+    "threads": 0,
+    "idleUnloadSeconds": 300,
+    "queueLimit": 16,
+    "memoryLimitMb": 0
   }
 } as const;

@@ -9,6 +9,7 @@ export interface components {
     HubCluster: schemas.HubCluster;
     HubConfig: schemas.HubConfig;
     HubLink: schemas.HubLink;
+    InferenceConfig: schemas.InferenceConfig;
     Jwks: schemas.Jwks;
     McmConfig: schemas.McmConfig;
     NodeConfig: schemas.NodeConfig;

@@ -88,6 +88,11 @@ export const DownloadProgressSchema = FileProgressSchema;
 /** DownloadProgress as validated. */
 export type DownloadProgress = v.InferOutput<typeof DownloadProgressSchema>;
 
+/** Whether a model is loaded in the inference engine. */
+export const LoadStateSchema = v.strictObject({ "id": v.string("must be a string"), "object": v.literal("model", "must be \"model\""), "kind": v.string("must be a string"), "loaded": v.boolean("must be true or false") });
+/** LoadState as validated. */
+export type LoadState = v.InferOutput<typeof LoadStateSchema>;
+
 /** The MmprojProgress schema. */
 export const MmprojProgressSchema = v.strictObject({ "mmproj": FileProgressSchema });
 /** MmprojProgress as validated. */
@@ -99,6 +104,6 @@ export const ModelListSchema = v.strictObject({ "data": v.array(ModelSchema, "mu
 export type ModelList = v.InferOutput<typeof ModelListSchema>;
 
 /** The UpdateModelRequest schema. */
-export const UpdateModelRequestSchema = v.strictObject({ "id": ModelIdSchema, "action": v.picklist(["update"], "must be one of: update"), "gguf": v.optional(GgufSchema), "onnx": v.optional(OnnxSchema) });
+export const UpdateModelRequestSchema = v.strictObject({ "id": ModelIdSchema, "action": v.picklist(["update","load","unload"], "must be one of: update, load, unload"), "gguf": v.optional(GgufSchema), "onnx": v.optional(OnnxSchema) });
 /** UpdateModelRequest as validated. */
 export type UpdateModelRequest = v.InferOutput<typeof UpdateModelRequestSchema>;

@@ -6,8 +6,9 @@
  * `allOf` of patterns, `not: {pattern}`, with an optional `x-error-message` per rule: an OpenAPI
  * extension, so that strict linters accept the specs), integer and
  * number (minimum, maximum, const), boolean (const), array (items, minItems, maxItems), object
- * (properties, required, additionalProperties false or a schema). Anything else throws, so a
- * spec never silently loses a rule.
+ * (properties, required, additionalProperties false or a schema), `null`, and `anyOf` of those
+ * (a union, with `x-error-message` as its message: valibot's own names no alternative). Anything
+ * else throws, so a spec never silently loses a rule.
  *
  * @module
  */
@@ -170,7 +171,13 @@ export function valibotFor(schema: JsonSchema): string {
     if (ref.section !== "schemas") throw new Error(`unsupported $ref ${schema.$ref}`);
     return schemaConstName(ref.name);
   }
+  if (Array.isArray(schema.anyOf)) {
+    const options = (schema.anyOf as JsonSchema[]).map(valibotFor).join(", ");
+    return `v.union([${options}], ${ruleMessage(schema, "is not of an accepted form")})`;
+  }
   switch (schema.type) {
+    case "null":
+      return `v.null("must be null")`;
     case "string":
       return stringSchema(schema);
     case "integer":

@@ -129,10 +129,11 @@ async function changed(id: string, values: Record<string, unknown>, store: Store
     );
   }
   if (kind === undefined && version === undefined) {
+    // An update answers the Model (load and unload, other actions, answer otherwise).
     return await answer(
       store.PUT("/models", { body: { id, action: "update", ...config } }),
       `updating ${id}`,
-    );
+    ) as Model;
   }
   const before = await requireModel(store, id);
   const newKind = kind !== undefined && kind !== before.kind ? kind : undefined;

@@ -31,7 +31,9 @@ export type ErrorKind =
   | "upstream_failed"
   | "unavailable"
   | "upstream_timeout"
-  | "no_space";
+  | "no_space"
+  | "no_memory"
+  | "too_many";
 
 /** Facts an edge may pass on beside the message (a retry delay, the size of a file). */
 export interface ErrorDetails {
@@ -141,4 +143,16 @@ export class UpstreamTimeout extends DomainError {
 export class NoSpace extends DomainError {
   override name = "NoSpace";
   readonly kind = "no_space";
+}
+
+/** The machine's free memory cannot hold this (a model to load). */
+export class NoMemory extends DomainError {
+  override name = "NoMemory";
+  readonly kind = "no_memory";
+}
+
+/** Too many requests wait already; try again later. */
+export class TooMany extends DomainError {
+  override name = "TooMany";
+  readonly kind = "too_many";
 }

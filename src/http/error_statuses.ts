@@ -24,6 +24,8 @@ export const HTTP_STATUS_OF: Readonly<Record<ErrorKind, number>> = {
   unavailable: 503,
   upstream_timeout: 504,
   no_space: 507,
+  no_memory: 507,
+  too_many: 429,
 };
 
 /** Per-service replacements of the table's statuses. */

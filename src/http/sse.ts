@@ -14,6 +14,8 @@ export interface EventStream {
   response: Response;
   /** Sends one message; false once the stream is closed. */
   send(data: unknown): boolean;
+  /** Sends one message of text as it is (OpenAI's `[DONE]`); false once closed. */
+  sendText(text: string): boolean;
   /** Ends the stream (after the messages already sent). */
   close(): void;
 }
@@ -54,6 +56,7 @@ export function eventStream(onDisconnect: () => void): EventStream {
       },
     }),
     send: (data) => write(`data: ${JSON.stringify(data)}\n\n`),
+    sendText: (text) => write(`data: ${text}\n\n`),
     close() {
       if (!open) return;
       finish();

@@ -29,6 +29,8 @@ export const JSONRPC_CODE_OF: Readonly<Record<ErrorKind, number>> = {
   unavailable: -32014,
   upstream_timeout: -32013,
   no_space: -32015,
+  no_memory: -32016,
+  too_many: -32017,
 };
 
 /** The JSON-RPC error for a thrown error; undefined leaves it to the dispatcher (internal). */

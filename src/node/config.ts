@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
 import { ConfigError, type EnvReader, readJsonFile, readTrustFiles } from "../config/mod.ts";
 import type { DiscoverySettings } from "../discovery/link_local.ts";
 import type { McmSettings } from "../mcm/deployments.ts";
+import type { InferenceSettings } from "../inference/inference_service.ts";
 import {
   type NodeConfig,
   NodeConfigSchema,
@@ -53,6 +54,8 @@ export interface Settings {
   mcm: McmSettings;
   /** The web page (spec/dashboard.yaml). */
   dashboard: { enabled: boolean; path: string };
+  /** Running models (spec/inference.yaml). */
+  inference: InferenceSettings & { enabled: boolean; prefixes: string[] };
 }
 
 /** The defaults of every optional setting: spec/config.yaml's `default`s. */
@@ -158,6 +161,14 @@ export async function loadSettings(
     dashboard: {
       enabled: file.dashboard?.enabled ?? DEFAULTS.dashboard.enabled,
       path: file.dashboard?.path ?? DEFAULTS.dashboard.path,
+    },
+    inference: {
+      ...DEFAULTS.inference,
+      ...file.inference,
+      prefixes: [...(file.inference?.prefixes ?? DEFAULTS.inference.prefixes)],
+      engineDir: resolve(
+        env("EDGENODE_ENGINE_DIR") || file.inference?.engineDir || join(dataDir, "engine"),
+      ),
     },
   };
   return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };

@@ -38,7 +38,15 @@ export function nodePermissions(settings: Settings): PermissionSet {
     ? [netAddress("0.0.0.0", discovery.port), netAddress(MDNS_GROUP, discovery.port)]
     : [];
   return {
-    read: [settings.dataDir, settings.configPath, ...settings.trustFiles, ...jwksFiles],
+    // The engine folder: to see whether the inference engine is installed (a process of its
+    // own installs it, and another runs it: src/inference/engine_process.ts).
+    read: [
+      settings.dataDir,
+      settings.configPath,
+      ...settings.trustFiles,
+      ...jwksFiles,
+      settings.inference.engineDir,
+    ],
     write: [settings.dataDir],
     net: settings.downloadHosts
       ? [

@@ -35,6 +35,13 @@ import { storeHandlers, storeRoutes } from "../store/routes.ts";
 import { VIA_HEADER } from "../tunnel/routing.ts";
 import type { Settings } from "./config.ts";
 import { openDatabase } from "../storage/database.ts";
+import { InferenceService } from "../inference/inference_service.ts";
+import {
+  inferenceHandlers,
+  inferenceRoutes,
+  modelLoading,
+  openAiError,
+} from "../inference/routes.ts";
 
 /** A node that is serving. */
 export interface RunningNode {
@@ -77,6 +84,8 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     retries: settings.downloadRetries,
     downloadHosts: settings.downloadHosts,
   });
+  const inference = new InferenceService(registry, files.root, settings.inference);
+  files.beforeChange((id) => inference.beforeFileChange(id));
   const report = await registry.recover();
   if (
     report.removedPartials + report.removedOrphanFolders + report.promotedPending > 0 ||
@@ -96,6 +105,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     reservedPrefixes: [
       ...settings.storePrefixes,
       ...settings.insightPrefixes,
+      ...settings.inference.prefixes,
       "/mcm",
       "/mds",
       "/dashboard",
@@ -166,7 +176,11 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     notFound: serveContainer,
   });
   const mountOptions = { apiKey: settings.apiKey, readsRequireKey: settings.readsRequireKey };
-  mountRoutes(pipeline, storeRoutes, storeHandlers(registry, provisioning), {
+  mountRoutes(pipeline, storeRoutes, storeHandlers(
+    registry,
+    provisioning,
+    settings.inference.enabled ? modelLoading(inference) : undefined,
+  ), {
     ...mountOptions,
     prefixes: settings.storePrefixes,
   });
@@ -182,6 +196,14 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     apiKey: settings.apiKey,
     prefixes: [""],
   });
+  if (settings.inference.enabled) {
+    mountRoutes(pipeline, inferenceRoutes, inferenceHandlers(inference), {
+      apiKey: settings.apiKey,
+      prefixes: settings.inference.prefixes,
+      wrongKeyStatus: 401,
+      errorFormat: openAiError,
+    });
+  }
   mountJsonRpc(pipeline, identity);
   mountRoutes(pipeline, mcmRoutes, mcmHandlers(images, deployments), {
     apiKey: settings.mcm.apiKey,
@@ -225,6 +247,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
       hub?.stop();
       await server.shutdown();
       await deployments.stopAll();
+      await inference.close();
       // After the server: peers checking the goodbye must find the node gone.
       await linkLocal.stop();
       files.close();

@@ -8,6 +8,7 @@
 export const NODE_ENV_VARS: string[] = [
   "EDGENODE_API_KEY",
   "EDGENODE_DATA_DIR",
+  "EDGENODE_ENGINE_DIR",
   "HOME",
   "USERPROFILE",
   // Where Deno keeps its cache, passed on to container processes.

@@ -61,6 +61,7 @@ export class ModelFiles {
   /** The models folder, resolved to a real path. */
   readonly root: string;
   readonly #sinks: FileSinks;
+  readonly #beforeChange: Array<(id: string) => Promise<void>> = [];
 
   private constructor(root: string) {
     this.root = root;
@@ -164,8 +165,22 @@ export class ModelFiles {
     await Deno.remove(written.tempPath).catch(() => {});
   }
 
+  /**
+   * Adds a step that runs before a model's file is replaced or removed (the inference engine
+   * unloads the model, so that it never runs a file that is going).
+   */
+  beforeChange(step: (id: string) => Promise<void>): void {
+    this.#beforeChange.push(step);
+  }
+
+  /** Runs the beforeChange steps for model `id`. */
+  async changing(id: string): Promise<void> {
+    for (const step of this.#beforeChange) await step(id);
+  }
+
   /** Removes a model's folder and everything in it. */
   async removeModel(id: string): Promise<void> {
+    await this.changing(id);
     await Deno.remove(this.dirOf(id), { recursive: true }).catch((error) => {
       if (!(error instanceof Deno.errors.NotFound)) throw error;
     });

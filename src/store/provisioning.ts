@@ -195,6 +195,7 @@ export class Provisioning {
     const facts: CommittedFiles = {};
     if (mmproj) facts.mmproj = { size: mmproj.size, sha256: mmproj.sha256 };
     if (model) facts.model = { size: model.size, sha256: model.sha256, ...described };
+    if (model && current.sha256) await this.#files.changing(id);
     this.#records.setPending(id, facts);
     if (mmproj) await this.#files.commit(mmproj, this.#files.pathFor(current, "mmproj"));
     if (model) await this.#files.commit(model, this.#files.pathFor(current, "model"));

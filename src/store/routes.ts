@@ -4,7 +4,7 @@
  * @module
  */
 import { storeRoutes } from "../../gen/store/routes.ts";
-import { DomainError, Invalid, NotFound } from "../errors/mod.ts";
+import { DomainError, Invalid, NotFound, Unavailable } from "../errors/mod.ts";
 import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
 import { fileResponse } from "../http/file_response.ts";
 import { JsonCache } from "../http/json_cache.ts";
@@ -40,11 +40,29 @@ function wantsMedia(query: { alt?: "media"; file?: string }): boolean {
   return query.alt === "media";
 }
 
+/**
+ * What `PUT /models` with `action` load or unload needs of the inference engine
+ * (src/inference/routes.ts provides it).
+ */
+export interface ModelLoading {
+  /** The load's progress stream (the model checked first: errors are thrown). */
+  load(id: string): Response;
+  /** Unloads, answering the unloaded state. */
+  unload(id: string): Promise<{ id: string; object: "model"; kind: string; loaded: false }>;
+}
+
 /** The handlers of every registry operation. */
 export function storeHandlers(
   registry: ModelRegistry,
   provisioning: Provisioning,
+  loading?: ModelLoading,
 ): Handlers<typeof storeRoutes> {
+  const engine = (action: string) => {
+    if (!loading) {
+      throw new Unavailable(`action '${action}' needs inference, which is off on this node`);
+    }
+    return loading;
+  };
   // Listings and records are read far more often than written: keep their JSON until a write.
   const cache = new JsonCache();
   const downloads = new Downloads(provisioning);
@@ -74,7 +92,14 @@ export function storeHandlers(
       const { model, created } = registry.create(body);
       return json(created ? 201 : 200, model);
     },
-    updateModel: ({ body }) => json(200, registry.update(body)),
+    updateModel: async ({ body }) => {
+      if (body.action === "update") return json(200, registry.update(body));
+      if (body.gguf || body.onnx) {
+        throw new Invalid(`action '${body.action}' takes only 'id'; send gguf with 'update'`);
+      }
+      if (body.action === "load") return raw(engine("load").load(body.id), [200]);
+      return json(200, await engine("unload").unload(body.id));
+    },
     getModel: ({ params, query, request }) =>
       wantsMedia(query)
         ? media(request, params.id, query.file).then(fileReply)

@@ -7,6 +7,7 @@
 import { EXECUTABLE_FLAGS } from "../../src/program/executable_flags.ts";
 import { storeClient } from "../../src/sdk/clients.ts";
 import { type Finished, runToEnd } from "./run.ts";
+import { TEST_ENGINE_DIR } from "./engine.ts";
 
 /** The program's entry point. */
 export const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
@@ -97,7 +98,7 @@ export async function startTestNode(options: TestNodeOptions = {}): Promise<Test
     "--data-dir",
     dataDir,
     ...(options.args ?? []),
-  ], options.env);
+  ], { EDGENODE_ENGINE_DIR: TEST_ENGINE_DIR, ...options.env });
   const { url } = process;
   const config = JSON.parse(await Deno.readTextFile(`${dataDir}/config.json`));
   const apiKey: string = options.env?.EDGENODE_API_KEY ?? config.apiKey;

@@ -1,0 +1,149 @@
+/**
+ * The inference engine process: node-llama-cpp (llama.cpp) behind a line protocol on stdin and
+ * stdout (src/inference/engine_protocol.ts). It is the only part of edgenode with FFI, started by
+ * the node (src/inference/engine_process.ts) with permissions for its install folder and the
+ * model files alone, so a crash or an out-of-memory kill here never takes the node down.
+ *
+ * `deno run --no-config --node-modules-dir=manual ... engine_main.ts <install dir> <max threads>`
+ *
+ * It imports nothing through an import map: only relative modules, and node-llama-cpp from the
+ * install folder by its file URL.
+ *
+ * @module
+ */
+import { runChat } from "./engine_chat.ts";
+import { type LoadedModel, loadModel, LoadRefused, type Nlc, unloadModel } from "./engine_models.ts";
+import {
+  EVENT_PREFIX,
+  type EngineEvent,
+  type EngineRequest,
+  type LoadSpec,
+} from "./engine_protocol.ts";
+
+const encoder = new TextEncoder();
+const stdout = Deno.stdout.writable.getWriter();
+/** Events go out in order; a write waits for the one before. */
+let writing: Promise<void> = Promise.resolve();
+
+function emit(event: EngineEvent): void {
+  const line = encoder.encode(EVENT_PREFIX + JSON.stringify(event) + "\n");
+  writing = writing.then(() => stdout.write(line)).catch(() => Deno.exit(0));
+}
+
+const [installDir, maxThreads] = Deno.args;
+const nlc: Nlc = await import(
+  new URL(`file://${installDir}/node_modules/node-llama-cpp/dist/index.js`).href
+);
+const llama: Nlc = await nlc.getLlama({
+  gpu: false,
+  build: "never",
+  skipDownload: true,
+  maxThreads: Number(maxThreads) || undefined,
+  logLevel: "warn",
+  logger: (level: string, message: string) => console.error(`[llama.cpp ${level}] ${message}`),
+});
+
+const models = new Map<string, LoadedModel>();
+const loading = new Map<string, Promise<LoadedModel>>();
+const running = new Map<number, AbortController>();
+
+function fail(id: number, error: unknown): void {
+  if (error instanceof LoadRefused) {
+    emit({ id, type: "error", status: error.status, message: error.message });
+    return;
+  }
+  const message = (error as Error)?.message ?? String(error);
+  console.error(`request ${id} failed:`, error);
+  emit({ id, type: "error", status: 500, message });
+}
+
+async function load(id: number, spec: LoadSpec): Promise<void> {
+  const held = models.get(spec.key);
+  if (held) return emit({ id, type: "loaded", info: held.info });
+  let pending = loading.get(spec.key);
+  if (!pending) {
+    pending = loadModel(nlc, llama, spec, (progress) => emit({ id, type: "progress", progress }));
+    loading.set(spec.key, pending);
+    pending.finally(() => loading.delete(spec.key)).catch(() => {});
+  }
+  const loaded = await pending;
+  models.set(spec.key, loaded);
+  emit({ id, type: "loaded", info: loaded.info });
+}
+
+function held(key: string): LoadedModel {
+  const loaded = models.get(key);
+  if (!loaded) throw new LoadRefused(404, "the model is not loaded");
+  if (loaded.busy) throw new LoadRefused(400, "the model is busy with another request");
+  return loaded;
+}
+
+async function handle(request: EngineRequest): Promise<void> {
+  const { id } = request;
+  switch (request.op) {
+    case "load":
+      return await load(id, request.spec);
+    case "unload": {
+      const loaded = models.get(request.key);
+      models.delete(request.key);
+      if (loaded) await unloadModel(loaded);
+      return emit({ id, type: "unloaded" });
+    }
+    case "chat": {
+      const loaded = held(request.key);
+      const abort = new AbortController();
+      running.set(id, abort);
+      loaded.busy = true;
+      try {
+        const result = await runChat(
+          llama,
+          nlc,
+          loaded,
+          request.job,
+          (text) => text && emit({ id, type: "text", text }),
+          abort.signal,
+        );
+        return emit({ id, type: "chat-done", result });
+      } finally {
+        loaded.busy = false;
+        running.delete(id);
+      }
+    }
+    case "embed": {
+      const loaded = held(request.key);
+      loaded.busy = true;
+      try {
+        const vectors: number[][] = [];
+        let promptTokens = 0;
+        for (const text of request.input) {
+          promptTokens += loaded.model.tokenize(text).length;
+          const embedding = await loaded.context.getEmbeddingFor(text);
+          vectors.push([...embedding.vector]);
+        }
+        return emit({ id, type: "embed-done", result: { vectors, promptTokens } });
+      } finally {
+        loaded.busy = false;
+      }
+    }
+    case "cancel":
+      running.get(request.target)?.abort();
+      return;
+  }
+}
+
+emit({ id: 0, type: "ready", buildType: llama.buildType, cpuMathCores: llama.cpuMathCores });
+
+let buffered = "";
+for await (const chunk of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {
+  buffered += chunk;
+  let end;
+  while ((end = buffered.indexOf("\n")) >= 0) {
+    const line = buffered.slice(0, end);
+    buffered = buffered.slice(end + 1);
+    if (!line) continue;
+    const request = JSON.parse(line) as EngineRequest;
+    handle(request).catch((error) => fail(request.id, error));
+  }
+}
+// The node closed our stdin: it is gone or wants us gone.
+Deno.exit(0);

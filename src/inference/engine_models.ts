@@ -1,0 +1,174 @@
+/**
+ * The engine process's loaded models: a model and its one context (chat) or embedding context,
+ * loaded after an estimate from the file's header says it fits.
+ *
+ * Runs in the engine process only (src/inference/engine_main.ts): relative imports, no import map.
+ *
+ * @module
+ */
+import type { EngineModelKind, LoadedModelInfo, LoadSpec } from "./engine_protocol.ts";
+
+/**
+ * node-llama-cpp's module, loaded at run time from the engine's install folder, so typed
+ * loosely here.
+ */
+// deno-lint-ignore no-explicit-any
+export type Nlc = any;
+
+/** A model the engine holds. */
+export interface LoadedModel {
+  spec: LoadSpec;
+  kind: EngineModelKind;
+  // deno-lint-ignore no-explicit-any
+  model: any;
+  /** The chat context's one sequence (llm, vlm), or the embedding context (embed). */
+  // deno-lint-ignore no-explicit-any
+  context: any;
+  // deno-lint-ignore no-explicit-any
+  sequence?: any;
+  // deno-lint-ignore no-explicit-any
+  chatWrapper?: any;
+  info: LoadedModelInfo;
+  /** Set while a job runs on it (the node queues, this guards). */
+  busy: boolean;
+}
+
+/** A load that cannot succeed for a reason the caller can act on. */
+export class LoadRefused extends Error {
+  constructor(readonly status: 400 | 404 | 507, message: string) {
+    super(message);
+  }
+}
+
+/** The context size used when the record sets none: enough for chat, small enough to fit. */
+const DEFAULT_CONTEXT = 4096;
+
+/** The registry's chatTemplateHint values that node-llama-cpp has a chat wrapper for. */
+const WRAPPER_OF_HINT: Record<string, string> = {
+  "chatml": "chatML",
+  "llama2": "llama2Chat",
+  "llama2-sys": "llama2Chat",
+  "llama2-sys-bos": "llama2Chat",
+  "llama2-sys-strip": "llama2Chat",
+  "llama3": "llama3",
+  "mistral-v1": "mistral",
+  "mistral-v3": "mistral",
+  "mistral-v3-tekken": "mistral",
+  "mistral-v7": "mistral",
+  "gemma": "gemma",
+  "deepseek": "deepSeek",
+  "deepseek2": "deepSeek",
+  "deepseek3": "deepSeek",
+};
+
+function mib(bytes: number): string {
+  return `${Math.ceil(bytes / 2 ** 20)} MiB`;
+}
+
+/**
+ * Bytes the model and a context of `contextSize` need in RAM (no GPU layers), from the header
+ * alone: node-llama-cpp's own estimate, which follows llama.cpp's allocations.
+ */
+async function estimateBytes(
+  nlc: Nlc,
+  llama: Nlc,
+  spec: LoadSpec,
+  contextSize: number,
+): Promise<{ bytes: number; trainContext?: number }> {
+  const fileInfo = await nlc.readGgufFileInfo(spec.path, { logWarnings: false });
+  const insights = await nlc.GgufInsights.from(fileInfo, llama);
+  const weights = await insights.estimateModelResourceRequirementsV2({ gpuLayers: 0 });
+  const context = await insights.estimateContextResourceRequirementsV2({
+    contextSize,
+    modelGpuLayers: 0,
+    sequences: 1,
+    isEmbeddingContext: spec.kind === "embed",
+  });
+  return {
+    bytes: weights.cpuRam + context.cpuRam,
+    trainContext: insights.trainContextSize,
+  };
+}
+
+/** Loads `spec`; `progress` gets 0..1 while the weights load. */
+export async function loadModel(
+  nlc: Nlc,
+  llama: Nlc,
+  spec: LoadSpec,
+  progress: (value: number) => void,
+): Promise<LoadedModel> {
+  let estimate;
+  try {
+    estimate = await estimateBytes(nlc, llama, spec, spec.contextSize || DEFAULT_CONTEXT);
+  } catch (error) {
+    throw new LoadRefused(400, `the model file cannot be read as GGUF: ${(error as Error).message}`);
+  }
+  const contextSize = Math.min(
+    spec.contextSize || DEFAULT_CONTEXT,
+    spec.contextSize ? Infinity : (estimate.trainContext || DEFAULT_CONTEXT),
+  );
+  if (estimate.bytes > spec.memoryBudget) {
+    throw new LoadRefused(
+      507,
+      `not enough memory to load the model: it needs about ${mib(estimate.bytes)} with a ` +
+        `${contextSize}-token context, and ${mib(spec.memoryBudget)} is available; unload ` +
+        `another model (PUT /models {"id","action":"unload"}), lower gguf.initContextSize, or ` +
+        `raise inference.memoryLimitMb`,
+    );
+  }
+  const model = await llama.loadModel({
+    modelPath: spec.path,
+    gpuLayers: spec.gpuLayers ?? 0,
+    onLoadProgress: progress,
+  });
+  try {
+    const common = { contextSize, threads: spec.threads };
+    const context = spec.kind === "embed"
+      ? await model.createEmbeddingContext(common)
+      : await model.createContext({ ...common, sequences: 1 });
+    const chatWrapper = spec.kind === "embed" ? undefined : resolveWrapper(nlc, model, spec);
+    const insights = model.fileInsights;
+    return {
+      spec,
+      kind: spec.kind,
+      model,
+      context,
+      sequence: spec.kind === "embed" ? undefined : context.getSequence(),
+      chatWrapper,
+      busy: false,
+      info: {
+        nVocab: model.tokens?.vocabularySize ?? model.fileInfo?.metadata?.tokenizer?.ggml?.tokens
+          ?.length ?? 0,
+        nCtxTrain: model.trainContextSize,
+        nEmbd: model.embeddingVectorSize,
+        nParams: insights.totalParameters,
+        modelSize: model.size,
+        contextSize,
+        chatTemplate: chatWrapper?.wrapperName ?? "none",
+        threads: spec.threads,
+        estimatedBytes: estimate.bytes,
+      },
+    };
+  } catch (error) {
+    await model.dispose();
+    throw error;
+  }
+}
+
+/** The chat format: the hint's wrapper when there is one, else what the file's template gives. */
+function resolveWrapper(nlc: Nlc, model: Nlc, spec: LoadSpec): Nlc {
+  const type = spec.chatTemplateHint ? WRAPPER_OF_HINT[spec.chatTemplateHint] : undefined;
+  if (spec.chatTemplateHint && !type) {
+    console.error(
+      `chatTemplateHint '${spec.chatTemplateHint}' has no chat format in the engine; ` +
+        "using the template in the model file",
+    );
+  }
+  return nlc.resolveChatWrapper(model, type ? { type } : {});
+}
+
+/** Frees a model and its context. */
+export async function unloadModel(loaded: LoadedModel): Promise<void> {
+  await loaded.context.dispose();
+  await loaded.model.dispose();
+}

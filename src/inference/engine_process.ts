@@ -1,0 +1,245 @@
+/**
+ * The node's side of the inference engine process (src/inference/engine_main.ts): installs the
+ * engine on first need, starts the process with only the permissions it needs, matches its
+ * events to requests, and starts it again after it ends (a crash or an out-of-memory kill takes
+ * the loaded models with it, never the node).
+ *
+ * @module
+ */
+import { fileURLToPath } from "node:url";
+import { isExecutable } from "../program/self_program.ts";
+import { type DomainError, Invalid, NoMemory, NotFound, Unavailable } from "../errors/mod.ts";
+import { installFolder, isInstalled } from "./engine_install.ts";
+import {
+  EVENT_PREFIX,
+  type EngineEvent,
+  type EngineRequest,
+} from "./engine_protocol.ts";
+
+/** Where the engine lives and what it may read. */
+export interface EngineOptions {
+  /** Holds the installed engine (src/inference/engine_install.ts). */
+  engineDir: string;
+  /** The model files: the engine's only other readable folder. */
+  modelsDir: string;
+  /** Most threads the engine's library may start. */
+  maxThreads: number;
+  /** Runs when the process ends: every model it held is gone. */
+  onExit: (reason: string) => void;
+}
+
+/** An engine request without its id (the process numbers them). */
+export type EngineCall = EngineRequest extends infer R ? R extends { id: number } ? Omit<R, "id">
+  : never
+  : never;
+
+/** Events that end a request. */
+type FinalEvent = Extract<EngineEvent, { type: "loaded" | "chat-done" | "embed-done" | "unloaded" }>;
+
+interface Pending {
+  onEvent: (event: EngineEvent) => void;
+  resolve: (event: FinalEvent) => void;
+  reject: (error: Error) => void;
+}
+
+interface Running {
+  child: Deno.ChildProcess;
+  writer: WritableStreamDefaultWriter<Uint8Array>;
+}
+
+const ENGINE_MAIN = fileURLToPath(new URL("./engine_main.ts", import.meta.url));
+const INSTALLER = fileURLToPath(new URL("./engine_install.ts", import.meta.url));
+/** System folders the library reads to check the C library its build needs. */
+const SYSTEM_READS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
+const encoder = new TextEncoder();
+
+/** The error an engine error event stands for. */
+function engineError(status: number, message: string): DomainError {
+  if (status === 507) return new NoMemory(message);
+  if (status === 404) return new NotFound(message);
+  if (status === 400) return new Invalid(message);
+  return new Unavailable(`the inference engine failed: ${message}`);
+}
+
+/** One engine process at a time, started when first needed. */
+export class EngineProcess {
+  readonly #options: EngineOptions;
+  #running?: Promise<Running>;
+  #nextId = 1;
+  readonly #pending = new Map<number, Pending>();
+  #installing?: Promise<void>;
+  /** The last lines the process wrote to stderr, for the message when it ends. */
+  #stderrTail: string[] = [];
+
+  /** An engine that starts on the first call. */
+  constructor(options: EngineOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Sends `call`; `onEvent` sees the events before the final one, which the promise resolves
+   * with. `started` gets the request's id (to cancel it).
+   */
+  async call(
+    call: EngineCall,
+    onEvent: (event: EngineEvent) => void = () => {},
+    started: (id: number) => void = () => {},
+  ): Promise<FinalEvent> {
+    const running = await this.#ensureRunning();
+    const id = this.#nextId++;
+    const done = new Promise<FinalEvent>((resolve, reject) => {
+      this.#pending.set(id, { onEvent, resolve, reject });
+    });
+    started(id);
+    await this.#send(running, { ...call, id } as EngineRequest);
+    return await done;
+  }
+
+  /** Asks the engine to stop request `id` early (it then finishes as stopped). */
+  cancel(id: number): void {
+    if (!this.#running || !this.#pending.has(id)) return;
+    this.#running.then((running) => this.#send(running, { id: 0, op: "cancel", target: id }))
+      .catch(() => {});
+  }
+
+  /** Ends the process (its models go with it). */
+  async stop(): Promise<void> {
+    const running = await this.#running?.catch(() => undefined);
+    if (!running) return;
+    try {
+      running.child.kill("SIGTERM");
+    } catch { /* gone already */ }
+    await running.child.status;
+  }
+
+  async #send(running: Running, request: EngineRequest): Promise<void> {
+    await running.writer.write(encoder.encode(JSON.stringify(request) + "\n"));
+  }
+
+  #ensureRunning(): Promise<Running> {
+    if (!this.#running) {
+      this.#running = this.#start();
+      this.#running.catch(() => (this.#running = undefined));
+    }
+    return this.#running;
+  }
+
+  /** Installs the engine unless it is there already, in a process allowed to run npm. */
+  async #ensureInstalled(folder: string): Promise<void> {
+    if (await isInstalled(folder)) return;
+    this.#installing ??= (async () => {
+      console.log(`installing the inference engine into ${folder} (npm, once)`);
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--no-config",
+          "--no-prompt",
+          "--allow-run",
+          "--allow-env",
+          "--allow-read",
+          `--allow-write=${this.#options.engineDir}`,
+          INSTALLER,
+          folder,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      if (!output.success) {
+        throw new Unavailable(
+          `the inference engine could not be installed: ${
+            new TextDecoder().decode(output.stderr).trim()
+          }`,
+        );
+      }
+    })().finally(() => (this.#installing = undefined));
+    await this.#installing;
+  }
+
+  async #start(): Promise<Running> {
+    if (isExecutable()) {
+      throw new Unavailable(
+        "inference runs only when edgenode runs from source (deno task start): the single " +
+          "executable cannot start the engine's Deno process",
+      );
+    }
+    const { engineDir, modelsDir, maxThreads } = this.#options;
+    const folder = installFolder(engineDir);
+    await this.#ensureInstalled(folder);
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-config",
+        "--node-modules-dir=manual",
+        "--no-prompt",
+        `--allow-ffi=${folder}`,
+        `--allow-read=${[folder, modelsDir, ...SYSTEM_READS].join(",")}`,
+        "--allow-env",
+        "--allow-sys=homedir,uid,osRelease",
+        // node-llama-cpp tries its native build in a child of the same runtime before loading it.
+        `--allow-run=${Deno.execPath()}`,
+        ENGINE_MAIN,
+        folder,
+        String(maxThreads),
+      ],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+      clearEnv: true,
+      env: { NO_COLOR: "1", HOME: engineDir, PATH: "/usr/bin:/bin" },
+    }).spawn();
+    this.#stderrTail = [];
+    const ready = Promise.withResolvers<Running>();
+    const running: Running = { child, writer: child.stdin.getWriter() };
+    this.#readLines(child.stderr, (line) => {
+      this.#stderrTail = [...this.#stderrTail.slice(-19), line];
+      console.error(`engine: ${line}`);
+    });
+    this.#readLines(child.stdout, (line) => {
+      if (!line.startsWith(EVENT_PREFIX)) return console.log(`engine: ${line}`);
+      const event = JSON.parse(line.slice(EVENT_PREFIX.length)) as EngineEvent;
+      if (event.type === "ready") return ready.resolve(running);
+      this.#dispatch(event);
+    });
+    child.status.then((status) => {
+      const how = status.signal ? `killed by ${status.signal}` : `exit code ${status.code}`;
+      const hint = status.signal === "SIGKILL" ? " (out of memory?)" : "";
+      const reason = `the inference engine process ended (${how}${hint})` +
+        (this.#stderrTail.length ? `: ${this.#stderrTail.slice(-3).join(" | ")}` : "");
+      this.#running = undefined;
+      ready.reject(new Unavailable(reason));
+      for (const pending of this.#pending.values()) pending.reject(new Unavailable(reason));
+      this.#pending.clear();
+      this.#options.onExit(reason);
+    });
+    return await ready.promise;
+  }
+
+  #dispatch(event: EngineEvent): void {
+    const pending = this.#pending.get(event.id);
+    if (!pending) return;
+    if (event.type === "error") {
+      this.#pending.delete(event.id);
+      pending.reject(engineError(event.status, event.message));
+    } else if (
+      event.type === "loaded" || event.type === "chat-done" || event.type === "embed-done" ||
+      event.type === "unloaded"
+    ) {
+      this.#pending.delete(event.id);
+      pending.resolve(event);
+    } else {
+      pending.onEvent(event);
+    }
+  }
+
+  async #readLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void) {
+    let buffered = "";
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+      buffered += chunk;
+      let end;
+      while ((end = buffered.indexOf("\n")) >= 0) {
+        onLine(buffered.slice(0, end));
+        buffered = buffered.slice(end + 1);
+      }
+    }
+  }
+}

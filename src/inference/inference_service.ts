@@ -1,0 +1,241 @@
+/**
+ * Running the registry's models: loading on first use with the record's settings, one request
+ * at a time per model behind a bounded queue, idle unloading, and unloading before a model's
+ * file is deleted or replaced. The engine itself is another process (engine_process.ts).
+ *
+ * @module
+ */
+import { Invalid, NotFound } from "../errors/mod.ts";
+import type { Model } from "../../gen/store/validators.ts";
+import type { ModelRegistry } from "../store/registry.ts";
+import { EngineProcess } from "./engine_process.ts";
+import type {
+  ChatJob,
+  ChatResult,
+  EmbedResult,
+  EngineModelKind,
+  LoadedModelInfo,
+} from "./engine_protocol.ts";
+import { ModelSlot } from "./model_slots.ts";
+import { availableCores, chooseThreads } from "./threads.ts";
+
+/** inference settings (spec/config.yaml, InferenceConfig). */
+export interface InferenceSettings {
+  engineDir: string;
+  /** Threads per model; 0: chosen from the cores and the model's size (threads.ts). */
+  threads: number;
+  idleUnloadSeconds: number;
+  queueLimit: number;
+  /** Memory models may take, at most; 0: whatever the machine has free. */
+  memoryLimitMb: number;
+}
+
+/** What a chat's caller hears of it besides the result. */
+export interface ChatOptions {
+  /** Stops the generation, or the wait for its turn. */
+  signal?: AbortSignal;
+  /** The model's turn has come (it is loaded): generation starts. */
+  onStart?: (info: LoadedModelInfo) => void;
+  /** A piece of the reply. */
+  onText?: (text: string) => void;
+  /** Load progress, 0..1, when the model loads first. */
+  onLoad?: (progress: number) => void;
+}
+
+/** A model of the registry as GET /models shows it. */
+export interface RunnableModel {
+  model: Model;
+  slot?: ModelSlot;
+}
+
+const RUNNABLE: readonly string[] = ["llm", "vlm", "embed"];
+
+/** The registry's models, run by one engine process. */
+export class InferenceService {
+  readonly #registry: ModelRegistry;
+  readonly #settings: InferenceSettings;
+  readonly #engine: EngineProcess;
+  readonly #slots = new Map<string, ModelSlot>();
+  readonly #loading = new Map<string, Promise<ModelSlot>>();
+
+  /** A service over `registry`; the engine starts with the first load. */
+  constructor(registry: ModelRegistry, modelsDir: string, settings: InferenceSettings) {
+    this.#registry = registry;
+    this.#settings = settings;
+    this.#engine = new EngineProcess({
+      engineDir: settings.engineDir,
+      modelsDir,
+      maxThreads: Math.max(settings.threads, availableCores()),
+      onExit: (reason) => {
+        for (const slot of this.#slots.values()) slot.close(reason);
+        this.#slots.clear();
+      },
+    });
+  }
+
+  /** Ready models of the kinds the engine runs, oldest first, with their slots when loaded. */
+  list(): RunnableModel[] {
+    return this.#registry.list({ ready: true })
+      .filter((model) => RUNNABLE.includes(model.kind))
+      .map((model) => ({ model, slot: this.#slots.get(model.id) }));
+  }
+
+  /** The slot of a loaded model, if it is loaded. */
+  loaded(id: string): ModelSlot | undefined {
+    return this.#slots.get(id);
+  }
+
+  /** Loads `id` unless loaded; `onProgress` gets 0..1 while the weights load. */
+  load(id: string, onProgress: (progress: number) => void = () => {}): Promise<ModelSlot> {
+    const model = this.check(id);
+    const key = `${id}@${model.sha256}`;
+    const slot = this.#slots.get(id);
+    if (slot?.key === key) return Promise.resolve(slot);
+    let pending = this.#loading.get(key);
+    if (!pending) {
+      pending = (async () => {
+        if (slot) await this.unload(id);
+        return await this.#load(model, key, onProgress);
+      })();
+      this.#loading.set(key, pending);
+      pending.catch(() => {}).finally(() => this.#loading.delete(key));
+    }
+    return pending;
+  }
+
+  async #load(
+    model: Model,
+    key: string,
+    onProgress: (progress: number) => void,
+  ): Promise<ModelSlot> {
+    const path = this.#registry.mediaFile(model.id).path;
+    const threads = chooseThreads(model.totalSize ?? 0, availableCores(), this.#settings.threads);
+    const event = await this.#engine.call({
+      op: "load",
+      spec: {
+        key,
+        path,
+        kind: model.kind as EngineModelKind,
+        contextSize: model.gguf?.initContextSize || undefined,
+        gpuLayers: model.gguf?.initGpuLayerSize,
+        threads,
+        chatTemplateHint: model.gguf?.chatTemplateHint,
+        memoryBudget: this.#memoryBudget(),
+      },
+    }, (e) => e.type === "progress" && onProgress(e.progress));
+    if (event.type !== "loaded") throw new Error(`unexpected engine answer ${event.type}`);
+    const slot = new ModelSlot(
+      { id: model.id, key, kind: model.kind as EngineModelKind, info: event.info },
+      {
+        queueLimit: this.#settings.queueLimit,
+        idleMs: this.#settings.idleUnloadSeconds * 1000,
+        onIdle: () => this.unload(model.id).catch(() => {}),
+      },
+    );
+    this.#slots.set(model.id, slot);
+    return slot;
+  }
+
+  /** Unloads `id`; false when it was not loaded. A request running on it is stopped. */
+  async unload(id: string, reason = `model '${id}' was unloaded`): Promise<boolean> {
+    const slot = this.#slots.get(id);
+    if (!slot) return false;
+    this.#slots.delete(id);
+    slot.close(reason);
+    if (slot.activeRequest !== undefined) this.#engine.cancel(slot.activeRequest);
+    await this.#engine.call({ op: "unload", key: slot.key }).catch(() => {});
+    return true;
+  }
+
+  /** A chat completion on `id`, loading it first if needed; `onText` gets the reply as it comes. */
+  async chat(
+    id: string,
+    job: ChatJob,
+    options: ChatOptions,
+  ): Promise<{ result: ChatResult; info: LoadedModelInfo }> {
+    const slot = await this.#slotFor(id, ["llm", "vlm"], "chat completions", options.onLoad);
+    const result = await slot.run(async () => {
+      options.onStart?.(slot.info);
+      const event = await this.#engine.call(
+        { op: "chat", key: slot.key, job },
+        (e) => e.type === "text" && options.onText?.(e.text),
+        (requestId) => {
+          slot.activeRequest = requestId;
+          options.signal?.addEventListener("abort", () => this.#engine.cancel(requestId), {
+            once: true,
+          });
+        },
+      ).finally(() => (slot.activeRequest = undefined));
+      if (event.type !== "chat-done") throw new Error(`unexpected engine answer ${event.type}`);
+      return event.result;
+    }, options.signal);
+    slot.record(result.completionTokens, result.decodeMs);
+    return { result, info: slot.info };
+  }
+
+  /** Embeddings of each input on `id` (a model of kind embed). */
+  async embed(id: string, input: string[], signal?: AbortSignal): Promise<EmbedResult> {
+    const slot = await this.#slotFor(id, ["embed"], "embeddings");
+    return await slot.run(async () => {
+      const event = await this.#engine.call({ op: "embed", key: slot.key, input });
+      if (event.type !== "embed-done") throw new Error(`unexpected engine answer ${event.type}`);
+      slot.record(0, 0);
+      return event.result;
+    }, signal);
+  }
+
+  /** Unloads a model before its file changes or goes (the registry's hook). */
+  async beforeFileChange(id: string): Promise<void> {
+    await this.unload(id, `model '${id}' was deleted or its file replaced`);
+  }
+
+  /** Ends the engine process. */
+  async close(): Promise<void> {
+    for (const slot of this.#slots.values()) slot.close("the node is stopping");
+    this.#slots.clear();
+    await this.#engine.stop();
+  }
+
+  async #slotFor(
+    id: string,
+    kinds: string[],
+    what: string,
+    onLoad?: (progress: number) => void,
+  ): Promise<ModelSlot> {
+    const model = this.check(id);
+    if (!kinds.includes(model.kind)) {
+      throw new Invalid(
+        `model '${id}' is of kind ${model.kind}; ${what} need a model of kind ${kinds.join(" or ")}`,
+      );
+    }
+    return await this.load(id, onLoad);
+  }
+
+  /** The record of a model the engine can run, or the error that says why not. */
+  check(id: string): Model {
+    let model: Model;
+    try {
+      model = this.#registry.get(id);
+    } catch (error) {
+      if (error instanceof NotFound) {
+        throw new NotFound(`model '${id}' not found in the model registry (GET /models lists it)`);
+      }
+      throw error;
+    }
+    if (!RUNNABLE.includes(model.kind)) {
+      throw new Invalid(
+        `model '${id}' is of kind ${model.kind}; the engine runs GGUF models (llm, vlm, embed)`,
+      );
+    }
+    if (!model.readyToUse) {
+      throw new Invalid(`model: ${id} is not ready to be used (upload or download its file first)`);
+    }
+    return model;
+  }
+
+  #memoryBudget(): number {
+    const free = Deno.systemMemoryInfo().available;
+    const limit = this.#settings.memoryLimitMb * 2 ** 20;
+    return limit > 0 ? Math.min(free, limit) : free;
+  }
+}
