@@ -172,7 +172,11 @@ export async function runChat(
     let toolCalls: EngineToolCall[] = (response.functionCalls ?? []).map((
       call: { functionName: string; params: unknown },
       index: number,
-    ) => ({ id: callId(index), name: call.functionName, arguments: JSON.stringify(call.params ?? {}) }));
+    ) => ({
+      id: callId(index),
+      name: call.functionName,
+      arguments: JSON.stringify(call.params ?? {}),
+    }));
     if (forced.length > 0) {
       toolCalls = [forcedCall(forced, text)];
       text = "";

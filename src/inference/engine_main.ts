@@ -12,11 +12,17 @@
  * @module
  */
 import { runChat } from "./engine_chat.ts";
-import { type LoadedModel, loadModel, LoadRefused, type Nlc, unloadModel } from "./engine_models.ts";
 import {
-  EVENT_PREFIX,
+  type LoadedModel,
+  loadModel,
+  LoadRefused,
+  type Nlc,
+  unloadModel,
+} from "./engine_models.ts";
+import {
   type EngineEvent,
   type EngineRequest,
+  EVENT_PREFIX,
   type LoadSpec,
 } from "./engine_protocol.ts";
 

@@ -101,7 +101,10 @@ export async function loadModel(
   try {
     estimate = await estimateBytes(nlc, llama, spec, spec.contextSize || DEFAULT_CONTEXT);
   } catch (error) {
-    throw new LoadRefused(400, `the model file cannot be read as GGUF: ${(error as Error).message}`);
+    throw new LoadRefused(
+      400,
+      `the model file cannot be read as GGUF: ${(error as Error).message}`,
+    );
   }
   const contextSize = Math.min(
     spec.contextSize || DEFAULT_CONTEXT,
@@ -138,7 +141,8 @@ export async function loadModel(
       busy: false,
       info: {
         nVocab: model.tokens?.vocabularySize ?? model.fileInfo?.metadata?.tokenizer?.ggml?.tokens
-          ?.length ?? 0,
+          ?.length ??
+          0,
         nCtxTrain: model.trainContextSize,
         nEmbd: model.embeddingVectorSize,
         nParams: insights.totalParameters,

@@ -10,11 +10,7 @@ import { fileURLToPath } from "node:url";
 import { isExecutable } from "../program/self_program.ts";
 import { type DomainError, Invalid, NoMemory, NotFound, Unavailable } from "../errors/mod.ts";
 import { installFolder, isInstalled } from "./engine_install.ts";
-import {
-  EVENT_PREFIX,
-  type EngineEvent,
-  type EngineRequest,
-} from "./engine_protocol.ts";
+import { type EngineEvent, type EngineRequest, EVENT_PREFIX } from "./engine_protocol.ts";
 
 /** Where the engine lives and what it may read. */
 export interface EngineOptions {
@@ -34,7 +30,10 @@ export type EngineCall = EngineRequest extends infer R ? R extends { id: number 
   : never;
 
 /** Events that end a request. */
-type FinalEvent = Extract<EngineEvent, { type: "loaded" | "chat-done" | "embed-done" | "unloaded" }>;
+type FinalEvent = Extract<
+  EngineEvent,
+  { type: "loaded" | "chat-done" | "embed-done" | "unloaded" }
+>;
 
 interface Pending {
   onEvent: (event: EngineEvent) => void;

@@ -205,7 +205,9 @@ export class InferenceService {
     const model = this.check(id);
     if (!kinds.includes(model.kind)) {
       throw new Invalid(
-        `model '${id}' is of kind ${model.kind}; ${what} need a model of kind ${kinds.join(" or ")}`,
+        `model '${id}' is of kind ${model.kind}; ${what} need a model of kind ${
+          kinds.join(" or ")
+        }`,
       );
     }
     return await this.load(id, onLoad);

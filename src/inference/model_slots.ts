@@ -105,10 +105,10 @@ export class ModelSlot {
     if (completionTokens > 1 && decodeMs > 0) {
       const tps = Math.round(((completionTokens - 1) / decodeMs) * 1000 * 10) / 10;
       m.tokens_per_second = tps;
-      m.avg_tokens_per_second = m.avg_tokens_per_second === null
-        ? tps
-        : Math.round(((m.avg_tokens_per_second * (m.inference_count - 1) + tps) /
-          m.inference_count) * 10) / 10;
+      m.avg_tokens_per_second = m.avg_tokens_per_second === null ? tps : Math.round(
+        ((m.avg_tokens_per_second * (m.inference_count - 1) + tps) /
+          m.inference_count) * 10,
+      ) / 10;
     }
   }
 

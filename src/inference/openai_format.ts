@@ -100,9 +100,7 @@ export function chatJob(request: ChatCompletionRequest): ChatJob {
     seed: request.seed,
     stop,
     tools,
-    toolChoice: typeof choice === "object"
-      ? { name: choice.function.name }
-      : choice ?? "auto",
+    toolChoice: typeof choice === "object" ? { name: choice.function.name } : choice ?? "auto",
     json: format?.type === "json_schema"
       ? { schema: format.json_schema!.schema as Record<string, unknown> }
       : format?.type === "json_object"

@@ -33,16 +33,20 @@ function errorType(status: number): string {
 
 /** Errors in OpenAI's shape: `{ error: { message, type, param, code } }`. */
 export const openAiError: ErrorFormat = (status, message, headers) =>
-  jsonResponse({
-    error: {
-      message,
-      type: errorType(status),
-      param: null,
-      code: status === 404 && message.includes("not found in the model registry")
-        ? "model_not_found"
-        : null,
+  jsonResponse(
+    {
+      error: {
+        message,
+        type: errorType(status),
+        param: null,
+        code: status === 404 && message.includes("not found in the model registry")
+          ? "model_not_found"
+          : null,
+      },
     },
-  }, status, headers);
+    status,
+    headers,
+  );
 
 /** An error inside a stream that has started, in OpenAI's shape. */
 export function streamError(error: unknown): unknown {

@@ -176,14 +176,19 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     notFound: serveContainer,
   });
   const mountOptions = { apiKey: settings.apiKey, readsRequireKey: settings.readsRequireKey };
-  mountRoutes(pipeline, storeRoutes, storeHandlers(
-    registry,
-    provisioning,
-    settings.inference.enabled ? modelLoading(inference) : undefined,
-  ), {
-    ...mountOptions,
-    prefixes: settings.storePrefixes,
-  });
+  mountRoutes(
+    pipeline,
+    storeRoutes,
+    storeHandlers(
+      registry,
+      provisioning,
+      settings.inference.enabled ? modelLoading(inference) : undefined,
+    ),
+    {
+      ...mountOptions,
+      prefixes: settings.storePrefixes,
+    },
+  );
   mountRoutes(pipeline, insightRoutes, insightHandlers(identity, linkLocal, hub), {
     apiKey: settings.apiKey,
     prefixes: settings.insightPrefixes,
