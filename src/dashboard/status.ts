@@ -9,6 +9,7 @@ import type { Status } from "../../gen/dashboard/validators.ts";
 import type { Identity } from "../identity/identity.ts";
 import type { Deployments } from "../mcm/deployments.ts";
 import type { ModelRegistry } from "../store/registry.ts";
+import type { InferenceService } from "../inference/inference_service.ts";
 
 /** Where the status comes from. */
 export interface StatusSources {
@@ -17,6 +18,8 @@ export interface StatusSources {
   deployments: Deployments;
   dataDir: string;
   startedAt: number;
+  /** Running models; undefined when inference is off. */
+  inference?: InferenceService;
 }
 
 /** The node's status now. */

@@ -22,6 +22,7 @@ import { TokenError } from "../identity/token_verifier.ts";
 import { localLinkListing, mdsNode } from "../mds/listing.ts";
 import { decryptListing } from "../mds/listing_crypto.ts";
 import { CallRefused } from "./container_channel.ts";
+import type { InferenceService } from "../inference/inference_service.ts";
 
 const KID = "edgenode-container";
 const CLUSTERS = ["linkLocal", "account", "proximity"] as const;
@@ -33,11 +34,19 @@ export class NodeServices {
   readonly #identity: Identity;
   readonly #linkLocal: LinkLocal;
   readonly #hub: HubLink | undefined;
+  /** Runs `context.ml` calls; undefined when inference is off. */
+  readonly #inference: InferenceService | undefined;
 
-  constructor(identity: Identity, linkLocal: LinkLocal, hub: HubLink | undefined) {
+  constructor(
+    identity: Identity,
+    linkLocal: LinkLocal,
+    hub: HubLink | undefined,
+    inference?: InferenceService,
+  ) {
     this.#identity = identity;
     this.#linkLocal = linkLocal;
     this.#hub = hub;
+    this.#inference = inference;
   }
 
   /** Answers one call; CallRefused with a status for what the caller must fix. */

@@ -134,7 +134,12 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     })
     : undefined;
 
-  const nodeServices = new NodeServices(identity, linkLocal, hub);
+  const nodeServices = new NodeServices(
+    identity,
+    linkLocal,
+    hub,
+    settings.inference.enabled ? inference : undefined,
+  );
 
   const hint = `the model registry is under ${settings.storePrefixes.join(", ")}, insight under ${
     settings.insightPrefixes.join(", ")
@@ -221,7 +226,14 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     mountRoutes(
       pipeline,
       dashboardRoutes,
-      dashboardHandlers({ identity, registry, deployments, dataDir, startedAt }),
+      dashboardHandlers({
+        identity,
+        registry,
+        deployments,
+        dataDir,
+        startedAt,
+        inference: settings.inference.enabled ? inference : undefined,
+      }),
       { ...mountOptions, prefixes: [""] },
     );
     mountDashboardPage(pipeline, settings.dashboard.path);
