@@ -97,6 +97,7 @@ export interface operations {
     requestBody?: never;
     responses: {
       200: { headers: { [name: string]: unknown }; content: { "application/json": schemas.ModelList } };
+      400: { headers: { [name: string]: unknown }; content: { "application/json": schemas.OpenAiError } };
     };
   };
   /** Load a model (the reference's older mILM API) */
