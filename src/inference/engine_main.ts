@@ -80,8 +80,19 @@ async function load(id: number, spec: LoadSpec): Promise<void> {
 function held(key: string): LoadedModel {
   const loaded = models.get(key);
   if (!loaded) throw new LoadRefused(404, "the model is not loaded");
-  if (loaded.busy) throw new LoadRefused(400, "the model is busy with another request");
+  if (loaded.job) throw new LoadRefused(400, "the model is busy with another request");
   return loaded;
+}
+
+/** Runs `work` as the model's one job: an unload waits for it (freeing a context in use crashes). */
+async function occupy<T>(loaded: LoadedModel, work: () => Promise<T>): Promise<T> {
+  const job = work();
+  loaded.job = job;
+  try {
+    return await job;
+  } finally {
+    loaded.job = undefined;
+  }
 }
 
 async function handle(request: EngineRequest): Promise<void> {
@@ -92,33 +103,34 @@ async function handle(request: EngineRequest): Promise<void> {
     case "unload": {
       const loaded = models.get(request.key);
       models.delete(request.key);
-      if (loaded) await unloadModel(loaded);
+      if (loaded) {
+        await loaded.job?.catch(() => {});
+        await unloadModel(loaded);
+      }
       return emit({ id, type: "unloaded" });
     }
     case "chat": {
       const loaded = held(request.key);
       const abort = new AbortController();
       running.set(id, abort);
-      loaded.busy = true;
       try {
-        const result = await runChat(
-          llama,
-          nlc,
-          loaded,
-          request.job,
-          (text) => text && emit({ id, type: "text", text }),
-          abort.signal,
-        );
+        const result = await occupy(loaded, () =>
+          runChat(
+            llama,
+            nlc,
+            loaded,
+            request.job,
+            (text) => text && emit({ id, type: "text", text }),
+            abort.signal,
+          ));
         return emit({ id, type: "chat-done", result });
       } finally {
-        loaded.busy = false;
         running.delete(id);
       }
     }
     case "embed": {
       const loaded = held(request.key);
-      loaded.busy = true;
-      try {
+      const result = await occupy(loaded, async () => {
         const vectors: number[][] = [];
         let promptTokens = 0;
         for (const text of request.input) {
@@ -126,10 +138,9 @@ async function handle(request: EngineRequest): Promise<void> {
           const embedding = await loaded.context.getEmbeddingFor(text);
           vectors.push([...embedding.vector]);
         }
-        return emit({ id, type: "embed-done", result: { vectors, promptTokens } });
-      } finally {
-        loaded.busy = false;
-      }
+        return { vectors, promptTokens };
+      });
+      return emit({ id, type: "embed-done", result });
     }
     case "cancel":
       running.get(request.target)?.abort();

@@ -29,8 +29,8 @@ export interface LoadedModel {
   // deno-lint-ignore no-explicit-any
   chatWrapper?: any;
   info: LoadedModelInfo;
-  /** Set while a job runs on it (the node queues, this guards). */
-  busy: boolean;
+  /** The job running on it (the node queues; this guards, and an unload waits for it). */
+  job?: Promise<unknown>;
 }
 
 /** A load that cannot succeed for a reason the caller can act on. */
@@ -138,7 +138,6 @@ export async function loadModel(
       context,
       sequence: spec.kind === "embed" ? undefined : context.getSequence(),
       chatWrapper,
-      busy: false,
       info: {
         nVocab: model.tokens?.vocabularySize ?? model.fileInfo?.metadata?.tokenizer?.ggml?.tokens
           ?.length ??
