@@ -11,7 +11,7 @@
  *
  * @module
  */
-import type { LoadedModel, Nlc } from "./engine_models.ts";
+import { type LoadedModel, LoadRefused, type Nlc } from "./engine_models.ts";
 import type {
   ChatJob,
   ChatResult,
@@ -198,6 +198,19 @@ export async function runChat(
       ttftMs: (firstTokenAt ?? performance.now()) - started,
       decodeMs: firstTokenAt === undefined ? 0 : lastTokenAt - firstTokenAt,
     };
+  } catch (error) {
+    // node-llama-cpp's words when the prompt cannot be shortened to fit (what cannot be dropped,
+    // such as the system prompt and the functions' documentation, is longer than the context):
+    // the request's fault, never the engine's, so 400 rather than 503.
+    if (/did not return a history that fits|failed to compress chat history/i.test(`${error}`)) {
+      throw new LoadRefused(
+        400,
+        `the prompt does not fit the model's context of ${loaded.info.contextSize} tokens ` +
+          "(with the tools' descriptions and the system message); send a shorter prompt or " +
+          "fewer tools, or raise the model's gguf.initContextSize",
+      );
+    }
+    throw error;
   } finally {
     chat.dispose();
   }
