@@ -17,6 +17,8 @@ import { NodeConfigSchema } from "../gen/config/validators.ts";
 import { DENO_DIR } from "./helpers/cli_env.ts";
 import { startFileServer } from "./helpers/file_server.ts";
 import { ggufBytes, withTempDir } from "./helpers/node.ts";
+import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { ensureTestEngine, TEST_ENGINE_DIR } from "./helpers/engine.ts";
 import { type ShellBlock, shellBlocks, walkthroughScript } from "./helpers/readme_blocks.ts";
 
 const REPO = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
@@ -136,11 +138,13 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
       const found = blocks.filter((block) => block.text.includes(skip.containing));
       assert.equal(found.length, 1, `NOT_RUN entry '${skip.containing}' matches ${found.length}`);
     }
+    await ensureTestEngine();
     await using source = startFileServer();
     const chosen = blocks.filter(blockChosen);
     for (const block of chosen) {
       for (const match of block.text.matchAll(/https:\/\/huggingface\.co(\/[^"'\s]+)/g)) {
-        source.serve(match[1], ggufBytes(4096));
+        // A real model, however large the one named: the walkthrough chats with it.
+        source.serve(match[1], tinyLlamaGguf());
       }
     }
     await Deno.mkdir(`${work}/cwd`, { recursive: true });
@@ -165,6 +169,8 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
         HOME: `${work}/home`,
         PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", // the README's install step adds edgenode
         DENO_DIR, // the cache in use: a fresh HOME does not download every package again
+        // Likewise the inference engine (npm, 85 MB): the one the tests share.
+        EDGENODE_ENGINE_DIR: TEST_ENGINE_DIR,
         DENO: Deno.execPath(),
         REPO,
         WORK: work,
