@@ -105,7 +105,9 @@ Deno.test("the typed client reads, updates and deletes a record", async () => {
     body: { id: "phi", action: "update", gguf: { initContextSize: 2048 } },
   });
   assert.equal(updated.response.status, 200);
-  assert.deepEqual(updated.data?.gguf, { initContextSize: 2048 });
+  // The spec gives PUT several bodies (a Model, a load's stream, the unloaded state): narrow it.
+  assert.ok(typeof updated.data === "object" && "gguf" in updated.data);
+  assert.deepEqual(updated.data.gguf, { initContextSize: 2048 });
   const again = await expectJson(
     await put(node, { id: "phi", action: "update", gguf: { chatTemplateHint: "phi3" } }),
     200,
