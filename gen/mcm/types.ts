@@ -14,6 +14,8 @@ export interface components {
     Container: schemas.Container;
     ContainerAnswer: schemas.ContainerAnswer;
     ContainerCall: schemas.ContainerCall;
+    ContainerCancel: schemas.ContainerCancel;
+    ContainerEvent: schemas.ContainerEvent;
     ContainerFatal: schemas.ContainerFatal;
     ContainerList: schemas.ContainerList;
     ContainerLog: schemas.ContainerLog;

@@ -14,9 +14,19 @@ export const ContainerAnswerSchema = v.strictObject({ "t": v.literal("answer", "
 export type ContainerAnswer = v.InferOutput<typeof ContainerAnswerSchema>;
 
 /** A microservice's call to its own node (the container is the caller: the channel is */
-export const ContainerCallSchema = v.strictObject({ "t": v.literal("call", "must be \"call\""), "id": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(1, "must be at least 1"), v.maxValue(9007199254740991, "must be at most 9007199254740991")), "op": v.picklist(["nodes","decrypt","bep"], "must be one of: nodes, decrypt, bep"), "clusters": v.optional(v.pipe(v.string("must be a string"), v.maxLength(100, "must be at most 100 characters"))), "ping": v.optional(v.boolean("must be true or false")), "type": v.optional(v.pipe(v.string("must be a string"), v.maxLength(100, "must be at most 100 characters"))), "data": v.optional(v.pipe(v.string("must be a string"), v.maxLength(4194304, "must be at most 4194304 characters"))), "token": v.optional(v.pipe(v.string("must be a string"), v.maxLength(16384, "must be at most 16384 characters"))) });
+export const ContainerCallSchema = v.strictObject({ "t": v.literal("call", "must be \"call\""), "id": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(1, "must be at least 1"), v.maxValue(9007199254740991, "must be at most 9007199254740991")), "op": v.picklist(["nodes","decrypt","bep","chat","embed"], "must be one of: nodes, decrypt, bep, chat, embed"), "clusters": v.optional(v.pipe(v.string("must be a string"), v.maxLength(100, "must be at most 100 characters"))), "ping": v.optional(v.boolean("must be true or false")), "type": v.optional(v.pipe(v.string("must be a string"), v.maxLength(100, "must be at most 100 characters"))), "data": v.optional(v.pipe(v.string("must be a string"), v.maxLength(4194304, "must be at most 4194304 characters"))), "token": v.optional(v.pipe(v.string("must be a string"), v.maxLength(16384, "must be at most 16384 characters"))), "request": v.optional(v.looseObject({  }, "must be an object")) });
 /** ContainerCall as validated. */
 export type ContainerCall = v.InferOutput<typeof ContainerCallSchema>;
+
+/** The microservice no longer waits for its call `id` (the request that made it ended): */
+export const ContainerCancelSchema = v.strictObject({ "t": v.literal("cancel", "must be \"cancel\""), "id": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(1, "must be at least 1"), v.maxValue(9007199254740991, "must be at most 9007199254740991")) });
+/** ContainerCancel as validated. */
+export type ContainerCancel = v.InferOutput<typeof ContainerCancelSchema>;
+
+/** Part of the node's answer to a ContainerCall that streams (`chat` with `stream: true`: */
+export const ContainerEventSchema = v.strictObject({ "t": v.literal("event", "must be \"event\""), "id": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "value": v.unknown() });
+/** ContainerEvent as validated. */
+export type ContainerEvent = v.InferOutput<typeof ContainerEventSchema>;
 
 /** The code did not load (a syntax error, an exception, no handler); the process exits. */
 export const ContainerFatalSchema = v.strictObject({ "t": v.literal("fatal", "must be \"fatal\""), "message": v.pipe(v.string("must be a string"), v.maxLength(4096, "must be at most 4096 characters")) });

@@ -10,6 +10,7 @@
 import {
   type ContainerCall,
   ContainerCallSchema,
+  ContainerCancelSchema,
   ContainerFatalSchema,
   ContainerLogSchema,
   ContainerReadySchema,
@@ -41,6 +42,7 @@ const FROM_CONTAINER = {
   log: ContainerLogSchema,
   fatal: ContainerFatalSchema,
   call: ContainerCallSchema,
+  cancel: ContainerCancelSchema,
 };
 
 const HOP_BY_HOP = new Set([
@@ -71,7 +73,10 @@ export interface ChannelOptions {
   fetchTimeoutMs: number;
   /** Hears the microservice's log lines and the process's stderr. */
   onLog(level: string, message: string): void;
-  /** Answers the microservice's calls to its node; throws CallRefused for a refusal. */
+  /**
+   * Answers the microservice's calls to its node; throws CallRefused for a refusal, and answers
+   * a call that streams or takes a while with a StreamingAnswer (container_calls.ts).
+   */
   onCall(call: ContainerCall): Promise<unknown>;
   /** The container's client (containers of one client may share a process). */
   client: string;
@@ -112,7 +117,7 @@ export class ContainerChannel {
     this.#mux = new StreamMux((frame) => this.#writer.send(frame));
     this.#requests = new MuxRequests(this.#mux);
     this.#calls = new CallAnswers(
-      (message) => this.#writer.send(JSON.stringify(message)),
+      (text) => this.#writer.send(text),
       options.onCall,
       (message) => options.onLog("node", message),
     );
@@ -123,6 +128,7 @@ export class ContainerChannel {
       const gone = new UpstreamFailed("the microservice's process ended during the request");
       this.#requests.failAll(gone);
       this.#mux.abortAll(gone.message);
+      this.#calls.cancelAll();
       const { reason, byCode } = exitReason(status, this.#stderrTail, options.memoryMb);
       this.#ready.reject(new ProcessEnded(reason, byCode));
       return reason;
@@ -249,6 +255,8 @@ export class ContainerChannel {
         return;
       case "call":
         return void this.#calls.answer(message);
+      case "cancel":
+        return this.#calls.cancel(message.id);
       case "ping":
         return this.#writer.send(JSON.stringify({ t: "pong" }));
       case "abort":

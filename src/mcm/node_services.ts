@@ -9,6 +9,8 @@
  * only a valid token of the node's account with scope `edge:clusters` opens it. Listings that
  * came over HTTP (encrypted for a token, spec/mds.yaml) open with that same token.
  *
+ * `context.ml`'s chat completions and embeddings run on the node's inference (ml_calls.ts).
+ *
  * @module
  */
 import { compactDecrypt, CompactEncrypt, decodeProtectedHeader } from "jose";
@@ -23,6 +25,7 @@ import { localLinkListing, mdsNode } from "../mds/listing.ts";
 import { decryptListing } from "../mds/listing_crypto.ts";
 import { CallRefused } from "./container_channel.ts";
 import type { InferenceService } from "../inference/inference_service.ts";
+import { MlCalls } from "./ml_calls.ts";
 
 const KID = "edgenode-container";
 const CLUSTERS = ["linkLocal", "account", "proximity"] as const;
@@ -34,22 +37,31 @@ export class NodeServices {
   readonly #identity: Identity;
   readonly #linkLocal: LinkLocal;
   readonly #hub: HubLink | undefined;
-  /** Runs `context.ml` calls; undefined when inference is off. */
-  readonly #inference: InferenceService | undefined;
+  /** Runs `context.ml` calls. */
+  readonly #ml: MlCalls;
 
+  /**
+   * `inference` runs `context.ml` calls (undefined when inference is off: they are 503);
+   * `modelsDir`, the registry's models folder (a real path), lets microservices name a model
+   * by its file's path.
+   */
   constructor(
     identity: Identity,
     linkLocal: LinkLocal,
     hub: HubLink | undefined,
     inference?: InferenceService,
+    modelsDir?: string,
   ) {
     this.#identity = identity;
     this.#linkLocal = linkLocal;
     this.#hub = hub;
-    this.#inference = inference;
+    this.#ml = new MlCalls(inference, modelsDir);
   }
 
-  /** Answers one call; CallRefused with a status for what the caller must fix. */
+  /**
+   * Answers one call; CallRefused with a status for what the caller must fix. A `chat` or
+   * `embed` is answered with a StreamingAnswer (container_calls.ts).
+   */
   async answer(call: ContainerCall): Promise<unknown> {
     switch (call.op) {
       case "nodes":
@@ -58,6 +70,10 @@ export class NodeServices {
         return await this.#decrypt(call.data ?? "", call.token ?? "");
       case "bep":
         return this.#bep();
+      case "chat":
+        return await this.#ml.chat(call.request);
+      case "embed":
+        return await this.#ml.embed(call.request);
     }
   }
 

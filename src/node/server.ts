@@ -139,6 +139,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     linkLocal,
     hub,
     settings.inference.enabled ? inference : undefined,
+    files.root,
   );
 
   const hint = `the model registry is under ${settings.storePrefixes.join(", ")}, insight under ${

@@ -1,13 +1,15 @@
 /**
  * The `context` a microservice gets (the reference's programming model): env, info, storage,
- * http.request and edge. The same object goes to every request: it holds nothing of one
- * request. `context.ml` is absent, as on a reference engine without the ml capability, so the
- * reference's microservices take their own "not available" path.
+ * http.request, edge and ml (the node's inference, as on the reference's AI-enabled engines:
+ * ml_context.ts). The same object goes to every request: it holds nothing of one request; the
+ * callbacks of its calls run as part of the request that made them (request_scope.ts).
  *
  * @module
  */
 import type { RelayedFetch, Storage } from "./context_services.ts";
+import { type MlContext, mlContext } from "./ml_context.ts";
 import type { NodeCallError, NodeCalls } from "./node_calls.ts";
+import { callBack, requestSignal } from "./request_scope.ts";
 
 /** `context.info`. */
 export interface ContextInfo {
@@ -65,16 +67,8 @@ export interface MimikContext {
   storage: Storage;
   http: { request(options: HttpRequestOptions): void };
   edge: Record<string, unknown>;
+  ml: MlContext;
   dispatchWebSocketEvent(event?: unknown): boolean;
-}
-
-/** Runs a callback of the microservice; its exception is logged, not left to kill the worker. */
-function callBack<T>(callback: ((value: T) => void) | undefined, value: T): void {
-  try {
-    callback?.(value);
-  } catch (error) {
-    console.error("a context callback threw:", error);
-  }
 }
 
 function positive(value: unknown): number | undefined {
@@ -117,14 +111,19 @@ function requestOf(options: HttpRequestOptions): Request | string {
 }
 
 /** Hands the body to `success` chunk by chunk (`done: false`), then `done: true`. */
-async function streamTo(options: HttpRequestOptions, response: Response, headers: HeaderMap) {
+async function streamTo(
+  options: HttpRequestOptions,
+  response: Response,
+  headers: HeaderMap,
+  signal: AbortSignal | undefined,
+) {
   const decoder = new TextDecoder();
   const status = response.status;
   for await (const chunk of response.body ?? []) {
     const data = decoder.decode(chunk, { stream: true });
-    if (data) callBack(options.success, { data, status, headers, done: false });
+    if (data) callBack(options.success, { data, status, headers, done: false }, signal);
   }
-  callBack(options.success, { data: decoder.decode(), status, headers, done: true });
+  callBack(options.success, { data: decoder.decode(), status, headers, done: true }, signal);
 }
 
 /**
@@ -133,6 +132,7 @@ async function streamTo(options: HttpRequestOptions, response: Response, headers
  */
 function httpRequest(fetcher: RelayedFetch) {
   return (options: HttpRequestOptions): void => {
+    const signal = requestSignal();
     const request = requestOf(options);
     if (typeof request === "string") {
       return callBack(options.error, { message: request, status: 400 });
@@ -148,13 +148,16 @@ function httpRequest(fetcher: RelayedFetch) {
       if (status >= 400) {
         const content = await response.text();
         const message = `HTTP ${status} ${response.statusText}`.trim();
-        return callBack(options.error, { message, status, content, headers });
+        return callBack(options.error, { message, status, content, headers }, signal);
       }
-      if (options.mode === "stream") return await streamTo(options, response, headers);
+      if (options.mode === "stream") return await streamTo(options, response, headers, signal);
       // With outputFile the body went to the file: its end says it is complete.
       const data = await response.text();
-      callBack(options.success, { data: saveTo === undefined ? data : "", status, headers });
-    }).catch((error: Error) => callBack(options.error, { message: error.message, status: 0 }));
+      const result = { data: saveTo === undefined ? data : "", status, headers };
+      callBack(options.success, result, signal);
+    }).catch((error: Error) =>
+      callBack(options.error, { message: error.message, status: 0 }, signal)
+    );
   };
 }
 
@@ -163,10 +166,11 @@ function answered<T>(
   work: Promise<unknown>,
   callbacks: Callbacks<{ data: T }>,
 ): void {
+  const signal = requestSignal();
   work.then(
-    (value) => callBack(callbacks.success, { data: value as T }),
+    (value) => callBack(callbacks.success, { data: value as T }, signal),
     (error: NodeCallError) =>
-      callBack(callbacks.error, { message: error.message, status: error.status ?? 500 }),
+      callBack(callbacks.error, { message: error.message, status: error.status ?? 500 }, signal),
   );
 }
 
@@ -209,6 +213,7 @@ export function mimikContext(
     storage,
     http: { request: httpRequest(fetcher) },
     edge: edgeOf(calls),
+    ml: mlContext(calls),
     // MCM.WEBSOCKET_SUPPORT is "false": events have nowhere to go.
     dispatchWebSocketEvent: () => false,
   };

@@ -1,9 +1,11 @@
 /**
  * The microservice's calls to its own node, over the container's channel (spec/mcm.yaml,
  * ContainerCall): the node listing that the reference's microservices fetch from
- * `http://localhost:<httpPort>/mds/v1/nodes`, its decryption, and the BEP. A request to the
- * node's own port never reaches the network: it is answered here, on the channel the node gave
- * this container, so the node knows which container asks without any credential on the wire.
+ * `http://localhost:<httpPort>/mds/v1/nodes`, its decryption, the BEP, and `context.ml`'s
+ * inference. A request to the node's own port never reaches the network: it is answered here,
+ * on the channel the node gave this container, so the node knows which container asks without
+ * any credential on the wire. A call may stream (ContainerEvent before its answer) and be
+ * cancelled (ContainerCancel).
  *
  * @module
  */
@@ -13,12 +15,27 @@ import type { RelayedFetch } from "./context_services.ts";
 export type NodeCall =
   | { op: "nodes"; clusters?: string; ping?: boolean }
   | { op: "decrypt"; type: string; data: string; token: string }
-  | { op: "bep" };
+  | { op: "bep" }
+  | { op: "chat" | "embed"; request: Record<string, unknown> };
 
-/** The node's answer: a value, or an error with an HTTP-like status. */
+/** The node's answer: a value, or an error with an HTTP-like status; or an event before it. */
 export type NodeAnswer =
   | { t: "answer"; id: number; value: unknown }
-  | { t: "answer"; id: number; error: { message: string; status: number } };
+  | { t: "answer"; id: number; error: { message: string; status: number } }
+  | { t: "event"; id: number; value: unknown };
+
+/** How a call is made. */
+export interface CallOptions {
+  /** Hears the events the node sends before its answer (a call that streams). */
+  onEvent?: (value: unknown) => void;
+  /** Cancels the call: the node stops its work, and the call fails with status 499. */
+  signal?: AbortSignal;
+}
+
+interface Pending {
+  waiting: PromiseWithResolvers<unknown>;
+  onEvent?: (value: unknown) => void;
+}
 
 /** A failed node call, shaped as the reference's callbacks' errors. */
 export class NodeCallError extends Error {
@@ -30,10 +47,14 @@ export class NodeCallError extends Error {
 /** At most this many calls wait at once (the node also bounds them). */
 const MAX_PENDING = 64;
 
+function cancelled(): NodeCallError {
+  return new NodeCallError("the request that made this call ended, so the call was cancelled", 499);
+}
+
 /** The worker's side: sends calls, matches answers. */
 export class NodeCalls {
   readonly #send: (message: Record<string, unknown>) => void;
-  readonly #pending = new Map<number, PromiseWithResolvers<unknown>>();
+  readonly #pending = new Map<number, Pending>();
   #nextId = 1;
 
   constructor(send: (message: Record<string, unknown>) => void) {
@@ -41,22 +62,32 @@ export class NodeCalls {
   }
 
   /** Asks the node; rejects with NodeCallError when it refuses. */
-  call(call: NodeCall): Promise<unknown> {
+  call(call: NodeCall, options: CallOptions = {}): Promise<unknown> {
+    const { signal, onEvent } = options;
     if (this.#pending.size >= MAX_PENDING) {
       return Promise.reject(new NodeCallError("too many calls to the node at once", 429));
     }
+    if (signal?.aborted) return Promise.reject(cancelled());
     const id = this.#nextId++;
     const waiting = Promise.withResolvers<unknown>();
-    this.#pending.set(id, waiting);
+    this.#pending.set(id, { waiting, onEvent });
+    const cancel = () => {
+      if (!this.#pending.delete(id)) return;
+      this.#send({ t: "cancel", id });
+      waiting.reject(cancelled());
+    };
+    signal?.addEventListener("abort", cancel, { once: true });
     this.#send({ t: "call", id, ...call });
-    return waiting.promise;
+    return waiting.promise.finally(() => signal?.removeEventListener("abort", cancel));
   }
 
-  /** Takes an answer from the channel. */
+  /** Takes an answer, or an event, from the channel. */
   onAnswer(answer: NodeAnswer): void {
-    const waiting = this.#pending.get(answer.id);
-    if (!waiting) return;
+    const pending = this.#pending.get(answer.id);
+    if (!pending) return;
+    if (answer.t === "event") return pending.onEvent?.(answer.value);
     this.#pending.delete(answer.id);
+    const { waiting } = pending;
     if ("error" in answer) {
       waiting.reject(new NodeCallError(answer.error.message, answer.error.status));
     } else {

@@ -6,6 +6,7 @@
  * @module
  */
 import { type FormHandlers, formParts, handleForm } from "./form_request.ts";
+import { inRequest } from "./request_scope.ts";
 
 /** A request as the node passes it: path relative to the base path, body read whole. */
 export interface Incoming {
@@ -14,6 +15,8 @@ export interface Incoming {
   path: string;
   headers: [string, string][];
   body: Uint8Array | null;
+  /** Aborts when the request ends early (its client went away, or its time ran out). */
+  signal?: AbortSignal;
 }
 
 /** What goes back to the node. */
@@ -157,7 +160,7 @@ function mimikModel(
           },
         };
         try {
-          handler(context, req, res);
+          inRequest(incoming.signal, () => handler(context, req, res));
         } catch (error) {
           if (started) controller?.error(error);
           reject(error);
@@ -181,8 +184,12 @@ function fetchModel(
         method: incoming.method,
         headers: incoming.headers,
         body: hasBody ? incoming.body as Uint8Array<ArrayBuffer> | null : null,
+        signal: incoming.signal,
       });
-      const response = await target.fetch(request, env, context);
+      const response = await inRequest(
+        incoming.signal,
+        () => target.fetch(request, env, context),
+      );
       if (!(response instanceof Response)) {
         throw new TypeError("fetch() must return a Response (or a promise of one)");
       }

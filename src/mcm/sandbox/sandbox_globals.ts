@@ -308,7 +308,10 @@ function removeHostGlobals(global: Record<string, unknown>): void {
     }
   }
   // EventTarget's methods are shared with every event target; hide them on the global only.
-  for (const name of ["addEventListener", "removeEventListener", "dispatchEvent"]) {
+  // Not dispatchEvent: Deno reports an uncaught error or rejection by dispatching it on the
+  // global (`globalThis.dispatchEvent`), and without it the report itself throws, which ends
+  // the worker (the first time the report fails quietly, and the next error is fatal).
+  for (const name of ["addEventListener", "removeEventListener"]) {
     Object.defineProperty(global, name, { value: undefined, writable: true, configurable: true });
   }
 }

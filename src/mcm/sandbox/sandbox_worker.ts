@@ -150,12 +150,17 @@ function reportCpu(): void {
   taken.every(SAMPLE_MS, report);
 }
 
+/**
+ * Serves one request. `ended` aborts when the node aborts it (its client went away, or its time
+ * ran out): the calls to the node made for it are cancelled (request_scope.ts).
+ */
 async function serve(
   message: RequestMessage,
   mux: StreamMux,
   model: Model,
   start: StartMessage,
   log: (level: LogLevel, line: string) => void,
+  ended: AbortSignal,
 ): Promise<void> {
   const s = message.s;
   const body = mux.bodyOf(s, message);
@@ -169,6 +174,7 @@ async function serve(
       path: message.path,
       headers: message.headers,
       body: await readBody(body, start.maxBodyBytes),
+      signal: ended,
     };
     out = await model.handle(incoming);
   } catch (error) {
@@ -249,6 +255,8 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
   };
   const mux = new StreamMux((frame) => writer.send(frame));
   const calls = new NodeCalls(send);
+  /** The requests being served, by stream: aborted when the node aborts the stream. */
+  const serving = new Map<number, AbortController>();
   let model: Model | undefined;
   let start: StartMessage | undefined;
   activity = new Int32Array(setup.activity);
@@ -256,10 +264,13 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
     if (typeof frame !== "string") return mux.onData(frame);
     const message = JSON.parse(frame);
     if (message.t === "req" && model && start) {
-      serve(message, mux, model, start, log);
+      const ended = new AbortController();
+      serving.set(message.s, ended);
+      serve(message, mux, model, start, log, ended.signal)
+        .finally(() => serving.delete(message.s));
     } else if (message.t === "ping") {
       send({ t: "pong" });
-    } else if (message.t === "answer") {
+    } else if (message.t === "answer" || message.t === "event") {
       calls.onAnswer(message as NodeAnswer);
     } else if (message.t === "start" && !start) {
       start = message as StartMessage;
@@ -272,6 +283,7 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
         send({ t: "fatal", message: describe(error).slice(0, 4096) });
       }
     } else {
+      if (message.t === "abort") serving.get(message.s)?.abort();
       mux.onControl(message as MuxMessage);
     }
   };
