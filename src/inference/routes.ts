@@ -106,6 +106,11 @@ export function inferenceHandlers(service: InferenceService): Handlers<typeof in
       const abort = new AbortController();
       const stream = eventStream(() => abort.abort());
       const started = Promise.withResolvers<void>();
+      // Until the stream starts, a client that goes away (while its request waits for its turn)
+      // is heard through the request's signal; after, through the stream's cancel. (Deno aborts
+      // that signal once a response is delivered, too, so it must not stop a running stream.)
+      const leave = () => abort.abort();
+      request.signal.addEventListener("abort", leave, { once: true });
       const chat = service.chat(body.model, job, {
         signal: abort.signal,
         onStart: () => {
@@ -116,7 +121,9 @@ export function inferenceHandlers(service: InferenceService): Handlers<typeof in
       });
       // Until generation starts, a failure (unknown model, no memory, a full queue) is the
       // answer's status; after it, the stream's last message.
-      await Promise.race([started.promise, chat]);
+      await Promise.race([started.promise, chat]).finally(() =>
+        request.signal.removeEventListener("abort", leave)
+      );
       chat.then(({ result }) => stream.send(chunks.end(result)), (error) => {
         stream.send(streamError(error));
       }).finally(() => {
