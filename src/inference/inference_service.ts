@@ -235,9 +235,16 @@ export class InferenceService {
     return model;
   }
 
+  /**
+   * What a new load may take: the free memory (which the loaded models have already taken from),
+   * and within inference.memoryLimitMb what the loaded models' estimates leave of it.
+   */
   #memoryBudget(): number {
     const free = Deno.systemMemoryInfo().available;
     const limit = this.#settings.memoryLimitMb * 2 ** 20;
-    return limit > 0 ? Math.min(free, limit) : free;
+    if (limit <= 0) return free;
+    let taken = 0;
+    for (const slot of this.#slots.values()) taken += slot.info.estimatedBytes;
+    return Math.min(free, Math.max(0, limit - taken));
   }
 }
