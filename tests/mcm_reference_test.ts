@@ -38,7 +38,7 @@ async function viaMim(url: string, options: Record<string, string>) {
   return body;
 }
 
-Deno.test("reference: platform probes, the ml-less path, a patched setTimeout and the edge polyfill", async () => {
+Deno.test("reference: platform probes, context.ml's errors, a patched setTimeout and the edge polyfill", async () => {
   await using node = await startTestNode({ config: CONFIG });
   await using files = startFileServer();
   const url = await deployReference(node);
@@ -57,11 +57,12 @@ Deno.test("reference: platform probes, the ml-less path, a patched setTimeout an
   assert.equal(body.encodedLength, 5);
   assert.equal(body.decoded, "été");
   assert.equal(body.consoleLog, "function");
-  assert.equal(body.ml, "undefined");
-  assert.deepEqual(await getJson(`${url}/ml`), {
-    status: 501,
-    body: { code: 501, message: "require edgeEngine with ml capability enabled" },
-  });
+  // This node is AI-enabled: the reference's ml-less path (501) is not taken, and a model the
+  // registry lacks comes back through the error callback.
+  assert.equal(body.ml, "object");
+  const ml = await getJson(`${url}/ml`);
+  assert.equal(ml.status, 404, JSON.stringify(ml.body));
+  assert.match(ml.body.message, /model 'no-such-model' not found in the model registry/);
 
   // The bundle replaced setTimeout with a wrapper of setImmediate.
   for (let i = 0; i < 2; i++) {

@@ -93,7 +93,12 @@ var routes = {
     if (!context.ml || typeof context.ml.chatCompletions !== 'function') {
       return send(res, 501, { code: 501, message: 'require edgeEngine with ml capability enabled' });
     }
-    context.ml.chatCompletions({ success: function () { send(res, 200, {}); } });
+    context.ml.chatCompletions({
+      model: 'no-such-model',
+      messages: [{ role: 'user', content: 'hi' }],
+      success: function () { send(res, 200, {}); },
+      error: function (e) { send(res, e.status, { code: e.status, message: e.message }); }
+    });
   },
   '/late': function (context, req, res) {
     var cleared = setImmediate(function () { res.end('cleared timer ran'); });
