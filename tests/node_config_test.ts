@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { TEST_ENGINE_DIR } from "./helpers/engine.ts";
 import { ModelListSchema } from "../gen/store/validators.ts";
 import { expectError, expectJson } from "./helpers/contract.ts";
 import { makeIssuer, rpc } from "./helpers/identity.ts";
@@ -175,7 +176,11 @@ Deno.test("the node runs with narrow permissions: its data dir, its address, no 
     const cmdline = await argsOf(node.pid);
     const dataDir = await Deno.realPath(node.dataDir);
     assert.ok(cmdline.includes(`--allow-write=${dataDir}`), cmdline.join(" "));
-    assert.ok(cmdline.includes(`--allow-read=${dataDir},${dataDir}/config.json`));
+    // The engine folder too: to see whether the inference engine is installed.
+    assert.ok(
+      cmdline.includes(`--allow-read=${dataDir},${dataDir}/config.json,${TEST_ENGINE_DIR}`),
+      cmdline.join(" "),
+    );
     assert.ok(cmdline.includes("--allow-net"));
     for (const flag of broad) assert.ok(!cmdline.includes(flag), `node has ${flag}`);
     await expectJson(await fetch(`${node.storeUrl}/models`), 200, ModelListSchema);
@@ -193,7 +198,9 @@ Deno.test("the node runs with narrow permissions: its data dir, its address, no 
   const cmdline = await argsOf(node.pid);
   const dataDir = await Deno.realPath(node.dataDir);
   assert.ok(
-    cmdline.includes(`--allow-read=${dataDir},${dataDir}/config.json,${trustFile}`),
+    cmdline.includes(
+      `--allow-read=${dataDir},${dataDir}/config.json,${trustFile},${TEST_ENGINE_DIR}`,
+    ),
     cmdline.join(" "),
   );
   assert.ok(cmdline.includes("--allow-sys=statfs,hostname,networkInterfaces,systemMemoryInfo"));

@@ -146,9 +146,20 @@ Deno.test("update: unknown id is 404, bad action and misplaced config are 400", 
     /'nope' does not exist/,
   );
   await expectError(
+    await put(node, { id: "vision", action: "train" }),
+    400,
+    /field 'action' must be one of: update, load, unload/,
+  );
+  // An onnx model is not the inference engine's to load.
+  await expectError(
     await put(node, { id: "vision", action: "load" }),
     400,
-    /field 'action' must be one of: update/,
+    /kind onnx; the engine runs GGUF models/,
+  );
+  await expectError(
+    await put(node, { id: "vision", action: "unload", gguf: { initContextSize: 1 } }),
+    400,
+    /action 'unload' takes only 'id'/,
   );
   await expectError(
     await put(node, { id: "vision", action: "update", gguf: { initContextSize: 1 } }),

@@ -205,7 +205,8 @@ export function modelInfo(
     max_context: loaded?.contextSize ?? record.gguf?.initContextSize,
     n_ctx_train: loaded?.nCtxTrain ?? record.ggufInfo?.contextLength,
     n_params: loaded?.nParams ?? record.ggufInfo?.parameterCount,
-    model_size: loaded?.modelSize ?? record.totalSize,
+    // The file's size, loaded or not (the engine's own figure counts tensor bytes only).
+    model_size: record.totalSize ?? loaded?.modelSize,
     ...(loaded
       ? {
         chatTemplate: loaded.chatTemplate,
