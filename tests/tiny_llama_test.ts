@@ -21,6 +21,7 @@ Deno.test("the tiny model is deterministic per seed, small, and read by the head
     const { info, chatTemplate } = await readGgufMetadata(`${dir}/tiny.gguf`);
     assert.equal(info.architecture, "llama");
     assert.equal(info.contextLength, 512);
+    assert.equal(info.embeddingLength, 64);
     assert.equal(info.quantization, "F32");
     assert.ok(chatTemplate?.includes("<|im_start|>"));
     // Whole tensor data: header plus 4 bytes per parameter, padded.

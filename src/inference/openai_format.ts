@@ -193,7 +193,7 @@ export function modelInfo(
   record: {
     kind: string;
     gguf?: { chatTemplateHint?: string; initContextSize?: number; initGpuLayerSize?: number };
-    ggufInfo?: { parameterCount?: number; contextLength?: number };
+    ggufInfo?: { parameterCount?: number; contextLength?: number; embeddingLength?: number };
     totalSize?: number;
   },
   loaded?: LoadedModelInfo,
@@ -205,13 +205,13 @@ export function modelInfo(
     max_context: loaded?.contextSize ?? record.gguf?.initContextSize,
     n_ctx_train: loaded?.nCtxTrain ?? record.ggufInfo?.contextLength,
     n_params: loaded?.nParams ?? record.ggufInfo?.parameterCount,
+    n_embd: loaded?.nEmbd ?? record.ggufInfo?.embeddingLength,
     // The file's size, loaded or not (the engine's own figure counts tensor bytes only).
     model_size: record.totalSize ?? loaded?.modelSize,
     ...(loaded
       ? {
         chatTemplate: loaded.chatTemplate,
         n_vocab: loaded.nVocab,
-        n_embd: loaded.nEmbd,
         threads: loaded.threads,
       }
       : {}),

@@ -364,6 +364,10 @@ export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
   if (context !== undefined && Number.isSafeInteger(context) && context >= 0) {
     info.contextLength = context;
   }
+  const embedding = architecture ? numbers.get(`${architecture}.embedding_length`) : undefined;
+  if (embedding !== undefined && Number.isSafeInteger(embedding) && embedding >= 0) {
+    info.embeddingLength = embedding;
+  }
   const fileType = numbers.get("general.file_type");
   if (fileType !== undefined && FILE_TYPES[fileType]) info.quantization = FILE_TYPES[fileType];
   return { info, chatTemplate };
@@ -400,5 +404,6 @@ function wantedString(key: string): boolean {
 }
 
 function wantedNumber(key: string): boolean {
-  return key === "general.file_type" || key.endsWith(".context_length");
+  return key === "general.file_type" || key.endsWith(".context_length") ||
+    key.endsWith(".embedding_length");
 }
