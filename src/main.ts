@@ -11,6 +11,7 @@ import { DEPLOY_HELP, deployCommand } from "./cli/deploy_command.ts";
 import { IMAGE_HELP, imageCommand } from "./cli/image_commands.ts";
 import { MODELS_HELP, modelsCommand } from "./cli/models_commands.ts";
 import { NODES_HELP, nodesDecryptCommand } from "./cli/nodes.ts";
+import { RUN_HELP, runCommand } from "./cli/run_command.ts";
 import { identityCommand, infoCommand, listNodesCommand, NODE_HELP } from "./cli/node_commands.ts";
 import { GLOBAL_HELP } from "./cli/cli_context.ts";
 import { ISSUER_HELP, issuerCommand, tokenCommand } from "./cli/issuer_commands.ts";
@@ -39,6 +40,7 @@ Usage:
 ${ISSUER_HELP}
 ${NODE_HELP}
 ${MODELS_HELP}
+${RUN_HELP}
 ${NODES_HELP}
 ${ACCOUNT_HELP}
 ${IMAGE_HELP}
@@ -50,7 +52,7 @@ ${CONTAINERS_HELP}
 ${GLOBAL_HELP}
 
 Environment: EDGENODE_API_KEY overrides the config file's key; EDGENODE_DATA_DIR sets the data
-directory. Exit codes: 0 done, 1 failed, 2 bad usage or configuration.`;
+directory. Exit codes: 0 done, 1 failed, 2 bad usage or configuration, 130 interrupted.`;
 
 function env(name: string): string | undefined {
   try {
@@ -137,6 +139,7 @@ const COMMANDS = [
   "unassociate",
   "info",
   "models",
+  "run",
   "account-token",
   "image",
   "images",
@@ -184,6 +187,8 @@ export async function main(args: string[]): Promise<number> {
         return await infoCommand(rest, env);
       case "models":
         return await modelsCommand(rest, env);
+      case "run":
+        return await runCommand(rest, env);
       case "account-token":
         return await accountTokenCommand(rest, env);
       case "image":
