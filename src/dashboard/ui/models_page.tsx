@@ -1,5 +1,6 @@
 /**
- * The models: the registry as a table, downloads from a URL and uploads from this computer with
+ * The models: the registry as a table with whether the engine has each loaded (and load or
+ * unload), a chat with one of them, downloads from a URL and uploads from this computer with
  * live progress, and deletion with confirmation.
  *
  * @module
@@ -7,7 +8,10 @@
 import { useState } from "preact/hooks";
 import type { components } from "../../../gen/store/types.ts";
 import { ensureModel, pullModel } from "../../sdk/models.ts";
+import { ChatBox } from "./chat_box.tsx";
 import { bytes, when } from "./format.ts";
+import { runnableModels } from "./inference_api.ts";
+import { type Engine, LoadButton, loadState, useEngine } from "./model_loading.tsx";
 import { clients, messageOf, storedKey, uploadModelFile } from "./node_api.ts";
 import { ConfirmButton, NeedsKey, Notice, ProgressBar, Table, usePolling } from "./widgets.tsx";
 
@@ -42,12 +46,13 @@ function facts(model: Model): string {
   ].filter(Boolean).join(" · ");
 }
 
-function ModelsTable(props: { models: Model[]; onDelete(id: string): void }) {
+function ModelsTable(props: { models: Model[]; engine: Engine; onDelete(id: string): void }) {
   if (props.models.length === 0) return <Notice>No models yet.</Notice>;
+  const { engine } = props;
   return (
     <Table
       caption="Models on this node"
-      columns={["ID", "Kind", "Version", "Size", "Ready", "GGUF", "Created", ""]}
+      columns={["ID", "Kind", "Version", "Size", "Ready", "Loaded", "GGUF", "Created", ""]}
     >
       {props.models.map((model) => (
         <tr key={model.id} data-model={model.id}>
@@ -56,15 +61,19 @@ function ModelsTable(props: { models: Model[]; onDelete(id: string): void }) {
           <td>{model.version}</td>
           <td>{model.totalSize === undefined ? "-" : bytes(model.totalSize)}</td>
           <td>{model.readyToUse ? "yes" : "no"}</td>
+          <td>{loadState(model.id, engine)}</td>
           <td>{facts(model)}</td>
           <td>{when(model.createdAt)}</td>
           <td>
-            <ConfirmButton
-              label="Delete"
-              question={`Delete ${model.id} and its files?`}
-              disabled={!storedKey()}
-              onConfirm={() => props.onDelete(model.id)}
-            />
+            <div class="row-actions">
+              <LoadButton id={model.id} engine={engine} />
+              <ConfirmButton
+                label="Delete"
+                question={`Delete ${model.id} and its files?`}
+                disabled={!storedKey()}
+                onConfirm={() => props.onDelete(model.id)}
+              />
+            </div>
           </td>
         </tr>
       ))}
@@ -104,6 +113,7 @@ function recordOf(form: HTMLFormElement) {
 /** The models page. */
 export function ModelsPage() {
   const models = usePolling(loadModels, 5000);
+  const runnable = usePolling(runnableModels, 5000);
   const [transfers, setTransfers] = useState<Transfer[]>([]);
   const [problem, setProblem] = useState<string | undefined>();
   const hasKey = Boolean(storedKey());
@@ -178,11 +188,13 @@ export function ModelsPage() {
     models.reload();
   };
 
+  const engine = useEngine(runnable, setProblem);
+
   return (
     <section aria-labelledby="models-title">
       <h2 id="models-title">Models</h2>
       {models.error && <Notice kind="error">{models.error}</Notice>}
-      {models.data && <ModelsTable models={models.data} onDelete={remove} />}
+      {models.data && <ModelsTable models={models.data} engine={engine} onDelete={remove} />}
       {problem && <Notice kind="error">{problem}</Notice>}
       {transfers.length > 0 && (
         <div class="transfers" aria-label="Transfers">
@@ -197,7 +209,11 @@ export function ModelsPage() {
           ))}
         </div>
       )}
-      {!hasKey ? <NeedsKey what="download, upload or delete models" /> : (
+      {runnable.error && <Notice kind="error">{runnable.error}</Notice>}
+      {!hasKey && <NeedsKey what="chat with a model, or to download, upload or delete models" />}
+      {hasKey && runnable.data && <ChatBox models={runnable.data} onAnswered={runnable.reload} />}
+      {runnable.data === null && <Notice>Inference is turned off on this node: no chat.</Notice>}
+      {hasKey && (
         <div class="forms">
           <form onSubmit={download} aria-labelledby="download-title">
             <h3 id="download-title">Download from a URL</h3>
