@@ -22,6 +22,7 @@ const DEV_ONLY = [
   "openapi-typescript",
   "yaml",
   "preact",
+  "openai",
 ];
 
 interface DenoInfo {

@@ -92,8 +92,11 @@ Deno.test("the OpenAI-compatible API on tiny llama models", async (t) => {
     assert.equal(typeof usage.ttft_ms, "number");
     assert.ok(usage.token_per_second! > 0 && usage.decode_token_per_second! > 0);
     assert.equal(typeof usage.prompt_tokens_details?.cached_tokens, "number");
-    // Temperature 0 is deterministic.
-    assert.equal((await chat(node, ask())).choices[0].message.content, whole);
+    // Temperature 0 is deterministic; the same prompt again is in the context already, but for
+    // its last token, evaluated again for its logits.
+    const again = await chat(node, ask());
+    assert.equal(again.choices[0].message.content, whole);
+    assert.equal(again.usage.prompt_tokens_details?.cached_tokens, again.usage.prompt_tokens - 1);
   });
 
   await t.step("a streamed chat sends the same reply in chunks, then [DONE]", async () => {
@@ -237,6 +240,8 @@ Deno.test("the OpenAI-compatible API on tiny llama models", async (t) => {
       assert.equal(error.code, null);
     };
     await invalid(ask({ temperature: 3 }), /temperature/);
+    const field = await expectOpenAiError(await call(ask({ top_p: 2 })), 400);
+    assert.equal(field.param, "top_p");
     await invalid(ask({ n: 2 }), /\bn\b/);
     await invalid(ask({ max_tokens: 0 }), /max_tokens/);
     await invalid(ask({ messages: [] }), /messages/);

@@ -160,7 +160,9 @@ export async function runChat(
           firstTokenAt = performance.now();
           // The context holds exactly the prompt when its first reply token arrives.
           promptTokens = sequence.contextTokens.length;
-          const evaluated = sequence.tokenMeter.usedInputTokens - inputBefore;
+          // The meter counts the prompt's last token only after this callback: one behind. (A
+          // prompt seen whole before still evaluates its last token again, for its logits.)
+          const evaluated = sequence.tokenMeter.usedInputTokens - inputBefore + 1;
           cachedTokens = Math.max(0, promptTokens - evaluated);
         }
         lastTokenAt = performance.now();

@@ -38,7 +38,8 @@ export const openAiError: ErrorFormat = (status, message, headers) =>
       error: {
         message,
         type: errorType(status),
-        param: null,
+        // The field a validation message names ("field 'top_p' must be ..."), as OpenAI says.
+        param: /field '([^']+)'/.exec(message)?.[1] ?? null,
         code: status === 404 && message.includes("not found in the model registry")
           ? "model_not_found"
           : null,

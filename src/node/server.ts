@@ -144,6 +144,8 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
 
   const hint = `the model registry is under ${settings.storePrefixes.join(", ")}, insight under ${
     settings.insightPrefixes.join(", ")
+  }, the OpenAI-compatible API under ${
+    settings.inference.prefixes.join(", ")
   }, JSON-RPC at ${JSONRPC_PATH}, the node listing at /mds/v1/nodes, deployment at /mcm/v1`;
 
   // Microservices live outside the node's own prefixes (deployment refuses those), so only a
