@@ -13,6 +13,7 @@
  *
  * Code built from src/ goes to `bundles/`, apart from what the specs give:
  * `bundles/sandbox_sources.ts` holds the container process's modules (src/mcm/sandbox/);
+ * `bundles/engine_sources.ts` the inference engine process and its installer (src/inference/);
  * `bundles/dashboard_assets.ts` the node's web page (src/dashboard/ui/).
  *
  * `deno task gen --check` writes nothing and fails when `gen/` or `bundles/` is not what the
@@ -26,6 +27,7 @@ import { emitRoutes } from "./gen/routes_emitter.ts";
 import { emitDashboardAssets } from "./gen/dashboard_emitter.ts";
 import { emitDefaults } from "./gen/defaults_emitter.ts";
 import { emitSandboxSources } from "./gen/sandbox_emitter.ts";
+import { emitEngineSources } from "./gen/engine_emitter.ts";
 import { emitTypes } from "./gen/types_emitter.ts";
 import { type Documents, Resolver } from "./gen/refs.ts";
 import { emitValidators } from "./gen/valibot_emitter.ts";
@@ -82,6 +84,7 @@ async function main(check: boolean): Promise<number> {
       [...files].map(([file, content]) => [`gen/${file}`, content] as [string, string])
     ),
     ["bundles/sandbox_sources.ts", await emitSandboxSources()] as [string, string],
+    ["bundles/engine_sources.ts", await emitEngineSources()] as [string, string],
     ["bundles/dashboard_assets.ts", await emitDashboardAssets()] as [string, string],
   ];
   {

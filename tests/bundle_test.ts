@@ -2,14 +2,17 @@
  * The bundle (`deno task bundle`) stands in for the single executable: run by the plain deno
  * binary with the executable's baked flags, an empty DENO_DIR, outside the repository and, where
  * the test may create a network namespace, without any network, it serves the registry, answers
- * JSON-RPC, serves the dashboard and runs a container, with the node and the container narrowed
- * in workers.
+ * JSON-RPC, serves the dashboard, runs a container and a chat completion (the engine code is in
+ * the bundle; its npm packages are the tests' shared install), with the node and the container
+ * narrowed in workers.
  */
 import assert from "node:assert/strict";
 import { packTar } from "modern-tar";
 import meta from "../deno.json" with { type: "json" };
 import { EXECUTABLE_FLAGS } from "../src/program/executable_flags.ts";
 import { withTempDir } from "./helpers/node.ts";
+import { ensureTestEngine, TEST_ENGINE_DIR } from "./helpers/engine.ts";
+import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DRIVER = new URL("./fixtures/bundle_driver.ts", import.meta.url).pathname;
@@ -20,8 +23,10 @@ async function canIsolateNetwork(): Promise<boolean> {
     .then((output) => output.success, () => false);
 }
 
-Deno.test("the bundle runs with only the deno binary: registry, JSON-RPC, a container", () =>
+Deno.test("the bundle runs with only the deno binary: registry, JSON-RPC, a container, a chat", () =>
   withTempDir(async (dir) => {
+    await ensureTestEngine();
+    await Deno.writeFile(`${dir}/tiny.gguf`, tinyLlamaGguf());
     // The task's own command, writing into the temporary folder.
     const task = meta.tasks.bundle.replace("dist/edgenode.js", `${dir}/edgenode.js`);
     const bundled = await new Deno.Command(Deno.execPath(), {
@@ -61,6 +66,7 @@ Deno.test("the bundle runs with only the deno binary: registry, JSON-RPC, a cont
       `${dir}/data`,
       `${dir}/hello.tar`,
       JSON.stringify(EXECUTABLE_FLAGS),
+      `${dir}/tiny.gguf`,
     ];
     const isolated = await canIsolateNetwork();
     const shell = `${isolated ? "ip link set lo up && " : ""}exec ${
@@ -75,6 +81,7 @@ Deno.test("the bundle runs with only the deno binary: registry, JSON-RPC, a cont
         HOME: `${dir}/work`,
         PATH: "/usr/sbin:/usr/bin:/sbin:/bin",
         NO_COLOR: "1",
+        EDGENODE_ENGINE_DIR: TEST_ENGINE_DIR,
       },
       stdout: "piped",
       stderr: "piped",
@@ -92,6 +99,7 @@ Deno.test("the bundle runs with only the deno binary: registry, JSON-RPC, a cont
         image: 201,
         container: "started",
         answer: "hello from the bundle; the node's config: EvalError; visits: 1",
+        chat: "200 length",
       },
     );
     if (!isolated) console.log("note: no network namespace here; ran with the network present");

@@ -7,10 +7,13 @@
  */
 const SANDBOX = new URL("../../src/mcm/sandbox/", import.meta.url).pathname;
 
-/** `deno bundle` (esbuild, resolving npm: packages as the project does) of one entry. */
-async function bundle(entry: string): Promise<string> {
+/**
+ * `deno bundle` (esbuild, resolving npm: packages as the project does) of one entry module,
+ * given by its path.
+ */
+export async function bundleModule(path: string): Promise<string> {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["bundle", "--quiet", "--node-modules-dir=none", "--platform=deno", `${SANDBOX}${entry}`],
+    args: ["bundle", "--quiet", "--node-modules-dir=none", "--platform=deno", path],
     stdout: "piped",
     stderr: "piped",
   }).output();
@@ -31,8 +34,8 @@ export function portableNpmPaths(bundled: string): string {
 /** The source of bundles/sandbox_sources.ts. */
 export async function emitSandboxSources(): Promise<string> {
   return sandboxModule(
-    await bundle("container_host_main.ts"),
-    await bundle("sandbox_worker_main.ts"),
+    await bundleModule(`${SANDBOX}container_host_main.ts`),
+    await bundleModule(`${SANDBOX}sandbox_worker_main.ts`),
   );
 }
 

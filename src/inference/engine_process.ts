@@ -6,8 +6,9 @@
  *
  * @module
  */
-import { fileURLToPath } from "node:url";
-import { isExecutable } from "../program/self_program.ts";
+import { join } from "node:path";
+import { ENGINE_SOURCE, INSTALLER_SOURCE } from "../../bundles/engine_sources.ts";
+import { writeVersioned } from "../storage/versioned_files.ts";
 import { type DomainError, Invalid, NoMemory, NotFound, Unavailable } from "../errors/mod.ts";
 import { installFolder, isInstalled } from "./engine_install.ts";
 import { type EngineEvent, type EngineRequest, EVENT_PREFIX } from "./engine_protocol.ts";
@@ -18,6 +19,8 @@ export interface EngineOptions {
   engineDir: string;
   /** The model files: the engine's only other readable folder. */
   modelsDir: string;
+  /** Where the node writes the engine's and installer's code (bundles/engine_sources.ts). */
+  scriptsDir: string;
   /** Most threads the engine's library may start. */
   maxThreads: number;
   /** Runs when the process ends: every model it held is gone. */
@@ -46,8 +49,6 @@ interface Running {
   writer: WritableStreamDefaultWriter<Uint8Array>;
 }
 
-const ENGINE_MAIN = fileURLToPath(new URL("./engine_main.ts", import.meta.url));
-const INSTALLER = fileURLToPath(new URL("./engine_install.ts", import.meta.url));
 /** System folders the library reads to check the C library its build needs. */
 const SYSTEM_READS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
 const encoder = new TextEncoder();
@@ -124,7 +125,7 @@ export class EngineProcess {
   }
 
   /** Installs the engine unless it is there already, in a process allowed to run npm. */
-  async #ensureInstalled(folder: string): Promise<void> {
+  async #ensureInstalled(folder: string, scripts: string): Promise<void> {
     if (await isInstalled(folder)) return;
     this.#installing ??= (async () => {
       console.log(`installing the inference engine into ${folder} (npm, once)`);
@@ -137,7 +138,7 @@ export class EngineProcess {
           "--allow-env",
           "--allow-read",
           `--allow-write=${this.#options.engineDir}`,
-          INSTALLER,
+          join(scripts, "engine_install.js"),
           folder,
         ],
         stdout: "piped",
@@ -155,15 +156,19 @@ export class EngineProcess {
   }
 
   async #start(): Promise<Running> {
-    if (isExecutable()) {
+    if (Deno.build.standalone) {
       throw new Unavailable(
-        "inference runs only when edgenode runs from source (deno task start): the single " +
-          "executable cannot start the engine's Deno process",
+        "a compiled edgenode cannot start the inference engine (it runs on a Deno of its own): " +
+          "install with deploy/install.sh, which runs the bundle with Deno, or run from a checkout",
       );
     }
-    const { engineDir, modelsDir, maxThreads } = this.#options;
+    const { engineDir, modelsDir, scriptsDir, maxThreads } = this.#options;
     const folder = installFolder(engineDir);
-    await this.#ensureInstalled(folder);
+    const scripts = await writeVersioned(scriptsDir, {
+      "engine_main.js": ENGINE_SOURCE,
+      "engine_install.js": INSTALLER_SOURCE,
+    });
+    await this.#ensureInstalled(folder, scripts);
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
@@ -171,12 +176,12 @@ export class EngineProcess {
         "--node-modules-dir=manual",
         "--no-prompt",
         `--allow-ffi=${folder}`,
-        `--allow-read=${[folder, modelsDir, ...SYSTEM_READS].join(",")}`,
+        `--allow-read=${[folder, modelsDir, scripts, ...SYSTEM_READS].join(",")}`,
         "--allow-env",
         "--allow-sys=homedir,uid,osRelease",
         // node-llama-cpp tries its native build in a child of the same runtime before loading it.
         `--allow-run=${Deno.execPath()}`,
-        ENGINE_MAIN,
+        join(scripts, "engine_main.js"),
         folder,
         String(maxThreads),
       ],

@@ -58,13 +58,20 @@ export class InferenceService {
   readonly #slots = new Map<string, ModelSlot>();
   readonly #loading = new Map<string, Promise<ModelSlot>>();
 
-  /** A service over `registry`; the engine starts with the first load. */
-  constructor(registry: ModelRegistry, modelsDir: string, settings: InferenceSettings) {
+  /**
+   * A service over `registry`, whose files are in `modelsDir`; the engine's code is written into
+   * `scriptsDir`. The engine starts with the first load.
+   */
+  constructor(
+    registry: ModelRegistry,
+    dirs: { modelsDir: string; scriptsDir: string },
+    settings: InferenceSettings,
+  ) {
     this.#registry = registry;
     this.#settings = settings;
     this.#engine = new EngineProcess({
       engineDir: settings.engineDir,
-      modelsDir,
+      ...dirs,
       maxThreads: Math.max(settings.threads, availableCores()),
       onExit: (reason) => {
         for (const slot of this.#slots.values()) slot.close(reason);

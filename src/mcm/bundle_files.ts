@@ -9,26 +9,14 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { HOST_SOURCE, WORKER_SOURCE } from "../../bundles/sandbox_sources.ts";
+import { writeVersioned } from "../storage/versioned_files.ts";
 
-/**
- * Writes the container process's modules into `<dir>/<hash of their sources>/` (once per
- * version: a temporary folder renamed into place), removing other versions.
- */
-async function writeRuntime(dir: string): Promise<string> {
-  const version = createHash("sha256").update(HOST_SOURCE).update(WORKER_SOURCE).digest("hex")
-    .slice(0, 16);
-  const target = join(dir, version);
-  await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
-  for await (const entry of Deno.readDir(dir)) {
-    if (entry.name !== version) await Deno.remove(join(dir, entry.name), { recursive: true });
-  }
-  if (await Deno.stat(target).then(() => true, () => false)) return target;
-  const temp = join(dir, `.${version}-${crypto.randomUUID()}`);
-  await Deno.mkdir(temp, { mode: 0o700 });
-  await Deno.writeTextFile(join(temp, "container_host.js"), HOST_SOURCE);
-  await Deno.writeTextFile(join(temp, "sandbox_worker.js"), WORKER_SOURCE);
-  await Deno.rename(temp, target);
-  return target;
+/** Writes the container process's modules (see writeVersioned). */
+function writeRuntime(dir: string): Promise<string> {
+  return writeVersioned(dir, {
+    "container_host.js": HOST_SOURCE,
+    "sandbox_worker.js": WORKER_SOURCE,
+  });
 }
 
 /** The folders of deployment. */

@@ -81,7 +81,7 @@ export async function launch(
   // What the node writes: the database, the model store (src/store/model_files.ts) and the
   // microservices' images and storage (src/mcm/bundle_files.ts).
   await checkWritable(settings.dataDir, {
-    trees: ["models", "mcm"],
+    trees: ["models", "mcm", "inference"],
     files: databaseFiles("edgenode.db"),
   });
   settings.configPath = await realConfigPath(settings.configPath);

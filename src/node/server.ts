@@ -84,7 +84,10 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     retries: settings.downloadRetries,
     downloadHosts: settings.downloadHosts,
   });
-  const inference = new InferenceService(registry, files.root, settings.inference);
+  const inference = new InferenceService(registry, {
+    modelsDir: files.root,
+    scriptsDir: `${settings.dataDir}/inference`,
+  }, settings.inference);
   files.beforeChange((id) => inference.beforeFileChange(id));
   const report = await registry.recover();
   if (
