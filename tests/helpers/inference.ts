@@ -182,11 +182,11 @@ async function output(command: string, args: string[]): Promise<string> {
 
 /**
  * The pid of `node`'s inference engine process (its command line allows reading
- * `<dataDir>/models` and runs engine_main.ts), if one runs. (Deno reads /proc only with
+ * `<dataDir>/models` and runs engine_main.js, written to <dataDir>/inference), if one runs. (Deno reads /proc only with
  * --allow-all: ps and pgrep read it.)
  */
 export async function enginePid(node: TestNode): Promise<number | undefined> {
-  const found = await output("pgrep", ["-f", `${node.dataDir}/models,.*engine_main\\.ts`]);
+  const found = await output("pgrep", ["-f", `${node.dataDir}/models,.*engine_main\\.js`]);
   return found ? Number(found.split("\n")[0]) : undefined;
 }
 
