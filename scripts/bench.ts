@@ -20,10 +20,13 @@
  * - the request path (scripts/bench_request_path.ts): GET /models/{id} and JSON-RPC getMe next
  *   to the same routes in Hono on Deno (npm:hono), and the trivial microservice next to workerd
  *   (npm:workerd) and a bare Deno.serve; medians of three interleaved rounds of wrk on one core.
+ * - inference (scripts/bench_inference.ts): a streamed chat completion through a node next to
+ *   node-llama-cpp called directly, same model, prompts and threads; threads 1, 2 and the default.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
- * `--only requests|store|discovery|hub|cluster|mcm`, `--quick [--record]` (scripts/bench_quick.ts: the
- * ratios in under a minute, checked against scripts/bench_recorded.json), `--readme` (a full run
- * writes its table into README.md: scripts/bench_readme.ts).
+ * `--only requests|store|discovery|hub|cluster|mcm|inference`, `--quick [--record]`
+ * (scripts/bench_quick.ts: the ratios in under a minute, checked against
+ * scripts/bench_recorded.json), `--readme` (a full run writes its table into README.md:
+ * scripts/bench_readme.ts).
  *
  * @module
  */
@@ -32,6 +35,7 @@ import { fileURLToPath as fromFileUrl } from "node:url";
 import { startTestNode } from "../tests/helpers/node.ts";
 import { discoveryRows } from "./bench_discovery.ts";
 import { hubRows } from "./bench_hub.ts";
+import { inferenceRows } from "./bench_inference.ts";
 import { clusterRows } from "./bench_hub_cluster.ts";
 import { mcmRows } from "./bench_mcm.ts";
 import { mcmDownloadRows } from "./bench_mcm_download.ts";
@@ -94,6 +98,7 @@ async function main() {
     rows.push(...await clusterRows({ tunnelMib: given ?? 64, transportMib: given ?? 256 }));
   }
   if (!only || only === "mcm") rows.push(...await mcmRows(), ...await mcmDownloadRows(SIZE_MIB));
+  if (!only || only === "inference") rows.push(...await inferenceRows());
   const [cpu, memKib] = (await run("sh", [
     "-c",
     "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2; grep -m1 MemTotal /proc/meminfo",
