@@ -36,6 +36,38 @@ function emit(event: EngineEvent): void {
   writing = writing.then(() => stdout.write(line)).catch(() => Deno.exit(0));
 }
 
+/**
+ * How long generated text may wait to be sent with what follows. A line per token cost a tiny
+ * model 17% of its speed (the encoding and the write, then the node's parsing, per token); a
+ * real model makes a token every 20 ms or more, so its text still goes out token by token.
+ */
+const TEXT_FLUSH_MS = 4;
+
+/** A request's generated text: the first piece at once, then at most every TEXT_FLUSH_MS. */
+function textSender(id: number): { add(text: string): void; flush(): void } {
+  let pending = "";
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    if (pending) emit({ id, type: "text", text: pending });
+    pending = "";
+  };
+  let first = true;
+  return {
+    add(text) {
+      pending += text;
+      // The first text goes at once: the time to the first token is what a user waits for.
+      if (first && pending) {
+        first = false;
+        return flush();
+      }
+      timer ??= setTimeout(flush, TEXT_FLUSH_MS);
+    },
+    flush,
+  };
+}
+
 const [installDir, maxThreads] = Deno.args;
 const nlc: Nlc = await import(
   new URL(`file://${installDir}/node_modules/node-llama-cpp/dist/index.js`).href
@@ -113,6 +145,7 @@ async function handle(request: EngineRequest): Promise<void> {
       const loaded = held(request.key);
       const abort = new AbortController();
       running.set(id, abort);
+      const text = textSender(id);
       try {
         const result = await occupy(loaded, () =>
           runChat(
@@ -120,11 +153,13 @@ async function handle(request: EngineRequest): Promise<void> {
             nlc,
             loaded,
             request.job,
-            (text) => text && emit({ id, type: "text", text }),
+            text.add,
             abort.signal,
           ));
+        text.flush();
         return emit({ id, type: "chat-done", result });
       } finally {
+        text.flush();
         running.delete(id);
       }
     }
