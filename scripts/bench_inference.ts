@@ -18,7 +18,8 @@
  * `usage` figures are shown too. Generation rates are (tokens - 1) / (last token - first token),
  * as `usage.decode_token_per_second` is. The CPU time of each process (every thread, from
  * /proc/<pid>/task/<tid>/schedstat) is taken around each completion. Then the tiny model directly
- * with 1 and 2 threads, and with node-llama-cpp's default (4 threads on a 2-core machine).
+ * with 1 thread, also with its process pinned to one core, with 2 threads, and with
+ * node-llama-cpp's default (4 threads on a 2-core machine).
  *
  * @module
  */
@@ -31,6 +32,7 @@ import { run } from "./bench_tools.ts";
 const MAX_TOKENS = 256;
 const WARMUPS = 2;
 const THREAD_RUNS = 3;
+const PINNED_RUNS = 5;
 /** Tokens generated with node-llama-cpp's default threads: about 2 a second on 2 cores. */
 const DEFAULT_THREADS_TOKENS = 8;
 
@@ -273,6 +275,7 @@ export async function inferenceRows(): Promise<string[][]> {
     await using direct = startDirect(engineFolder, navigator.hardwareConcurrency);
     let tinyFile = "";
     let tinyContext = 0;
+    let tinyNodeRate = 0;
     for (const model of MODELS) {
       const file = `${dir}/${model.id}.gguf`;
       await Deno.writeFile(file, tinyLlamaGguf(model.options));
@@ -340,6 +343,7 @@ export async function inferenceRows(): Promise<string[][]> {
         cpuClient: median(cpu.client),
       };
       const overhead = (1 - n.gen / d.gen) * 100;
+      if (model.id === "bench-tiny") tinyNodeRate = n.gen;
       const promptTokens = nodeRuns[0].usage.prompt_tokens;
       const list = (values: number[]) => values.map((v) => Math.round(v)).join(" ");
       console.log(
@@ -378,12 +382,33 @@ export async function inferenceRows(): Promise<string[][]> {
 
     // Threads: llama.cpp's threads wait for each other at every layer.
     const byThreads: Record<number, number> = {};
+    const directRate = async (runs: number) => {
+      await direct.chat(benchPrompt(-1), 32);
+      const rates: number[] = [];
+      for (let i = 0; i < runs; i++) {
+        const run = await direct.chat(benchPrompt(i));
+        rates.push(rate(run.completionTokens, run.decodeMs));
+      }
+      return median(rates);
+    };
     for (const threads of [1, 2]) {
       await direct.load(tinyFile, tinyContext, threads);
-      await direct.chat(benchPrompt(-1), 32);
-      const runs: DirectRun[] = [];
-      for (let i = 0; i < THREAD_RUNS; i++) runs.push(await direct.chat(benchPrompt(i)));
-      byThreads[threads] = median(runs.map((run) => rate(run.completionTokens, run.decodeMs)));
+      byThreads[threads] = await directRate(THREAD_RUNS);
+      if (threads === 1) {
+        // The same with every thread of the process on one core: no handing the token over
+        // between its JavaScript thread and llama.cpp's from one core to the other.
+        const cores = navigator.hardwareConcurrency;
+        await run("taskset", ["-a", "-pc", String(cores - 1), String(direct.pid)]);
+        const pinned = await directRate(PINNED_RUNS);
+        await run("taskset", ["-a", "-pc", `0-${cores - 1}`, String(direct.pid)]);
+        rows.push([
+          `the tiny model's generation, node-llama-cpp directly with threads 1, its process on ` +
+          `one core (taskset -a; ${MAX_TOKENS} tokens, median of ${PINNED_RUNS})`,
+          `${int(pinned)} tokens/s`,
+          `not pinned, as the node's engine runs: ${int(byThreads[1])} tokens/s (median of ` +
+          `${THREAD_RUNS}, same process); through the node above: ${int(tinyNodeRate)} tokens/s`,
+        ]);
+      }
     }
     // node-llama-cpp's default (getLlama and the context without threads): a few tokens only.
     await using defaults = startDirect(engineFolder, 0);
