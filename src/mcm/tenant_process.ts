@@ -7,12 +7,15 @@
  * @module
  */
 import type { ContainerPipe, ExitStatus } from "./container_process.ts";
+import { type ContainerUsage, UsageHistory } from "./container_usage.ts";
 import {
   CONTROL_SLOT,
   encodeGroupFrames,
   type GroupControl,
   type GroupEvent,
   GroupFrameDecoder,
+  GroupFrameError,
+  parseGroupEvent,
 } from "./sandbox/group_frames.ts";
 
 /** A process left without containers ends after this long (a redeploy comes back at once). */
@@ -21,7 +24,6 @@ const IDLE_MS = 5000;
 const CLOSE_GRACE_MS = 2000;
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 /** Feeds a slot's stream; one its reader cancelled takes nothing more. */
 function enqueue(
@@ -42,6 +44,14 @@ interface Slot {
   status: PromiseWithResolvers<ExitStatus>;
   /** Whether the node killed it (its status says SIGKILL, as a killed process's would). */
   killed: boolean;
+  /** Its figures from the process's usage events. */
+  usage: UsageHistory;
+}
+
+/** A container's pipe in a client's process, with what the process reports of it. */
+export interface TenantPipe extends ContainerPipe {
+  /** Its latest figures (usage events); undefined before the first. */
+  usage(): ContainerUsage | undefined;
 }
 
 /** What a client's process tells its owner. */
@@ -88,13 +98,13 @@ export class TenantProcess {
   }
 
   /** Starts a container in the process: its pipe. */
-  join(): ContainerPipe {
+  join(): TenantPipe {
     if (!this.#open) throw new Error("the client's process is closed");
     clearTimeout(this.#idle);
     this.#idle = undefined;
     const slot = this.#nextSlot++;
     const status = Promise.withResolvers<ExitStatus>();
-    const entry = { status, killed: false } as Slot;
+    const entry = { status, killed: false, usage: new UsageHistory() } as Slot;
     const stdout = new ReadableStream<Uint8Array>({ start: (c) => void (entry.out = c) });
     const stderr = new ReadableStream<Uint8Array>({ start: (c) => void (entry.err = c) });
     this.#slots.set(slot, entry);
@@ -108,6 +118,7 @@ export class TenantProcess {
       stdout,
       stderr,
       status: status.promise,
+      usage: () => entry.usage.latest(),
       kill: () => {
         if (!this.#slots.has(slot)) return;
         entry.killed = true;
@@ -168,11 +179,19 @@ export class TenantProcess {
     }
   }
 
-  #onEvent(event: GroupEvent): void {
-    const entry = this.#slots.get(event.slot);
-    if (event.t !== "ended" || !entry || !Number.isInteger(event.code)) {
-      throw new Error(`an unknown event ${JSON.stringify(event).slice(0, 200)}`);
+  #onEvent(event: GroupEvent | undefined): void {
+    // An event type this node does not know: a newer process's, ignored.
+    if (!event) return;
+    if (event.t === "usage") {
+      const at = Date.now();
+      // A row of a slot already ended (the event crossed its end) is dropped.
+      for (const [slot, memory, cpu, outbound] of event.usage) {
+        this.#slots.get(slot)?.usage.record(memory, cpu, outbound, at);
+      }
+      return;
     }
+    const entry = this.#slots.get(event.slot);
+    if (!entry) throw new GroupFrameError(`an \`ended\` event for slot ${event.slot}, not open`);
     if (typeof event.why === "string") {
       enqueue(entry.err, encoder.encode(`edgenode: ${event.why.slice(0, 1000)}\n`));
     }
@@ -184,7 +203,7 @@ export class TenantProcess {
     try {
       for await (const chunk of this.#child.stdout) {
         for (const { slot, payload } of frames.push(chunk)) {
-          if (slot === CONTROL_SLOT) this.#onEvent(JSON.parse(decoder.decode(payload)));
+          if (slot === CONTROL_SLOT) this.#onEvent(parseGroupEvent(payload));
           else enqueue(this.#slots.get(slot)?.out, payload);
         }
       }

@@ -27,14 +27,76 @@ export type GroupControl =
   /** End the container at once. */
   | { t: "kill"; slot: number };
 
-/** The process's messages to the node. */
-export interface GroupEvent {
+/** A container in the process ended. */
+export interface GroupEnded {
   t: "ended";
   slot: number;
   /** The exit code the container would have had as a process of its own (watchdog.ts). */
   code: number;
   /** Why, in a user's words (absent for a plain end). */
   why?: string;
+}
+
+/**
+ * One container's figures in a usage event: its slot, its memory (heap and external, bytes, as
+ * its process measures it), its CPU time charged so far in this process (microseconds, only
+ * grows) and its outbound requests in flight.
+ */
+export type UsageRow = [slot: number, memoryBytes: number, cpuMicros: number, outbound: number];
+
+/**
+ * The figures of every container in the process (about every 500 ms): what the node blames a
+ * process's death on (tenant_process.ts) and shows in a container's record.
+ */
+export interface GroupUsage {
+  t: "usage";
+  usage: UsageRow[];
+}
+
+/** The process's messages to the node. */
+export type GroupEvent = GroupEnded | GroupUsage;
+
+/** The most rows one usage event may carry (far more containers than a process hosts). */
+const MAX_USAGE_ROWS = 4096;
+
+const count = (value: unknown) => typeof value === "number" && Number.isFinite(value) && value >= 0;
+
+/**
+ * A control frame from the process, checked: GroupFrameError when it breaks the format (not an
+ * object, a known event with a field of the wrong kind). Fields this node does not know are
+ * ignored, and so is an event type it does not know (undefined): a newer process may say more.
+ */
+export function parseGroupEvent(payload: Uint8Array): GroupEvent | undefined {
+  let event;
+  try {
+    event = JSON.parse(new TextDecoder().decode(payload));
+  } catch {
+    throw new GroupFrameError("a control frame that is not JSON");
+  }
+  if (typeof event !== "object" || event === null || typeof event.t !== "string") {
+    throw new GroupFrameError("a control frame without a type");
+  }
+  if (event.t === "ended") {
+    if (!Number.isInteger(event.slot) || !Number.isInteger(event.code)) {
+      throw new GroupFrameError("an `ended` event without its slot or code");
+    }
+    const why = typeof event.why === "string" ? { why: event.why } : {};
+    return { t: "ended", slot: event.slot, code: event.code, ...why };
+  }
+  if (event.t === "usage") {
+    const rows = event.usage;
+    const fine = Array.isArray(rows) && rows.length <= MAX_USAGE_ROWS &&
+      rows.every((row: unknown) =>
+        Array.isArray(row) && row.length >= 4 && Number.isInteger(row[0]) &&
+        count(row[1]) && count(row[2]) && count(row[3])
+      );
+    if (!fine) throw new GroupFrameError("a `usage` event with a malformed row");
+    return {
+      t: "usage",
+      usage: rows.map((row: number[]) => [row[0], row[1], row[2], row[3]] as UsageRow),
+    };
+  }
+  return undefined;
 }
 
 /** A frame broke the format: the stream cannot go on. */
