@@ -3,7 +3,10 @@
  * - load: 50 uploaders, 200 readers, 20 download clients, 20 JSON-RPC callers for
  *   EDGENODE_LOAD_SECONDS (default 120), with no failed request and flat memory;
  * - crash: EDGENODE_CRASH_ROUNDS SIGKILLs (default 300, within EDGENODE_CRASH_SECONDS, 900);
- * - fuzz: EDGENODE_FUZZ_RUNS generated cases per property (default 1000).
+ * - fuzz: EDGENODE_FUZZ_RUNS generated cases per property (default 1000);
+ * - abuse: two hostile clients run every attack on a node for EDGENODE_ABUSE_SECONDS (default
+ *   120) while a bystander's microservice and the key holder's chats keep p99 within 3× of idle.
+ * `--abuse` runs the abuse part alone.
  * Each part's figures are printed at the end, for the README.
  *
  * @module
@@ -16,11 +19,19 @@ const PARTS = [
     figure: /^crash: .*/m,
   },
   { file: "tests/fuzz_http_test.ts", env: { EDGENODE_FUZZ_RUNS: "1000" }, figure: /^fuzz: \d.*/m },
+  {
+    file: "tests/abuse_soak_test.ts",
+    env: { EDGENODE_ABUSE_SECONDS: "120" },
+    figure: /^abuse: .*(\n  .*)*/m,
+  },
 ];
+const chosen = Deno.args.includes("--abuse")
+  ? PARTS.filter((part) => part.file.includes("abuse"))
+  : PARTS;
 
 const figures: string[] = [];
 let failed = false;
-for (const part of PARTS) {
+for (const part of chosen) {
   const env = Object.fromEntries(
     Object.entries(part.env).map(([name, value]) => [name, Deno.env.get(name) ?? value]),
   );
