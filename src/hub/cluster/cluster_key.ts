@@ -10,6 +10,16 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 
 /** Shortest key accepted, in bytes. */
 export const MIN_CLUSTER_KEY_BYTES = 32;
+/**
+ * Least entropy a key must show, in bits, estimated from its byte frequencies once repetition
+ * is taken out. 32 bytes from /dev/urandom show 137 or more (2 million drawn: 150 on average),
+ * 64 hex digits about 240; 32 equal bytes show 0, a short pattern repeated no more than itself.
+ */
+export const MIN_CLUSTER_KEY_BITS = 128;
+/** How to make a good key, for the messages that refuse one. */
+export const CLUSTER_KEY_ADVICE =
+  "make one with 'head -c 32 /dev/urandom > cluster.key; chmod 600 cluster.key' and copy " +
+  "it to every hub of the cluster";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -18,11 +28,10 @@ const decoder = new TextDecoder();
 export class ClusterKey {
   readonly #key: Uint8Array;
 
-  /** Wraps the key's bytes (at least MIN_CLUSTER_KEY_BYTES). */
+  /** Wraps the key's bytes; throws RangeError for a key that clusterKeyWeakness refuses. */
   constructor(key: Uint8Array) {
-    if (key.length < MIN_CLUSTER_KEY_BYTES) {
-      throw new RangeError(`a cluster key needs ${MIN_CLUSTER_KEY_BYTES} bytes or more`);
-    }
+    const weakness = clusterKeyWeakness(key);
+    if (weakness !== undefined) throw new RangeError(`the cluster key ${weakness}`);
     this.#key = key;
   }
 
@@ -60,4 +69,53 @@ export class ClusterKey {
       return undefined;
     }
   }
+}
+
+/**
+ * Why `key` is no cluster key (its length, or too little randomness: all bytes equal, a counting
+ * sequence, a short pattern repeated, too few distinct byte values), or undefined when it will
+ * do. A weak key lets anyone who guesses it sign records and forwarded requests as a hub.
+ */
+export function clusterKeyWeakness(key: Uint8Array): string | undefined {
+  if (key.length < MIN_CLUSTER_KEY_BYTES) {
+    return `has ${key.length} bytes; it needs ${MIN_CLUSTER_KEY_BYTES} bytes or more, all random`;
+  }
+  if (key.every((byte) => byte === key[0])) {
+    return `is ${key.length} times the byte 0x${key[0].toString(16).padStart(2, "0")}, not random`;
+  }
+  const step = (key[1] - key[0]) & 0xff;
+  if (key.every((byte, n) => n === 0 || ((byte - key[n - 1]) & 0xff) === step)) {
+    return "is a counting sequence of bytes, not random";
+  }
+  const period = shortestPeriod(key);
+  const bits = Math.floor(entropyBits(key.subarray(0, period)));
+  if (bits < MIN_CLUSTER_KEY_BITS) {
+    const repeated = period < key.length ? ` (a ${period}-byte pattern repeated)` : "";
+    return `shows about ${bits} bits of randomness${repeated}, under the ${MIN_CLUSTER_KEY_BITS} ` +
+      "a key needs: it is not random bytes";
+  }
+  return undefined;
+}
+
+/** The shortest p such that every byte equals the one p before it (KMP's failure function). */
+function shortestPeriod(bytes: Uint8Array): number {
+  const border = new Uint32Array(bytes.length);
+  let length = 0;
+  for (let n = 1; n < bytes.length; n++) {
+    while (length > 0 && bytes[n] !== bytes[length]) length = border[length - 1];
+    if (bytes[n] === bytes[length]) length++;
+    border[n] = length;
+  }
+  return bytes.length - border[bytes.length - 1];
+}
+
+/** The bytes' Shannon entropy by their frequencies, times their number: an upper estimate. */
+function entropyBits(bytes: Uint8Array): number {
+  const counts = new Uint32Array(256);
+  for (const byte of bytes) counts[byte]++;
+  let bits = 0;
+  for (const count of counts) {
+    if (count > 0) bits -= count * Math.log2(count / bytes.length);
+  }
+  return bits;
 }

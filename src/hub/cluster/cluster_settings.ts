@@ -10,7 +10,7 @@ import { HubClusterDefaults } from "../../../gen/config/defaults.ts";
 import type { HubCluster } from "../../../gen/config/validators.ts";
 import { ConfigError } from "../../config/mod.ts";
 import { osReason } from "../../config/file_errors.ts";
-import { ClusterKey, MIN_CLUSTER_KEY_BYTES } from "./cluster_key.ts";
+import { CLUSTER_KEY_ADVICE, ClusterKey, clusterKeyWeakness } from "./cluster_key.ts";
 
 /** How a hub joins its cluster. Secrets stay in their files until the hub starts. */
 export interface ClusterSettings {
@@ -76,24 +76,22 @@ export function clusterFiles(settings: ClusterSettings): string[] {
 }
 
 async function checkClusterKey(path: string, defaulted: boolean): Promise<void> {
-  let size: number;
+  let key: Uint8Array;
   try {
-    size = (await Deno.stat(path)).size;
+    key = await Deno.readFile(path);
   } catch (error) {
     const where = defaulted ? `, or name another file in hub.json's nats.clusterKeyFile` : "";
     throw new ConfigError(
       `the cluster key ${path} cannot be read (${osReason(error)}): a cluster needs the same ` +
-        `key on every hub: make it once with 'head -c 32 /dev/urandom > cluster.key; chmod 600 ` +
-        `cluster.key' and copy it to ${path} on each hub${where}`,
+        `key on every hub: ${CLUSTER_KEY_ADVICE}, at ${path}${where}`,
     );
   }
-  if (size < MIN_CLUSTER_KEY_BYTES) {
-    throw new ConfigError(
-      `the cluster key ${path} has ${size} bytes; it needs ${MIN_CLUSTER_KEY_BYTES} random bytes ` +
-        `or more (head -c 32 /dev/urandom)`,
-    );
-  }
+  // A key others may read is exposed whatever it holds: said first.
   await checkSecretFile(path);
+  const weakness = clusterKeyWeakness(key);
+  if (weakness !== undefined) {
+    throw new ConfigError(`the cluster key ${path} ${weakness}: ${CLUSTER_KEY_ADVICE}`);
+  }
 }
 
 /** Refuses a secret file that other users may read: whoever reads it could act as a hub. */

@@ -12,6 +12,7 @@
 import { Forbidden, UpstreamFailed } from "../../errors/mod.ts";
 import type { ClusterKey } from "./cluster_key.ts";
 import type { RemoteNode } from "./cluster_presence.ts";
+import { tunnelAddress } from "../../tunnel/routing.ts";
 
 /** The signed mark of a request forwarded by a hub: `<hub id>.<ms since epoch>.<mac>`. */
 export const HUB_FORWARD_HEADER = "x-edge-hub-forward";
@@ -19,6 +20,17 @@ export const HUB_FORWARD_HEADER = "x-edge-hub-forward";
 export const HUB_CLIENT_HEADER = "x-edge-hub-client";
 /** How far a mark's time may be from the receiving hub's clock. */
 const MARK_WINDOW_MS = 60_000;
+/**
+ * First line of every signed mark: its version, and what keeps its MAC apart from those of
+ * records the same key seals (cluster_key.ts).
+ */
+const MARK_DOMAIN = "edgenode hub forward 2";
+
+/** The marks' names: set only by a hub for a hub, and never passed on to a node. */
+export const HUB_MARK_HEADERS: ReadonlySet<string> = new Set([
+  HUB_FORWARD_HEADER,
+  HUB_CLIENT_HEADER,
+]);
 
 /** Headers not passed from hub to hub (hop-by-hop, and the marks, set afresh). */
 const HOP_HEADERS = [
@@ -33,8 +45,22 @@ const HOP_HEADERS = [
   HUB_CLIENT_HEADER,
 ];
 
+/**
+ * What a mark's MAC covers: everything a replayer could swap while keeping the mark. Header values
+ * hold no line breaks, so the lines cannot be shifted into one another.
+ */
 function markText(hubId: string, at: number, request: Request, nodeId: string, client: string) {
-  return [hubId, at, request.method, pathOf(request.url), nodeId, client].join("\n");
+  return [
+    MARK_DOMAIN,
+    hubId,
+    at,
+    request.method,
+    pathOf(request.url),
+    nodeId,
+    tunnelAddress(request.headers).port ?? "",
+    client,
+    request.headers.get("authorization") ?? "",
+  ].join("\n");
 }
 
 /** The path and query of `url`. */
@@ -107,7 +133,8 @@ export function forwardedClient(
     !key.verify(markText(hubId, at, request, nodeId, client), mac)
   ) {
     throw new Forbidden(
-      `${HUB_FORWARD_HEADER} is not signed by a hub of this cluster (or is over a minute old)`,
+      `${HUB_FORWARD_HEADER} is not signed by a hub of this cluster for this request (or is ` +
+        "over a minute old): it is set by hubs only; send the request without it",
     );
   }
   return client;
