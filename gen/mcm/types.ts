@@ -20,6 +20,7 @@ export interface components {
     ContainerList: schemas.ContainerList;
     ContainerLog: schemas.ContainerLog;
     ContainerReady: schemas.ContainerReady;
+    ContainerUsage: schemas.ContainerUsage;
     Error: schemas.Error;
     Image: schemas.Image;
     ImageList: schemas.ImageList;

@@ -3,8 +3,13 @@ import * as v from "valibot";
 import { ErrorSchema } from "../common/validators.ts";
 export { ErrorSchema, type Error } from "../common/validators.ts";
 
+/** Its latest figures while it runs: in a client's shared process, as the process reports them about every 500 ms (heap and external memory; CPU time charged to it); in a process of its own, that process's resident memory and CPU time when the record is read. */
+export const ContainerUsageSchema = v.strictObject({ "memoryBytes": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "cpuMicros": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "outboundInFlight": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "at": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")) });
+/** ContainerUsage as validated. */
+export type ContainerUsage = v.InferOutput<typeof ContainerUsageSchema>;
+
 /** The Container schema. */
-export const ContainerSchema = v.strictObject({ "id": v.string("must be a string"), "name": v.string("must be a string"), "image": v.string("must be a string"), "imageId": v.string("must be a string"), "env": v.record(v.string(), v.string("must be a string"), "must be an object"), "created": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "state": v.picklist(["starting","started","restarting","failed","stopped"], "must be one of: starting, started, restarting, failed, stopped"), "restarts": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "lastError": v.optional(v.string("must be a string")) });
+export const ContainerSchema = v.strictObject({ "id": v.string("must be a string"), "name": v.string("must be a string"), "image": v.string("must be a string"), "imageId": v.string("must be a string"), "env": v.record(v.string(), v.string("must be a string"), "must be an object"), "created": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "state": v.picklist(["starting","started","restarting","failed","stopped"], "must be one of: starting, started, restarting, failed, stopped"), "restarts": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "lastError": v.optional(v.string("must be a string")), "bystanderRestarts": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "processEnds": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "quarantined": v.optional(v.boolean("must be true or false")), "usage": v.optional(ContainerUsageSchema) });
 /** Container as validated. */
 export type Container = v.InferOutput<typeof ContainerSchema>;
 

@@ -24,6 +24,7 @@ import { StreamMux } from "../tunnel/stream_mux.ts";
 import { checkBundle, LoadError } from "./bundle_check.ts";
 import { CallAnswers, CallRefused } from "./container_calls.ts";
 import type { ContainerPlacement, Placement } from "./container_placement.ts";
+import type { ContainerUsage } from "./container_usage.ts";
 import {
   type ContainerPipe,
   exitReason,
@@ -57,6 +58,8 @@ const HOP_BY_HOP = new Set([
 
 /** How to run one container. */
 export interface ChannelOptions {
+  /** The container's id (its siblings' records name it when it brings their process down). */
+  id: string;
   /** The folder of container_host.js and sandbox_worker.js (BundleFiles.runtimeDir). */
   runtimeDir: string;
   bundlePath: string;
@@ -82,6 +85,21 @@ export interface ChannelOptions {
   client: string;
   /** Where the container runs (a process of its own, or its client's). */
   placement: ContainerPlacement;
+  /** A process of its own even where its client's containers share one (quarantined). */
+  alone?: boolean;
+  /** It brought down its client's shared process (tenant_process.ts judged so). */
+  onBroughtDown?(why: string): void;
+}
+
+/** How a container's channel ended. */
+export interface ChannelEnd {
+  /** Why, in a user's words. */
+  reason: string;
+  /**
+   * Another container brought down the client's process this one shared: its end is not its
+   * own failure (no back-off, not counted in its restarts).
+   */
+  bystander: boolean;
 }
 
 /** The flags a container of `options` needs its process to have (container_process.ts). */
@@ -103,14 +121,16 @@ export class ContainerChannel {
   readonly #calls: CallAnswers;
   #pongs: (() => void)[] = [];
   #stderrTail = "";
+  readonly #placed: Placement;
   /** Resolves with why the process ended. */
-  readonly exited: Promise<string>;
+  readonly exited: Promise<ChannelEnd>;
 
   /** Where it went when no process had to start for it (a warm spare, its client's process). */
   readonly warm: string | undefined;
 
   private constructor(options: ChannelOptions, placed: Placement) {
     this.#child = placed.pipe;
+    this.#placed = placed;
     this.warm = placed.warm ? placed.where : undefined;
     this.#stdin = this.#child.stdin.getWriter();
     this.#writer = new FrameWriter((bytes) => this.#stdin.write(bytes), () => this.kill());
@@ -121,6 +141,11 @@ export class ContainerChannel {
       options.onCall,
       (message) => options.onLog("node", message),
     );
+    placed.shared?.describe({
+      id: options.id,
+      serving: () => this.#requests.waiting,
+      broughtDown: (why) => options.onBroughtDown?.(why),
+    });
     const readingOut = this.#readStdout(options);
     const readingErr = this.#readStderr(options);
     this.exited = this.#child.status.then(async (status) => {
@@ -129,9 +154,18 @@ export class ContainerChannel {
       this.#requests.failAll(gone);
       this.#mux.abortAll(gone.message);
       this.#calls.cancelAll();
-      const { reason, byCode } = exitReason(status, this.#stderrTail, options.memoryMb);
+      const verdict = placed.shared?.verdict();
+      const { reason, byCode } = verdict?.culprit
+        ? { reason: `it brought down its client's process: ${verdict.why}`, byCode: true }
+        : verdict
+        ? {
+          reason: `restarted because container ${verdict.by} brought down the process it ` +
+            `shared with it (${verdict.cause}); not a failure of this container`,
+          byCode: false,
+        }
+        : exitReason(status, this.#stderrTail, options.memoryMb);
       this.#ready.reject(new ProcessEnded(reason, byCode));
-      return reason;
+      return { reason, bystander: verdict?.culprit === false };
     });
     this.#ready.promise.catch(() => {});
     this.#writer.send(JSON.stringify(
@@ -170,6 +204,7 @@ export class ContainerChannel {
       bundlePath: options.bundlePath,
       storageDir: options.storageDir,
       cold: false,
+      alone: options.alone,
     };
     const first = options.placement.place(request);
     if (!first.warm) return await ContainerChannel.#loaded(options, first, timeoutMs);
@@ -314,6 +349,16 @@ export class ContainerChannel {
       }),
     );
     return new Response(body, answer);
+  }
+
+  /** The container's latest figures (its process's reports, or its own process's). */
+  usage(): ContainerUsage | undefined {
+    return this.#placed.usage();
+  }
+
+  /** Whether it runs in a process of its own. */
+  get alone(): boolean {
+    return this.#placed.shared === undefined;
   }
 
   /** Whether the microservice's thread answers a ping within `ms`. */

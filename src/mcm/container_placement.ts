@@ -12,8 +12,9 @@ import {
   sameProfile,
   spawnContainer,
 } from "./container_process.ts";
+import type { ContainerUsage } from "./container_usage.ts";
 import type { SparePool } from "./spare_pool.ts";
-import { TenantProcess } from "./tenant_process.ts";
+import { TenantProcess, type TenantSlot } from "./tenant_process.ts";
 
 /** A container's pipe, and how it came. */
 export interface Placement {
@@ -22,6 +23,13 @@ export interface Placement {
   warm: boolean;
   /** For the node's log line: where it went when warm. */
   where?: string;
+  /** Its slot in its client's process, shared with its siblings (per-client). */
+  shared?: TenantSlot;
+  /**
+   * Its latest figures: its slot's usage reports in its client's process; none yet in a process
+   * of its own (the node, narrowed, may not read /proc: that process would have to report).
+   */
+  usage(): ContainerUsage | undefined;
 }
 
 /** What placing a container needs to know about it. */
@@ -33,6 +41,11 @@ export interface PlacementRequest {
   storageDir: string;
   /** A cold start wanted: a warm process just failed it. */
   cold: boolean;
+  /**
+   * A process of its own even where its client's containers share one: it brought down its
+   * client's process too often (container_runtime.ts).
+   */
+  alone?: boolean;
 }
 
 /** How processes start. */
@@ -60,14 +73,8 @@ export class ProcessPerContainer {
   /** A spare that fits, or a process of the container's own narrow flags. */
   place(request: PlacementRequest): Placement {
     const spare = request.cold ? undefined : this.#options.spares?.take(request.profile);
-    if (spare) return { pipe: spare, warm: true, where: "a warm spare" };
-    const { bundlePath, storageDir, profile } = request;
-    const pipe = spawnContainer(
-      this.#options.runtimeDir,
-      { read: [bundlePath, storageDir], write: storageDir, profile },
-      this.#options.readEnv,
-    );
-    return { pipe, warm: false };
+    if (spare) return ownProcess(spare, true);
+    return ownProcess(spawnAlone(this.#options, request), false);
   }
 
   /** Nothing of its own to stop: each container's channel ends its process. */
@@ -97,11 +104,13 @@ export class ProcessPerClient {
    */
   place(request: PlacementRequest): Placement {
     const { client, profile } = request;
+    // Not a spare: in this mode a spare is a client's process.
+    if (request.alone) return ownProcess(spawnAlone(this.#options, request), false);
     const running = this.#processes.find((entry) =>
       entry.client === client && sameProfile(entry.profile, profile) && entry.process.open
     );
     if (running && !request.cold) {
-      return { pipe: running.process.join(), warm: true, where: "its client's process" };
+      return joined(running.process, true, "its client's process");
     }
     const spare = request.cold ? undefined : this.#options.spares?.take(profile);
     const { runtimeDir, bundlesDir, storageRoot, readEnv } = this.#options;
@@ -123,13 +132,40 @@ export class ProcessPerClient {
       }),
     };
     this.#processes.push(entry);
-    return { pipe: entry.process.join(), warm: spare !== undefined, where: "a warm spare" };
+    return joined(entry.process, spare !== undefined, "a warm spare");
   }
 
   /** Ends every client's process (the node is shutting down). */
   async close(): Promise<void> {
     await Promise.all(this.#processes.map((entry) => entry.process.close()));
   }
+}
+
+/** A process of the container's own narrow flags (not a spare). */
+function spawnAlone(options: PlacementOptions, request: PlacementRequest): Deno.ChildProcess {
+  const { bundlePath, storageDir, profile } = request;
+  return spawnContainer(
+    options.runtimeDir,
+    { read: [bundlePath, storageDir], write: storageDir, profile },
+    options.readEnv,
+  );
+}
+
+/** The placement of a container in a process of its own. */
+function ownProcess(child: Deno.ChildProcess, warm: boolean): Placement {
+  return { pipe: child, warm, ...(warm ? { where: "a warm spare" } : {}), usage: () => undefined };
+}
+
+/** The placement of a container in a slot of its client's process. */
+function joined(process: TenantProcess, warm: boolean, where: string): Placement {
+  const { pipe, slot } = process.join();
+  return {
+    pipe,
+    warm,
+    where,
+    shared: slot,
+    usage: () => slot.usage(),
+  };
 }
 
 /** Places containers: one of the two above. */

@@ -9,6 +9,7 @@ import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
 import { Unavailable } from "../errors/mod.ts";
 import { type ChannelOptions, ContainerChannel, LoadError } from "./container_channel.ts";
 import { ContainerLog, type LogLine } from "./container_log.ts";
+import type { ContainerUsage } from "./container_usage.ts";
 
 /** The states of spec/mcm.yaml's Container. */
 export type ContainerState = "starting" | "started" | "restarting" | "failed" | "stopped";
@@ -20,11 +21,15 @@ const RESTART_BACKOFF: BackoffOptions = { minTimeout: 250, maxTimeout: 30_000 };
 const STABLE_MS = 60_000;
 /** A microservice thread that does not answer a ping this soon is stuck. */
 const PING_MS = 2000;
+/**
+ * A container that brings down its client's process this many times within QUARANTINE_MS runs
+ * in a process of its own from then on, until it is redeployed (or the node restarts).
+ */
+const QUARANTINE_ENDS = 2;
+const QUARANTINE_MS = 10 * 60_000;
 
 /** What a runtime needs besides the channel options. */
-export interface RuntimeOptions extends Omit<ChannelOptions, "onLog"> {
-  /** The container id, for the node's own log lines. */
-  id: string;
+export interface RuntimeOptions extends Omit<ChannelOptions, "onLog" | "onBroughtDown" | "alone"> {
   deadlineMs: number;
 }
 
@@ -34,6 +39,12 @@ export class ContainerRuntime {
   #channel: ContainerChannel | undefined;
   #state: ContainerState = "starting";
   #restarts = 0;
+  /** Restarts because a sibling brought down the process they shared (not in #restarts). */
+  #bystanderRestarts = 0;
+  /** When it brought down its client's process (this deployment). */
+  #processEnds: number[] = [];
+  /** Whether it runs in a process of its own for bringing its client's down (quarantine). */
+  #alone = false;
   #failures = 0;
   #lastError: string | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -55,6 +66,26 @@ export class ContainerRuntime {
 
   get lastError(): string | undefined {
     return this.#lastError;
+  }
+
+  /** Restarts because another container brought down the process they shared. */
+  get bystanderRestarts(): number {
+    return this.#bystanderRestarts;
+  }
+
+  /** How many times it brought down its client's process since it was deployed. */
+  get processEnds(): number {
+    return this.#processEnds.length;
+  }
+
+  /** Whether it was moved to a process of its own for bringing its client's down. */
+  get quarantined(): boolean {
+    return this.#alone;
+  }
+
+  /** Its latest figures while it runs (its process's reports, or its own process's). */
+  usage(): ContainerUsage | undefined {
+    return this.#channel?.usage();
   }
 
   /** The recent log lines, oldest first. */
@@ -92,32 +123,55 @@ export class ContainerRuntime {
 
   async #open(): Promise<void> {
     const began = Date.now();
-    const channel = await ContainerChannel.open(
-      { ...this.#options, onLog: (level, message) => this.log(level, message) },
-    );
+    const channel = await ContainerChannel.open({
+      ...this.#options,
+      alone: this.#alone,
+      onLog: (level, message) => this.log(level, message),
+      onBroughtDown: (why) => this.#broughtDown(why),
+    });
     this.#channel = channel;
     this.#state = "started";
     this.log(
       "node",
       `started in ${Date.now() - began} ms${channel.warm ? ` (${channel.warm})` : ""}`,
     );
-    channel.exited.then((reason) => {
+    channel.exited.then(({ reason, bystander }) => {
       if (this.#channel !== channel) return;
       this.#channel = undefined;
       if (this.#state === "stopped") return;
       this.#lastError = reason;
-      this.#failures = Date.now() - began > STABLE_MS ? 0 : this.#failures + 1;
-      this.#scheduleRestart(`the process ended (${reason})`);
+      // A sibling's crash is not this container's failure: no back-off, not in its restarts.
+      if (!bystander) this.#failures = Date.now() - began > STABLE_MS ? 0 : this.#failures + 1;
+      this.#scheduleRestart(`the process ended (${reason})`, bystander);
     });
   }
 
-  #scheduleRestart(why: string): void {
+  /**
+   * It brought down its client's process (tenant_process.ts judged so): counted, and the
+   * second time within QUARANTINE_MS it is moved to a process of its own for good.
+   */
+  #broughtDown(why: string): void {
+    const now = Date.now();
+    this.#processEnds.push(now);
+    this.#lastError = `it brought down its client's process: ${why}`;
+    const lately = this.#processEnds.filter((at) => now - at < QUARANTINE_MS).length;
+    if (this.#alone || lately < QUARANTINE_ENDS) return;
+    this.#alone = true;
+    this.log(
+      "node",
+      `it brought down its client's process ${lately} times in ${QUARANTINE_MS / 60_000} ` +
+        "minutes: from now on it runs in a process of its own, until it is redeployed",
+    );
+  }
+
+  #scheduleRestart(why: string, bystander = false): void {
     this.#state = "restarting";
-    const delay = backoffDelay(this.#failures, RESTART_BACKOFF);
+    const delay = backoffDelay(bystander ? 0 : this.#failures, RESTART_BACKOFF);
     this.log("node", `${why}; restarting in ${delay} ms`);
     this.#timer = setTimeout(async () => {
       if (this.#state !== "restarting") return;
-      this.#restarts++;
+      if (bystander) this.#bystanderRestarts++;
+      else this.#restarts++;
       try {
         await this.#open();
       } catch (error) {

@@ -13,8 +13,8 @@ export interface ContainerUsage {
   memoryBytes: number;
   /** Its CPU time charged so far in its process, microseconds. */
   cpuMicros: number;
-  /** Its outbound requests in flight. */
-  outboundInFlight: number;
+  /** Its outbound requests in flight (unknown for a process of its own). */
+  outboundInFlight?: number;
   /** How much its memory grew over the last few reports (negative: it shrank), bytes. */
   memoryGrowthBytes: number;
   /** Its CPU time over the last few reports, as a share of one core (0.5: half a core). */

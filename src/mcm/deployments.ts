@@ -52,6 +52,28 @@ export type Match =
   | { runtime: ContainerRuntime; path: string }
   | { unknown: string };
 
+/** What a container's record shows of shared processes and its use of its process. */
+function incidents(runtime: ContainerRuntime): Partial<Container> {
+  const usage = runtime.usage();
+  return {
+    ...(runtime.bystanderRestarts > 0 ? { bystanderRestarts: runtime.bystanderRestarts } : {}),
+    ...(runtime.processEnds > 0 ? { processEnds: runtime.processEnds } : {}),
+    ...(runtime.quarantined ? { quarantined: true } : {}),
+    ...(usage
+      ? {
+        usage: {
+          memoryBytes: Math.round(usage.memoryBytes),
+          cpuMicros: Math.round(usage.cpuMicros),
+          ...(usage.outboundInFlight === undefined
+            ? {}
+            : { outboundInFlight: Math.round(usage.outboundInFlight) }),
+          at: usage.at,
+        },
+      }
+      : {}),
+  };
+}
+
 /** The containers of the node. */
 export class Deployments {
   readonly #records: McmRecords;
@@ -159,6 +181,7 @@ export class Deployments {
       state: runtime?.state ?? "stopped",
       restarts: runtime?.restarts ?? 0,
       ...(runtime?.lastError ? { lastError: runtime.lastError } : {}),
+      ...(runtime ? incidents(runtime) : {}),
     };
   }
 

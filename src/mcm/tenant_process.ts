@@ -8,6 +8,7 @@
  */
 import type { ContainerPipe, ExitStatus } from "./container_process.ts";
 import { type ContainerUsage, UsageHistory } from "./container_usage.ts";
+import { blame, deathCause, type RecentEnd } from "./process_blame.ts";
 import {
   CONTROL_SLOT,
   encodeGroupFrames,
@@ -22,6 +23,8 @@ import {
 const IDLE_MS = 5000;
 /** How long a closed process may take to end before it is killed. */
 const CLOSE_GRACE_MS = 2000;
+/** Containers ended by the process are remembered this long (a death they may explain). */
+const RECENT_END_MS = 5000;
 
 const encoder = new TextEncoder();
 
@@ -46,12 +49,37 @@ interface Slot {
   killed: boolean;
   /** Its figures from the process's usage events. */
   usage: UsageHistory;
+  /** Who it is, once its channel said (describe). */
+  member?: SlotMember;
+  /** How the process's death was judged for it (process_blame.ts). */
+  verdict?: SlotVerdict;
 }
 
-/** A container's pipe in a client's process, with what the process reports of it. */
-export interface TenantPipe extends ContainerPipe {
+/** What the node's channel tells the process about the container in a slot. */
+export interface SlotMember {
+  /** The container's id. */
+  id: string;
+  /** Requests it is serving now. */
+  serving(): number;
+  /** It brought down its client's process (called once per death, even after it ended). */
+  broughtDown(why: string): void;
+}
+
+/** How a slot's end by its process's death was judged. */
+export type SlotVerdict =
+  /** This container brought the process down. */
+  | { culprit: true; why: string }
+  /** Another container (`by`) brought it down: this one's end is not its own failure. */
+  | { culprit: false; by: string; cause: string };
+
+/** A container's slot in a client's process, with what the process reports of it. */
+export interface TenantSlot {
+  /** Says who the container is (its channel, once it runs). */
+  describe(member: SlotMember): void;
   /** Its latest figures (usage events); undefined before the first. */
   usage(): ContainerUsage | undefined;
+  /** Once its status resolved: how the process's death was judged for it, if it died. */
+  verdict(): SlotVerdict | undefined;
 }
 
 /** What a client's process tells its owner. */
@@ -71,7 +99,11 @@ export class TenantProcess {
   #nextSlot = 1;
   #stderrTail = "";
   #open = true;
+  /** Whether the node itself killed the process (then no container is blamed). */
+  #killed = false;
   #idle: ReturnType<typeof setTimeout> | undefined;
+  /** Containers the process ended lately, with their members. */
+  #recentEnds: (RecentEnd & { member: SlotMember })[] = [];
   /** Resolves once the process ended. */
   readonly exited: Promise<void>;
 
@@ -82,9 +114,11 @@ export class TenantProcess {
     this.#stdin = child.stdin.getWriter();
     const reading = Promise.allSettled([this.#readStdout(), this.#readStderr()]);
     this.exited = child.status.then(async (status) => {
+      const at = Date.now();
       await reading;
       this.#retire();
       const tail = this.#stderrTail.trim();
+      if (!this.#killed && this.#slots.size > 0) this.#judge({ status, stderrTail: tail, at });
       for (const [slot, entry] of this.#slots) {
         if (tail) enqueue(entry.err, encoder.encode(`${tail}\n`));
         this.#finish(slot, { code: status.code, signal: status.signal });
@@ -97,8 +131,8 @@ export class TenantProcess {
     return this.#open;
   }
 
-  /** Starts a container in the process: its pipe. */
-  join(): TenantPipe {
+  /** Starts a container in the process: its pipe, and its slot. */
+  join(): { pipe: ContainerPipe; slot: TenantSlot } {
     if (!this.#open) throw new Error("the client's process is closed");
     clearTimeout(this.#idle);
     this.#idle = undefined;
@@ -109,7 +143,7 @@ export class TenantProcess {
     const stderr = new ReadableStream<Uint8Array>({ start: (c) => void (entry.err = c) });
     this.#slots.set(slot, entry);
     this.#control({ t: "open", slot });
-    return {
+    const pipe: ContainerPipe = {
       stdin: new WritableStream<Uint8Array>({
         write: (bytes) => this.#write(encodeGroupFrames(slot, bytes)),
         close: () => this.#control({ t: "close", slot }),
@@ -118,13 +152,46 @@ export class TenantProcess {
       stdout,
       stderr,
       status: status.promise,
-      usage: () => entry.usage.latest(),
       kill: () => {
         if (!this.#slots.has(slot)) return;
         entry.killed = true;
         this.#control({ t: "kill", slot });
       },
     };
+    return {
+      pipe,
+      slot: {
+        describe: (member) => void (entry.member = member),
+        usage: () => entry.usage.latest(),
+        verdict: () => entry.verdict,
+      },
+    };
+  }
+
+  /**
+   * The process died with containers in it: names the one that brought it down, if the
+   * evidence singles one out (process_blame.ts), and tells it; the others' verdicts say who.
+   */
+  #judge(death: Parameters<typeof blame>[0]): void {
+    const members = [...this.#slots.values()].flatMap((entry) =>
+      entry.member
+        ? [{ id: entry.member.id, usage: entry.usage.latest(), serving: entry.member.serving() }]
+        : []
+    );
+    const found = blame(death, members, this.#recentEnds);
+    if (!found) return;
+    const cause = deathCause(death);
+    this.#options.log(`container ${found.id} brought down its client's process: ${found.why}`);
+    const ended = this.#recentEnds.findLast((end) => end.id === found.id);
+    let told = false;
+    for (const entry of this.#slots.values()) {
+      if (entry.member?.id === found.id) {
+        entry.verdict = { culprit: true, why: found.why };
+        if (!told) entry.member.broughtDown(found.why);
+        told = true;
+      } else entry.verdict = { culprit: false, by: found.id, cause };
+    }
+    if (!told) ended?.member.broughtDown(found.why);
   }
 
   /** Ends the process: its stdin closes, and it is killed if it has not ended in a moment. */
@@ -144,6 +211,7 @@ export class TenantProcess {
   }
 
   #kill(): void {
+    this.#killed = true;
     try {
       this.#child.kill("SIGKILL");
     } catch {
@@ -194,6 +262,17 @@ export class TenantProcess {
     if (!entry) throw new GroupFrameError(`an \`ended\` event for slot ${event.slot}, not open`);
     if (typeof event.why === "string") {
       enqueue(entry.err, encoder.encode(`edgenode: ${event.why.slice(0, 1000)}\n`));
+    }
+    if (entry.member && event.code !== 0) {
+      const at = Date.now();
+      this.#recentEnds = this.#recentEnds.filter((end) => at - end.at < RECENT_END_MS);
+      this.#recentEnds.push({
+        id: entry.member.id,
+        code: event.code,
+        why: event.why?.slice(0, 300),
+        at,
+        member: entry.member,
+      });
     }
     this.#finish(event.slot, { code: event.code, signal: null });
   }

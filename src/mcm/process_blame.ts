@@ -1,0 +1,133 @@
+/**
+ * Who brought down a client's process (mcm.containerProcess `per-client`): when the process
+ * that hosts several containers dies (V8 aborts it on a heap limit, a native crash, a kill), the
+ * node names the container that caused it from its own records, or no one. It never guesses: a
+ * container is named only when the evidence singles it out, in this order:
+ *
+ * 1. it was ended by its own limits (memory, CPU) just before the process died (its requests
+ *    or buffers outlived it on the process's main thread);
+ * 2. its memory, as the process last reported it, grew the most toward its limit over the last
+ *    reports, by far more than any other's;
+ * 3. it is the one container that was serving a request when the process died (a worker that
+ *    allocates without yielding sends no report: it was serving the request that made it).
+ *
+ * Otherwise (a kill from outside, a crash no container stands out in) no one is blamed, and
+ * every container's end counts as its own, as before.
+ *
+ * @module
+ */
+import type { ExitStatus } from "./container_process.ts";
+import type { ContainerUsage } from "./container_usage.ts";
+
+/** What the node knows of a container in the process when it died. */
+export interface MemberFacts {
+  /** The container's id, as its siblings' records name it. */
+  id: string;
+  /** Its latest figures from the process's usage events, if any came. */
+  usage: ContainerUsage | undefined;
+  /** Requests it was serving when the process died. */
+  serving: number;
+}
+
+/** A container the process ended by its limits shortly before the process itself died. */
+export interface RecentEnd {
+  id: string;
+  /** Its exit code (watchdog.ts's) and reason, as the process sent them. */
+  code: number;
+  why: string | undefined;
+  at: number;
+}
+
+/** How the process ended, as the node saw it. */
+export interface ProcessDeath {
+  status: ExitStatus;
+  /** The last of its error output. */
+  stderrTail: string;
+  at: number;
+}
+
+/** The container blamed, and why, in a user's words (with its figures). */
+export interface Blame {
+  id: string;
+  why: string;
+}
+
+/** How close before the process's death a container's own end still explains it. */
+const RECENT_END_MS = 3000;
+/** Exit codes of a container ended by its own limits (watchdog.ts). */
+const LIMIT_CODES = new Set([86, 87]);
+/** Memory growth that counts as growing: at least this much… */
+const GROWTH_FLOOR_BYTES = 8 * 2 ** 20;
+/** …and this many times any other container's growth. */
+const GROWTH_LEAD = 2;
+
+const MIB = 2 ** 20;
+
+/** What killed the process, in a user's words. */
+export function deathCause(death: ProcessDeath): string {
+  const { status, stderrTail } = death;
+  // V8 ends a process whose heap cannot grow with SIGTRAP, its message maybe scrolled out.
+  if (/out of memory|heap limit/i.test(stderrTail) || status.signal === "SIGTRAP") {
+    return "V8 ran out of heap memory";
+  }
+  if (status.signal === "SIGKILL") return "it was killed (SIGKILL: the kernel out of memory?)";
+  if (status.signal) return `it was ended by ${status.signal}`;
+  return `it exited with code ${status.code}`;
+}
+
+/** The container's figures, for its record's lastError. */
+export function describeUsage(usage: ContainerUsage | undefined, serving: number): string {
+  const parts: string[] = [];
+  if (usage) {
+    const growth = usage.memoryGrowthBytes;
+    parts.push(
+      `memory ${(usage.memoryBytes / MIB).toFixed(1)} MiB${
+        growth > 0 ? ` (grew ${(growth / MIB).toFixed(1)} MiB in its last reports)` : ""
+      }`,
+      `CPU ${Math.round(usage.cpuShare * 100)}% of a core`,
+    );
+    if (usage.outboundInFlight) parts.push(`${usage.outboundInFlight} outbound requests in flight`);
+  }
+  if (serving > 0) parts.push(`serving ${serving} request${serving === 1 ? "" : "s"}`);
+  return parts.join(", ");
+}
+
+/** The container that brought the process down (see the module's text), or undefined. */
+export function blame(
+  death: ProcessDeath,
+  members: MemberFacts[],
+  recentEnds: RecentEnd[],
+): Blame | undefined {
+  const cause = deathCause(death);
+  const ended = recentEnds.findLast((end) =>
+    LIMIT_CODES.has(end.code) && death.at - end.at <= RECENT_END_MS
+  );
+  if (ended) {
+    return {
+      id: ended.id,
+      why: `${cause} ${Math.round((death.at - ended.at) / 100) / 10} s after this container ` +
+        `was ended${ended.why ? ` (${ended.why})` : ""}`,
+    };
+  }
+  const growth = (member: MemberFacts) => (member.usage?.memoryGrowthBytes ?? 0);
+  const byGrowth = [...members].sort((a, b) => growth(b) - growth(a));
+  const [top, next] = byGrowth;
+  if (
+    top && growth(top) >= GROWTH_FLOOR_BYTES &&
+    growth(top) >= GROWTH_LEAD * Math.max(0, next ? growth(next) : 0)
+  ) {
+    return { id: top.id, why: `${cause}; this container's memory was growing (${figures(top)})` };
+  }
+  const serving = members.filter((member) => member.serving > 0);
+  if (serving.length === 1) {
+    return {
+      id: serving[0].id,
+      why: `${cause} while this container alone was serving a request (${figures(serving[0])})`,
+    };
+  }
+  return undefined;
+}
+
+function figures(member: MemberFacts): string {
+  return describeUsage(member.usage, member.serving) || "no figures reported";
+}

@@ -1,0 +1,101 @@
+/**
+ * Issue 34, a client's shared process (mcm.containerProcess `per-client`) brought down by one of
+ * its containers: the node names that container from its own records, never a bystander; a
+ * sibling's restart is not counted as its own failure; a container that brings its process
+ * down twice runs in a process of its own from then on, so its siblings keep their state.
+ */
+import assert from "node:assert/strict";
+import { containerProcesses, storagePathOf } from "./helpers/container_processes.ts";
+import { deployScript } from "./helpers/mcm.ts";
+import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+import { hits, record, settled } from "./helpers/hostile_process_records.ts";
+
+const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
+
+/**
+ * Counts its requests in memory (its state: lost when its process dies); /blow fills its heap
+ * in one synchronous loop: V8 aborts the whole process on the heap limit before any watchdog
+ * can end the worker.
+ */
+const SERVICE = `var hits = 0;
+mimikModule.exports = function (context, req, res) {
+  if (req.url === "/blow") { var kept = []; for (var i = 0; ; i++) kept.push({ i: i, s: "x" + i }); }
+  hits++;
+  res.end(JSON.stringify({ hits: hits }));
+};`;
+
+/** Sends /blow: the request fails with the process it brought down. */
+async function blow(url: string): Promise<void> {
+  const response = await fetch(`${url}/blow`);
+  await response.body?.cancel();
+  assert.equal(response.status, 502, "the request ends with its process");
+}
+
+/** Whether the container `id` runs in a process of its own (its storage in its flags). */
+async function inOwnProcess(node: TestNode, id: string): Promise<boolean> {
+  const storage = storagePathOf(node.dataDir, id);
+  return (await containerProcesses(node.dataDir)).some((process) =>
+    !process.group && process.storage === storage
+  );
+}
+
+Deno.test("a container that brings down its client's process is named, then moved out", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const env = { "MCM.MEMORY_MB": "64" };
+  const bad = await deployScript(node, "bad", SERVICE, env, "alice");
+  const calm = await deployScript(node, "calm", SERVICE, env, "alice");
+  const badId = bad.container.id;
+  const calmId = calm.container.id;
+
+  for (const round of [1, 2]) {
+    assert.equal(await hits(calm.url), 1, `round ${round}: the sibling starts afresh`);
+    assert.equal(await hits(calm.url), 2);
+    await blow(bad.url);
+    const culprit = await settled(node, badId, (c) => (c.processEnds ?? 0) >= round);
+    const sibling = await settled(node, calmId, (c) => (c.bystanderRestarts ?? 0) >= round);
+    assert.match(culprit.lastError ?? "", /brought down its client's process/);
+    assert.match(culprit.lastError ?? "", /V8 ran out of heap memory/);
+    assert.equal(culprit.processEnds, round);
+    assert.match(
+      sibling.lastError ?? "",
+      new RegExp(`restarted because container ${badId} brought down`),
+    );
+    assert.doesNotMatch(sibling.lastError ?? "", /this container was the one growing|CPU budget/);
+    assert.equal(sibling.restarts, 0, "a sibling's crash is not counted as its own");
+    assert.equal(sibling.bystanderRestarts, round);
+    assert.equal(sibling.processEnds, undefined, "the sibling brought nothing down");
+    assert.equal(culprit.quarantined, round === 2 ? true : undefined);
+  }
+
+  // The second time moved it to a process of its own: its third attempt ends that process only.
+  await waitFor(() => inOwnProcess(node, badId), "the culprit in a process of its own", 15_000);
+  assert.equal(await hits(calm.url), 1);
+  assert.equal(await hits(calm.url), 2);
+  assert.equal((await record(node, badId)).quarantined, true);
+  await blow(bad.url);
+  const culprit = await settled(node, badId, (c) => c.restarts >= 3);
+  assert.match(culprit.lastError ?? "", /out of memory \(MCM.MEMORY_MB 64 MB\)/);
+  assert.equal(culprit.processEnds, 2, "its own process is not its client's");
+  assert.equal(await hits(calm.url), 3, "the sibling's state survived the culprit's third end");
+  const sibling = await record(node, calmId);
+  assert.equal(sibling.bystanderRestarts, 2);
+  assert.equal(sibling.restarts, 0);
+  assert.equal(sibling.state, "started");
+});
+
+Deno.test("a kill from outside blames no container: each end counts as its own", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const one = await deployScript(node, "one", SERVICE, {}, "alice");
+  const two = await deployScript(node, "two", SERVICE, {}, "alice");
+  assert.equal(await hits(one.url), 1);
+  assert.equal(await hits(two.url), 1);
+  const [shared] = (await containerProcesses(node.dataDir)).filter((p) => p.group && !p.spare);
+  assert.ok(shared, "the client's process");
+  Deno.kill(shared.pid, "SIGKILL");
+  for (const { container } of [one, two]) {
+    const now = await settled(node, container.id, (c) => c.restarts >= 1);
+    assert.equal(now.bystanderRestarts, undefined, `${container.id}: no one to blame`);
+    assert.equal(now.processEnds, undefined);
+    assert.doesNotMatch(now.lastError ?? "", /brought down/);
+  }
+});
