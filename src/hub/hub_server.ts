@@ -34,7 +34,7 @@ import { accountListing, proximityListing } from "./listings.ts";
 import { NodeSession, type SessionHost } from "./node_session.ts";
 import { listenRaw } from "./raw_listener.ts";
 import { HubCluster } from "./cluster/hub_cluster.ts";
-import { forwardedClient, forwardToPeer, HUB_MARK_HEADERS } from "./cluster/peer_forward.ts";
+import { forwardedClient, forwardToPeer } from "./cluster/peer_forward.ts";
 
 /** A hub that is serving. */
 export interface RunningHub {
@@ -173,11 +173,8 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
       }
       throw new NotFound(`node ${nodeId} is not connected to this ${cluster ? "cluster" : "hub"}`);
     }
-    // The hubs' marks stop here, a peer's as a client's: the node, and the microservices behind
-    // it, never see a mark they could replay nor a client address nobody checked.
-    const headers = forwardedHeaders(request.headers).filter(([name]) =>
-      !HUB_MARK_HEADERS.has(name)
-    );
+    // Without the hubs' marks (routing.ts): they stop here, a peer's as a client's.
+    const headers = forwardedHeaders(request.headers);
     headers.push([VIA_HEADER, "hub"], [FORWARDED_FOR_HEADER, client ?? remote], [
       CALLER_ACCOUNT_HEADER,
       accountId,

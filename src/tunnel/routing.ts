@@ -19,8 +19,18 @@ export const REFERENCE_ROUTING_HEADER = "x-mimik-routing";
 export const VIA_HEADER = "x-edge-via";
 export const FORWARDED_FOR_HEADER = "x-edge-forwarded-for";
 export const CALLER_ACCOUNT_HEADER = "x-edge-caller-account";
+/**
+ * The marks of a request one hub of a cluster forwards to another (src/hub/cluster/
+ * peer_forward.ts): hub to hub only, so never passed on to a node.
+ */
+export const HUB_FORWARD_HEADER = "x-edge-hub-forward";
+export const HUB_CLIENT_HEADER = "x-edge-hub-client";
 
-/** Hop-by-hop headers (RFC 9110 §7.6.1), and the ones the hub sets itself. */
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1), the ones the hub sets itself, and the hubs' marks (a
+ * peer's as a client's forgery: a node, and the microservices behind it, never see a mark they
+ * could replay nor a client address nobody checked). One set, so dropping them costs nothing.
+ */
 const NOT_FORWARDED = new Set([
   "connection",
   "keep-alive",
@@ -39,6 +49,8 @@ const NOT_FORWARDED = new Set([
   VIA_HEADER,
   FORWARDED_FOR_HEADER,
   CALLER_ACCOUNT_HEADER,
+  HUB_FORWARD_HEADER,
+  HUB_CLIENT_HEADER,
 ]);
 
 /** The routing and port headers of a tunnelled request, under either pair of names. */

@@ -12,12 +12,14 @@
 import { Forbidden, UpstreamFailed } from "../../errors/mod.ts";
 import type { ClusterKey } from "./cluster_key.ts";
 import type { RemoteNode } from "./cluster_presence.ts";
-import { tunnelAddress } from "../../tunnel/routing.ts";
+import { HUB_CLIENT_HEADER, HUB_FORWARD_HEADER, tunnelAddress } from "../../tunnel/routing.ts";
 
-/** The signed mark of a request forwarded by a hub: `<hub id>.<ms since epoch>.<mac>`. */
-export const HUB_FORWARD_HEADER = "x-edge-hub-forward";
-/** The original client's address, as hub A saw it (covered by the mark). */
-export const HUB_CLIENT_HEADER = "x-edge-hub-client";
+/**
+ * The signed mark of a request forwarded by a hub, `<hub id>.<ms since epoch>.<mac>`, and the
+ * original client's address as hub A saw it (covered by the mark). Named in ../../tunnel/
+ * routing.ts, whose rules drop both before a request goes to a node.
+ */
+export { HUB_CLIENT_HEADER, HUB_FORWARD_HEADER };
 /** How far a mark's time may be from the receiving hub's clock. */
 const MARK_WINDOW_MS = 60_000;
 /**
@@ -25,12 +27,6 @@ const MARK_WINDOW_MS = 60_000;
  * records the same key seals (cluster_key.ts).
  */
 const MARK_DOMAIN = "edgenode hub forward 2";
-
-/** The marks' names: set only by a hub for a hub, and never passed on to a node. */
-export const HUB_MARK_HEADERS: ReadonlySet<string> = new Set([
-  HUB_FORWARD_HEADER,
-  HUB_CLIENT_HEADER,
-]);
 
 /** Headers not passed from hub to hub (hop-by-hop, and the marks, set afresh). */
 const HOP_HEADERS = [
