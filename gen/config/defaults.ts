@@ -41,6 +41,9 @@ export const InferenceConfigDefaults = {
   "threads": 0,
   "idleUnloadSeconds": 300,
   "queueLimit": 16,
+  "clientQueueLimit": 4,
+  "detachedEngineSeconds": 60,
+  "detachedWindowSeconds": 600,
   "memoryLimitMb": 0
 } as const;
 
@@ -108,6 +111,9 @@ export const NodeConfigDefaults = {
     "threads": 0,
     "idleUnloadSeconds": 300,
     "queueLimit": 16,
+    "clientQueueLimit": 4,
+    "detachedEngineSeconds": 60,
+    "detachedWindowSeconds": 600,
     "memoryLimitMb": 0
   }
 } as const;

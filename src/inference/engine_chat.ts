@@ -102,6 +102,30 @@ function forcedCall(forced: EngineTool[], text: string): EngineToolCall {
     : { id: callId(0), name: parsed!.name!, arguments: JSON.stringify(parsed!.arguments ?? {}) };
 }
 
+/** The context's words for a prompt that cannot fit (OpenAI's context_length_exceeded). */
+export function contextWords(contextSize: number): string {
+  return `the model's context of ${contextSize} tokens`;
+}
+
+/**
+ * Refuses (400) messages whose text alone is more tokens than the context holds: node-llama-cpp
+ * would cut the prompt short without a word, or find no tokens to evaluate. Text of fewer UTF-8
+ * bytes than the context has fewer tokens than that: it is not tokenized here.
+ */
+function tooLong(loaded: LoadedModel, messages: EngineMessage[]): void {
+  const contextSize = loaded.info.contextSize;
+  const text = messages.map((message) => message.content ?? "").join("\n");
+  // A UTF-16 unit is at most 3 UTF-8 bytes, and a token at least one byte.
+  if (text.length * 3 < contextSize) return;
+  const tokens = loaded.model.tokenize(text).length;
+  if (tokens < contextSize) return;
+  throw new LoadRefused(
+    400,
+    `the prompt is ${tokens} tokens, more than ${contextWords(contextSize)}; send a shorter ` +
+      "prompt, or raise the model's gguf.initContextSize",
+  );
+}
+
 /** Runs `job` on `loaded`; `onText` gets the reply as it is generated. */
 export async function runChat(
   llama: Nlc,
@@ -138,6 +162,7 @@ export async function runChat(
     )
     : undefined;
 
+  tooLong(loaded, job.messages);
   const started = performance.now();
   let firstTokenAt: number | undefined;
   let lastTokenAt = started;
@@ -147,7 +172,9 @@ export async function runChat(
   const inputBefore = sequence.tokenMeter.usedInputTokens;
   try {
     const response = await chat.generateResponse(chatHistory(job.messages), {
-      maxTokens: job.maxTokens || loaded.info.contextSize,
+      // Bounded by the context whatever the node sent: past it, generation would shift the
+      // context and go on for ever.
+      maxTokens: Math.min(job.maxTokens || loaded.info.contextSize, loaded.info.contextSize),
       temperature: job.temperature,
       topP: job.topP,
       seed: job.seed,
@@ -204,10 +231,13 @@ export async function runChat(
     // node-llama-cpp's words when the prompt cannot be shortened to fit (what cannot be dropped,
     // such as the system prompt and the functions' documentation, is longer than the context):
     // the request's fault, never the engine's, so 400 rather than 503.
-    if (/did not return a history that fits|failed to compress chat history/i.test(`${error}`)) {
+    if (
+      /did not return a history that fits|failed to compress chat history|no tokens to evaluate/i
+        .test(`${error}`)
+    ) {
       throw new LoadRefused(
         400,
-        `the prompt does not fit the model's context of ${loaded.info.contextSize} tokens ` +
+        `the prompt does not fit ${contextWords(loaded.info.contextSize)} ` +
           "(with the tools' descriptions and the system message); send a shorter prompt or " +
           "fewer tools, or raise the model's gguf.initContextSize",
       );

@@ -7,6 +7,7 @@
  * @module
  */
 import type { EngineModelKind, LoadedModelInfo, LoadSpec } from "./engine_protocol.ts";
+import { hyperparameterProblem, tensorProblem } from "./gguf_limits.ts";
 
 /**
  * node-llama-cpp's module, loaded at run time from the engine's install folder, so typed
@@ -74,7 +75,8 @@ async function estimateBytes(
   llama: Nlc,
   spec: LoadSpec,
   contextSize: number,
-): Promise<{ bytes: number; trainContext?: number }> {
+  // deno-lint-ignore no-explicit-any
+): Promise<{ bytes: number; trainContext?: number; fileInfo: any }> {
   const fileInfo = await nlc.readGgufFileInfo(spec.path, { logWarnings: false });
   const insights = await nlc.GgufInsights.from(fileInfo, llama);
   const weights = await insights.estimateModelResourceRequirementsV2({ gpuLayers: 0 });
@@ -87,7 +89,45 @@ async function estimateBytes(
   return {
     bytes: weights.cpuRam + context.cpuRam,
     trainContext: insights.trainContextSize,
+    fileInfo,
   };
+}
+
+/**
+ * What would make llama.cpp abort on the file or reserve memory for data it does not hold
+ * (gguf_limits.ts), checked on node-llama-cpp's reading of the header; undefined when none.
+ */
+// deno-lint-ignore no-explicit-any
+async function fileProblem(path: string, fileInfo: any): Promise<string | undefined> {
+  const metadata = fileInfo.metadata ?? {};
+  const architecture: string | undefined = metadata.general?.architecture;
+  const tensors: Nlc[] = fileInfo.tensorInfo ?? [];
+  const of = (key: string) => {
+    // deno-lint-ignore no-explicit-any
+    let value: any = architecture ? metadata[architecture] : undefined;
+    for (const part of key.split(".")) value = value?.[part];
+    return typeof value === "number" || typeof value === "bigint" ? Number(value) : undefined;
+  };
+  const tokens = metadata.tokenizer?.ggml?.tokens;
+  const problem = hyperparameterProblem(
+    architecture,
+    of,
+    tensors.length,
+    Array.isArray(tokens) ? tokens.length : undefined,
+  );
+  if (problem) return problem;
+  const size = BigInt((await Deno.stat(path)).size);
+  for (const tensor of tensors) {
+    if ((tensor.filePart ?? 1) !== 1) continue;
+    const found = tensorProblem({
+      name: String(tensor.name),
+      dimensions: tensor.dimensions.map(BigInt),
+      type: Number(tensor.ggmlType),
+      fileOffset: BigInt(tensor.fileOffset),
+    }, size);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 /** Loads `spec`; `progress` gets 0..1 while the weights load. */
@@ -119,6 +159,8 @@ export async function loadModel(
         `raise inference.memoryLimitMb`,
     );
   }
+  const problem = await fileProblem(spec.path, estimate.fileInfo);
+  if (problem) throw new LoadRefused(400, `the model file cannot be loaded: ${problem}`);
   const model = await llama.loadModel({
     modelPath: spec.path,
     gpuLayers: spec.gpuLayers ?? 0,

@@ -53,8 +53,18 @@ interface Running {
 const SYSTEM_READS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
 const encoder = new TextEncoder();
 
+/**
+ * An engine message as callers may read it: its first line, without host paths (the data
+ * directory, the engine's install folder) or native frames.
+ */
+export function scrubbed(message: string): string {
+  const line = message.split("\n")[0].trim().slice(0, 500);
+  return line.replace(/(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?/g, "<path>");
+}
+
 /** The error an engine error event stands for. */
-function engineError(status: number, message: string): DomainError {
+function engineError(status: number, raw: string): DomainError {
+  const message = scrubbed(raw);
   if (status === 507) return new NoMemory(message);
   if (status === 404) return new NotFound(message);
   if (status === 400) return new Invalid(message);
@@ -68,8 +78,6 @@ export class EngineProcess {
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
   #installing?: Promise<void>;
-  /** The last lines the process wrote to stderr, for the message when it ends. */
-  #stderrTail: string[] = [];
 
   /** An engine that starts on the first call. */
   constructor(options: EngineOptions) {
@@ -188,14 +196,14 @@ export class EngineProcess {
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
+      // No PATH, and ggml's abort handler told not to fork gdb for a backtrace: a crafted model
+      // that aborts llama.cpp leaves no debugger's output (host paths, frames) to leak.
       clearEnv: true,
-      env: { NO_COLOR: "1", HOME: engineDir, PATH: "/usr/bin:/bin" },
+      env: { NO_COLOR: "1", HOME: engineDir, GGML_NO_BACKTRACE: "1" },
     }).spawn();
-    this.#stderrTail = [];
     const ready = Promise.withResolvers<Running>();
     const running: Running = { child, writer: child.stdin.getWriter() };
     this.#readLines(child.stderr, (line) => {
-      this.#stderrTail = [...this.#stderrTail.slice(-19), line];
       console.error(`engine: ${line}`);
     });
     this.#readLines(child.stdout, (line) => {
@@ -207,8 +215,8 @@ export class EngineProcess {
     child.status.then((status) => {
       const how = status.signal ? `killed by ${status.signal}` : `exit code ${status.code}`;
       const hint = status.signal === "SIGKILL" ? " (out of memory?)" : "";
-      const reason = `the inference engine process ended (${how}${hint})` +
-        (this.#stderrTail.length ? `: ${this.#stderrTail.slice(-3).join(" | ")}` : "");
+      // Its last words stay in the node's log: they name host paths and native frames.
+      const reason = `the inference engine process ended (${how}${hint})`;
       this.#running = undefined;
       ready.reject(new Unavailable(reason));
       for (const pending of this.#pending.values()) pending.reject(new Unavailable(reason));

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { Invalid, NotFound } from "../errors/mod.ts";
+import { Invalid, NotFound, Unavailable } from "../errors/mod.ts";
 import type { Model } from "../../gen/store/validators.ts";
 import type { ModelRegistry } from "../store/registry.ts";
 import { EngineProcess } from "./engine_process.ts";
@@ -16,6 +16,7 @@ import type {
   EngineModelKind,
   LoadedModelInfo,
 } from "./engine_protocol.ts";
+import { CallerLedger, type CallerUsage, KEY_HOLDER } from "./caller_usage.ts";
 import { ModelSlot } from "./model_slots.ts";
 import { availableCores, chooseThreads } from "./threads.ts";
 
@@ -26,9 +27,35 @@ export interface InferenceSettings {
   threads: number;
   idleUnloadSeconds: number;
   queueLimit: number;
+  /** Of those, the most one microservice client may have waiting per model. */
+  clientQueueLimit: number;
+  /** Engine seconds a container's detached calls may use (caller_usage.ts). */
+  detachedEngineSeconds: number;
+  /** Over how many seconds that budget refills. */
+  detachedWindowSeconds: number;
   /** Memory models may take, at most; 0: whatever the machine has free. */
   memoryLimitMb: number;
 }
+
+/** Who asks for inference: the queue's turn and the accounting follow it (caller_usage.ts). */
+export interface InferenceCaller {
+  /** The accounting id: KEY_HOLDER, or containerCaller(id). */
+  id: string;
+  /** The round robin's unit among microservices: the container's client. */
+  client: string;
+  /** The key holder: served before microservices, in places of its own. */
+  priority: boolean;
+  /** A call nothing ends with a request: it draws from the detached budget. */
+  detached: boolean;
+}
+
+/** The API's callers: they hold the node's key. */
+export const KEY_HOLDER_CALLER: InferenceCaller = Object.freeze({
+  id: KEY_HOLDER,
+  client: KEY_HOLDER,
+  priority: true,
+  detached: false,
+});
 
 /** What a chat's caller hears of it besides the result. */
 export interface ChatOptions {
@@ -40,6 +67,8 @@ export interface ChatOptions {
   onText?: (text: string) => void;
   /** Load progress, 0..1, when the model loads first. */
   onLoad?: (progress: number) => void;
+  /** Who asks; the key holder when absent. */
+  caller?: InferenceCaller;
 }
 
 /** A model of the registry as GET /models shows it. */
@@ -57,6 +86,9 @@ export class InferenceService {
   readonly #engine: EngineProcess;
   readonly #slots = new Map<string, ModelSlot>();
   readonly #loading = new Map<string, Promise<ModelSlot>>();
+  readonly #ledger: CallerLedger;
+  /** Files whose load failed or crashed the engine, by key (id@sha256): never loaded again. */
+  readonly #failed = new Map<string, string>();
 
   /**
    * A service over `registry`, whose files are in `modelsDir`; the engine's code is written into
@@ -69,6 +101,10 @@ export class InferenceService {
   ) {
     this.#registry = registry;
     this.#settings = settings;
+    this.#ledger = new CallerLedger({
+      engineSeconds: settings.detachedEngineSeconds,
+      windowSeconds: settings.detachedWindowSeconds,
+    });
     this.#engine = new EngineProcess({
       engineDir: settings.engineDir,
       ...dirs,
@@ -98,11 +134,17 @@ export class InferenceService {
     const key = `${id}@${model.sha256}`;
     const slot = this.#slots.get(id);
     if (slot?.key === key) return Promise.resolve(slot);
+    const failed = this.#failed.get(key);
+    if (failed) return Promise.reject(new Invalid(failed));
     let pending = this.#loading.get(key);
     if (!pending) {
       pending = (async () => {
         if (slot) await this.unload(id);
-        return await this.#load(model, key, onProgress);
+        try {
+          return await this.#load(model, key, onProgress);
+        } catch (error) {
+          throw this.#loadFailed(id, key, error);
+        }
       })();
       this.#loading.set(key, pending);
       pending.catch(() => {}).finally(() => this.#loading.delete(key));
@@ -135,12 +177,31 @@ export class InferenceService {
       { id: model.id, key, kind: model.kind as EngineModelKind, info: event.info },
       {
         queueLimit: this.#settings.queueLimit,
+        perClientLimit: this.#settings.clientQueueLimit,
         idleMs: this.#settings.idleUnloadSeconds * 1000,
         onIdle: () => this.unload(model.id).catch(() => {}),
       },
     );
     this.#slots.set(model.id, slot);
     return slot;
+  }
+
+  /**
+   * A load's failure as callers see it. A file the engine refuses (400) or that ends the engine
+   * while it loads is marked failed: it is not loaded again until its file changes (another
+   * sha256 is another key), so no caller can crash the engine with it again and again. Memory
+   * (507) is not the file's fault: that load may be tried again.
+   */
+  #loadFailed(id: string, key: string, error: unknown): unknown {
+    const crashed = error instanceof Unavailable && /engine process ended/.test(error.message);
+    if (!(error instanceof Invalid) && !crashed) return error;
+    const why = crashed
+      ? "the inference engine ended while loading it (the file is crafted or corrupt)"
+      : error.message;
+    const message = `model '${id}' failed to load: ${why}; it is not loaded again until its ` +
+      "file changes (upload or download its file again)";
+    this.#failed.set(key, message);
+    return new Invalid(message);
   }
 
   /** Unloads `id`; false when it was not loaded. A request running on it is stopped. */
@@ -154,41 +215,118 @@ export class InferenceService {
     return true;
   }
 
-  /** A chat completion on `id`, loading it first if needed; `onText` gets the reply as it comes. */
+  /**
+   * A chat completion on `id`, loading it first if needed; `onText` gets the reply as it comes.
+   * `max_tokens` is capped to the model's context (absent: the context); a detached caller's
+   * request is refused when its budget is spent, and stopped when it would overdraw it.
+   */
   async chat(
     id: string,
     job: ChatJob,
     options: ChatOptions,
   ): Promise<{ result: ChatResult; info: LoadedModelInfo }> {
+    const caller = options.caller ?? KEY_HOLDER_CALLER;
+    if (caller.detached) this.#ledger.detachedAllowance(caller.id);
     const slot = await this.#slotFor(id, ["llm", "vlm"], "chat completions", options.onLoad);
-    const result = await slot.run(async () => {
-      options.onStart?.(slot.info);
-      const event = await this.#engine.call(
-        { op: "chat", key: slot.key, job },
-        (e) => e.type === "text" && options.onText?.(e.text),
-        (requestId) => {
-          slot.activeRequest = requestId;
-          options.signal?.addEventListener("abort", () => this.#engine.cancel(requestId), {
-            once: true,
-          });
-        },
-      ).finally(() => (slot.activeRequest = undefined));
-      if (event.type !== "chat-done") throw new Error(`unexpected engine answer ${event.type}`);
-      return event.result;
-    }, options.signal);
+    const context = slot.info.contextSize;
+    const bounded = { ...job, maxTokens: Math.min(job.maxTokens || context, context) };
+    const result = await slot.run(
+      () =>
+        this.#metered(caller, async (stop) => {
+          options.onStart?.(slot.info);
+          const event = await this.#engine.call(
+            { op: "chat", key: slot.key, job: bounded },
+            (e) => e.type === "text" && options.onText?.(e.text),
+            (requestId) => {
+              slot.activeRequest = requestId;
+              const cancel = () => this.#engine.cancel(requestId);
+              options.signal?.addEventListener("abort", cancel, { once: true });
+              stop.addEventListener("abort", cancel, { once: true });
+            },
+          ).finally(() => (slot.activeRequest = undefined));
+          if (event.type !== "chat-done") throw new Error(`unexpected engine answer ${event.type}`);
+          return { value: event.result, ...event.result };
+        }),
+      options.signal,
+      caller,
+    );
     slot.record(result.completionTokens, result.decodeMs);
     return { result, info: slot.info };
   }
 
   /** Embeddings of each input on `id` (a model of kind embed). */
-  async embed(id: string, input: string[], signal?: AbortSignal): Promise<EmbedResult> {
+  async embed(
+    id: string,
+    input: string[],
+    signal?: AbortSignal,
+    caller: InferenceCaller = KEY_HOLDER_CALLER,
+  ): Promise<EmbedResult> {
+    if (caller.detached) this.#ledger.detachedAllowance(caller.id);
     const slot = await this.#slotFor(id, ["embed"], "embeddings");
-    return await slot.run(async () => {
-      const event = await this.#engine.call({ op: "embed", key: slot.key, input });
-      if (event.type !== "embed-done") throw new Error(`unexpected engine answer ${event.type}`);
-      slot.record(0, 0);
-      return event.result;
-    }, signal);
+    return await slot.run(
+      () =>
+        this.#metered(caller, async () => {
+          const event = await this.#engine.call({ op: "embed", key: slot.key, input });
+          if (event.type !== "embed-done") {
+            throw new Error(`unexpected engine answer ${event.type}`);
+          }
+          slot.record(0, 0);
+          return { value: event.result, promptTokens: event.result.promptTokens };
+        }),
+      signal,
+      caller,
+    );
+  }
+
+  /** What each caller used (caller_usage.ts): KEY_HOLDER, and `container:<id>` per container. */
+  usage(): Map<string, CallerUsage> {
+    return this.#ledger.all();
+  }
+
+  /** What one caller used: `usageOf(containerCaller(id))` for a container. */
+  usageOf(caller: string): CallerUsage {
+    return this.#ledger.of(caller);
+  }
+
+  /** Forgets a caller's figures and budget (a deleted container). */
+  forgetCaller(caller: string): void {
+    this.#ledger.forget(caller);
+  }
+
+  /**
+   * Runs `work` as `caller`'s turn on a model: its engine time and tokens are counted, and a
+   * detached caller's work is stopped (through `stop`) when it reaches the budget left.
+   */
+  async #metered<T>(
+    caller: InferenceCaller,
+    work: (stop: AbortSignal) => Promise<
+      { value: T; promptTokens: number; completionTokens?: number }
+    >,
+  ): Promise<T> {
+    const started = performance.now();
+    const stop = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    if (caller.detached) {
+      // Checked again at its turn: other calls of the container may have spent it meanwhile.
+      const allowance = this.#ledger.detachedAllowance(caller.id);
+      timer = setTimeout(() => {
+        this.#ledger.stopped(caller.id);
+        stop.abort();
+      }, allowance);
+    }
+    let figures = { promptTokens: 0, completionTokens: 0 };
+    try {
+      const done = await work(stop.signal);
+      figures = { promptTokens: done.promptTokens, completionTokens: done.completionTokens ?? 0 };
+      return done.value;
+    } finally {
+      clearTimeout(timer);
+      this.#ledger.record(
+        caller.id,
+        { ...figures, engineMs: performance.now() - started },
+        caller.detached,
+      );
+    }
   }
 
   /** Unloads a model before its file changes or goes (the registry's hook). */

@@ -4,8 +4,12 @@
  *
  * @module
  */
-import { Cancelled, TooMany, Unavailable } from "../errors/mod.ts";
+import { Unavailable } from "../errors/mod.ts";
 import type { EngineModelKind, LoadedModelInfo } from "./engine_protocol.ts";
+import { FairQueue, type QueueCaller } from "./fair_queue.ts";
+
+/** The key holder's place in the queue: the API's callers. */
+const KEY_HOLDER_QUEUE: QueueCaller = { client: "", priority: true };
 
 /** The reference's per-model figures (GET /models `metrics`). */
 export interface SlotMetrics {
@@ -28,8 +32,7 @@ export class ModelSlot {
   activeRequest?: number;
   #busy = false;
   #closed?: string;
-  readonly #waiters: Array<{ go: () => void; fail: (error: Error) => void }> = [];
-  readonly #queueLimit: number;
+  readonly #queue: FairQueue;
   #idleTimer?: ReturnType<typeof setTimeout>;
   readonly #onIdle: () => void;
   readonly #idleMs: number;
@@ -37,13 +40,13 @@ export class ModelSlot {
   /** A slot for a model the engine has just loaded. */
   constructor(
     loaded: { id: string; key: string; kind: EngineModelKind; info: LoadedModelInfo },
-    options: { queueLimit: number; idleMs: number; onIdle: () => void },
+    options: { queueLimit: number; perClientLimit: number; idleMs: number; onIdle: () => void },
   ) {
     this.id = loaded.id;
     this.key = loaded.key;
     this.kind = loaded.kind;
     this.info = loaded.info;
-    this.#queueLimit = options.queueLimit;
+    this.#queue = new FairQueue(loaded.id, options.queueLimit, options.perClientLimit);
     this.#idleMs = options.idleMs;
     this.#onIdle = options.onIdle;
     this.metrics = {
@@ -58,43 +61,32 @@ export class ModelSlot {
 
   /** Requests waiting for their turn. */
   get waiting(): number {
-    return this.#waiters.length;
+    return this.#queue.size;
   }
 
   /**
-   * Runs `job` when it is this request's turn. 429 when `queueLimit` requests wait already; an
-   * aborted `signal` leaves the queue at once.
+   * Runs `job` when it is this request's turn (fair_queue.ts decides whose). 429 at once when the
+   * caller's places are taken; an aborted `signal` leaves the queue at once.
    */
-  async run<T>(job: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  async run<T>(
+    job: () => Promise<T>,
+    signal?: AbortSignal,
+    caller: QueueCaller = KEY_HOLDER_QUEUE,
+  ): Promise<T> {
     if (this.#closed) throw new Unavailable(this.#closed);
-    if (this.#busy) {
-      if (this.#waiters.length >= this.#queueLimit) {
-        throw new TooMany(
-          `model '${this.id}' has ${this.#waiters.length} requests waiting already ` +
-            `(inference.queueLimit); try again shortly`,
-          { retryAfterSeconds: 1 },
-        );
-      }
-      await new Promise<void>((go, fail) => {
-        const waiter = { go, fail };
-        this.#waiters.push(waiter);
-        signal?.addEventListener("abort", () => {
-          const at = this.#waiters.indexOf(waiter);
-          if (at >= 0) this.#waiters.splice(at, 1);
-          fail(new Cancelled("the client went away while waiting"));
-        }, { once: true });
-      });
-    }
+    // A waiter is handed the turn with the model still busy: no newcomer slips in between.
+    if (this.#busy) await this.#queue.wait(caller, signal);
     this.#busy = true;
     clearTimeout(this.#idleTimer);
     try {
+      if (this.#closed) throw new Unavailable(this.#closed);
       return await job();
     } finally {
-      this.#busy = false;
       this.metrics.last_used = Math.floor(Date.now() / 1000);
-      const next = this.#waiters.shift();
-      if (next) next.go();
-      else this.#armIdle();
+      if (!this.#queue.next()) {
+        this.#busy = false;
+        this.#armIdle();
+      }
     }
   }
 
@@ -116,14 +108,14 @@ export class ModelSlot {
   close(reason: string): void {
     this.#closed = reason;
     clearTimeout(this.#idleTimer);
-    for (const waiter of this.#waiters.splice(0)) waiter.fail(new Unavailable(reason));
+    this.#queue.failAll(new Unavailable(reason));
   }
 
   #armIdle(): void {
     if (this.#idleMs <= 0) return;
     clearTimeout(this.#idleTimer);
     this.#idleTimer = setTimeout(() => {
-      if (!this.#busy && this.#waiters.length === 0) this.#onIdle();
+      if (!this.#busy && this.#queue.size === 0) this.#onIdle();
     }, this.#idleMs);
   }
 }

@@ -42,6 +42,8 @@ export const openAiError: ErrorFormat = (status, message, headers) =>
         param: /field '([^']+)'/.exec(message)?.[1] ?? null,
         code: status === 404 && message.includes("not found in the model registry")
           ? "model_not_found"
+          : status === 400 && /the model's context of \d+ tokens/.test(message)
+          ? "context_length_exceeded"
           : null,
       },
     },

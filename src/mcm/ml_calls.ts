@@ -21,7 +21,8 @@ import {
 import { DomainError, NotFound } from "../errors/mod.ts";
 import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
 import { validate } from "../http/input.ts";
-import type { InferenceService } from "../inference/inference_service.ts";
+import { containerCaller } from "../inference/caller_usage.ts";
+import type { InferenceCaller, InferenceService } from "../inference/inference_service.ts";
 import { chatCompletion, chatJob, chunkMaker } from "../inference/openai_format.ts";
 import { storedFileName } from "../store/model_files.ts";
 import { CallRefused, StreamingAnswer } from "./container_calls.ts";
@@ -68,6 +69,29 @@ function notInRegistry(model: string): CallRefused {
   );
 }
 
+/**
+ * The field the sandbox's `context.ml` sets on a call made outside any request (ml_context.ts):
+ * the node takes it off the body and charges the call to the container's detached budget.
+ */
+export const DETACHED_FIELD = "edgenodeDetached";
+
+/** The container a call came from when the node does not say (one caller for them all). */
+const UNNAMED = "unnamed";
+
+/** The inference caller of a container's call (caller_usage.ts). */
+function callerOf(
+  container: string | undefined,
+  client: string | undefined,
+  detached: boolean,
+): InferenceCaller {
+  return {
+    id: containerCaller(container ?? UNNAMED),
+    client: client ?? container ?? UNNAMED,
+    priority: false,
+    detached,
+  };
+}
+
 /** Runs `context.ml` calls on the node's models. */
 export class MlCalls {
   readonly #inference: InferenceService | undefined;
@@ -82,10 +106,14 @@ export class MlCalls {
     this.#modelsDir = modelsDir;
   }
 
-  /** A chat completion: streamed as SSE messages (events), or one answer. */
-  chat(request: unknown): Promise<StreamingAnswer> {
+  /**
+   * A chat completion of container `container` (of `client`): streamed as SSE messages (events),
+   * or one answer.
+   */
+  chat(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
     return refusing(async () => {
-      const { service, body, id } = await this.#prepare(request);
+      const { service, body, id, detached } = await this.#prepare(request);
+      const caller = callerOf(container, client, detached);
       const checked = validate(ChatCompletionRequestSchema, { ...body, model: id }, "body");
       const job = chatJob(checked);
       const completionId = `chatcmpl-${crypto.randomUUID()}`;
@@ -93,7 +121,7 @@ export class MlCalls {
       return new StreamingAnswer((emit, signal) =>
         refusing(async (): Promise<MlEvent> => {
           if (!checked.stream) {
-            const { result } = await service.chat(id, job, { signal });
+            const { result } = await service.chat(id, job, { signal, caller });
             const data = JSON.stringify(chatCompletion(id, completionId, created, result));
             return { status: 200, headers: JSON_HEADERS, data, done: true };
           }
@@ -109,6 +137,7 @@ export class MlCalls {
             );
           const { result } = await service.chat(id, job, {
             signal,
+            caller,
             onStart: () => send(chunks.start()),
             onText: (text) => send(chunks.text(text)),
           });
@@ -120,14 +149,15 @@ export class MlCalls {
   }
 
   /** Embeddings: `data` is the JSON text of the vectors' array, one per input. */
-  embed(request: unknown): Promise<StreamingAnswer> {
+  embed(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
     return refusing(async () => {
-      const { service, body, id } = await this.#prepare(request);
+      const { service, body, id, detached } = await this.#prepare(request);
+      const caller = callerOf(container, client, detached);
       const checked = validate(EmbeddingsRequestSchema, { ...body, model: id }, "body");
       const input = typeof checked.input === "string" ? [checked.input] : checked.input;
       return new StreamingAnswer((_emit, signal) =>
         refusing(async (): Promise<MlEvent> => {
-          const { vectors } = await service.embed(id, input, signal);
+          const { vectors } = await service.embed(id, input, signal, caller);
           return { status: 200, headers: JSON_HEADERS, data: JSON.stringify(vectors), done: true };
         })
       );
@@ -141,8 +171,13 @@ export class MlCalls {
     if (typeof request !== "object" || request === null || Array.isArray(request)) {
       throw new CallRefused("pass the request's options as an object", 400);
     }
-    const body = request as Record<string, unknown>;
-    return { service, body, id: await this.#modelId(service, body.model) };
+    const { [DETACHED_FIELD]: detached, ...body } = request as Record<string, unknown>;
+    return {
+      service,
+      body,
+      id: await this.#modelId(service, body.model),
+      detached: detached === true,
+    };
   }
 
   /** The registry id `model` names: an id, or the path of a model's file (see the module). */

@@ -59,10 +59,12 @@ export class NodeServices {
   }
 
   /**
-   * Answers one call; CallRefused with a status for what the caller must fix. A `chat` or
-   * `embed` is answered with a StreamingAnswer (container_calls.ts).
+   * Answers one call of container `container` (of client `client`); CallRefused with a status
+   * for what the caller must fix. A `chat` or `embed` is answered with a StreamingAnswer
+   * (container_calls.ts). Inference queues and accounts by the container and its client
+   * (ml_calls.ts): without them, every container's calls are one caller's.
    */
-  async answer(call: ContainerCall): Promise<unknown> {
+  async answer(call: ContainerCall, container?: string, client?: string): Promise<unknown> {
     switch (call.op) {
       case "nodes":
         return call.ping ? { id: this.#identity.nodeId } : await this.#listing(call.clusters);
@@ -71,9 +73,9 @@ export class NodeServices {
       case "bep":
         return this.#bep();
       case "chat":
-        return await this.#ml.chat(call.request);
+        return await this.#ml.chat(call.request, container, client);
       case "embed":
-        return await this.#ml.embed(call.request);
+        return await this.#ml.embed(call.request, container, client);
     }
   }
 

@@ -17,6 +17,7 @@
 import type { ChatTemplateHint, GgufInfo } from "../../gen/store/validators.ts";
 import { Invalid } from "../errors/mod.ts";
 import { hintForTemplate } from "./chat_template_hint.ts";
+import { dimensionProblem, hyperparameterProblem } from "../inference/gguf_limits.ts";
 
 /** What the header says, plus the chat template text itself (for hint detection). */
 export interface GgufMetadata {
@@ -61,6 +62,8 @@ const MAX_ARRAY_DEPTH = 4;
  * they are skipped in one step); this bounds the time a crafted header can take.
  */
 const MAX_ITEMS = 8_000_000;
+/** Numeric keys kept, at most (real headers have a few dozen). */
+const MAX_NUMBERS = 4096;
 /** Most dimensions a tensor may have (llama.cpp has 4; room for other readers). */
 const MAX_DIMENSIONS = 8;
 /** Fewest bytes a key/value (8-byte key length, type, 1-byte value) or tensor info takes. */
@@ -277,11 +280,12 @@ class FileCursor {
   }
 
   /**
-   * Skips a value of any type. Arrays of fixed-size items are skipped in one step; arrays of
-   * strings or arrays item by item, within the depth, size and work limits.
+   * Skips a value of any type; returns an array's item count. Arrays of fixed-size items are
+   * skipped in one step; arrays of strings or arrays item by item, within the depth, size and
+   * work limits.
    */
-  async skipValue(type: number, depth = 0): Promise<void> {
-    if (type === STRING) return await this.skip(await this.u64("a string's length"));
+  async skipValue(type: number, depth = 0): Promise<number | undefined> {
+    if (type === STRING) return void await this.skip(await this.u64("a string's length"));
     if (type === ARRAY) {
       if (depth >= MAX_ARRAY_DEPTH) {
         throw new Malformed(`arrays are nested more than ${MAX_ARRAY_DEPTH} deep`);
@@ -292,7 +296,8 @@ class FileCursor {
       if (fixed !== undefined) {
         this.visit();
         this.fits(count, fixed, "an array's item count");
-        return await this.skip(count * fixed);
+        await this.skip(count * fixed);
+        return count;
       }
       if (itemType !== STRING && itemType !== ARRAY) {
         throw new Malformed(`an array has items of unknown type ${itemType}`);
@@ -301,7 +306,7 @@ class FileCursor {
       this.fits(count, itemType === STRING ? 8 : 12, "an array's item count");
       this.visit(count);
       for (let i = 0; i < count; i++) await this.skipValue(itemType, depth + 1);
-      return;
+      return count;
     }
     if (FIXED_SIZES[type] === undefined) throw new Malformed(`unknown value type ${type}`);
     await this.skip(FIXED_SIZES[type]);
@@ -326,16 +331,19 @@ export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
   cursor.visit(keyCount + tensorCount);
   const strings = new Map<string, string>();
   const numbers = new Map<string, number>();
+  let vocabulary: number | undefined;
   for (let i = 0; i < keyCount; i++) {
     const key = await cursor.key();
     const type = await cursor.u32();
     if (type === STRING && wantedString(key)) {
       const text = await cursor.string(MAX_KEPT_STRING);
       if (text !== undefined) strings.set(key, text);
-    } else if (FIXED_SIZES[type] !== undefined && wantedNumber(key)) {
+    } else if (FIXED_SIZES[type] !== undefined && numbers.size < MAX_NUMBERS) {
+      // Every number is kept (a header has a few dozen): the hyperparameters are checked below.
       numbers.set(key, await cursor.scalar(type));
     } else {
-      await cursor.skipValue(type);
+      const count = await cursor.skipValue(type);
+      if (key === "tokenizer.ggml.tokens") vocabulary = count;
     }
   }
   // In BigInt: 8 dimensions of up to 2^64 each overflow any float exactly.
@@ -346,12 +354,22 @@ export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
     if (dimensions > MAX_DIMENSIONS) {
       throw new Malformed(`a tensor has ${dimensions} dimensions (at most ${MAX_DIMENSIONS})`);
     }
-    let elements = 1n;
-    for (let d = 0; d < dimensions; d++) elements *= await cursor.bigU64();
-    parameterCount += elements;
+    const shape: bigint[] = [];
+    for (let d = 0; d < dimensions; d++) shape.push(await cursor.bigU64());
+    const overflow = dimensionProblem(`#${i}`, shape);
+    if (overflow) throw new Malformed(overflow);
+    parameterCount += shape.reduce((a, b) => a * b, 1n);
     await cursor.skip(12); // type and offset
   }
   const architecture = strings.get("general.architecture");
+  const problem = hyperparameterProblem(
+    architecture,
+    (key) => numbers.get(`${architecture}.${key}`),
+    tensorCount,
+    vocabulary,
+  );
+  // llama.cpp would abort the engine on loading it (src/inference/gguf_limits.ts).
+  if (problem) throw new Malformed(problem);
   const chatTemplate = strings.get("tokenizer.chat_template");
   const info: GgufInfo = { hasChatTemplate: chatTemplate !== undefined };
   if (architecture) info.architecture = architecture.slice(0, 256);
@@ -401,9 +419,4 @@ export async function describeModelFile(
 function wantedString(key: string): boolean {
   return key === "general.architecture" || key === "general.name" ||
     key === "tokenizer.chat_template";
-}
-
-function wantedNumber(key: string): boolean {
-  return key === "general.file_type" || key.endsWith(".context_length") ||
-    key.endsWith(".embedding_length");
 }

@@ -49,8 +49,12 @@ function mlCall(calls: NodeCalls, op: "chat" | "embed", name: string, options: M
   if (typeof options !== "object" || options === null) {
     throw new TypeError(`context.ml.${name} takes an options object`);
   }
-  const { success, error, signal: given, ...request } = options;
-  const signal = given instanceof AbortSignal ? given : requestSignal();
+  const { success, error, signal: given, ...fields } = options;
+  const inRequest = requestSignal();
+  const signal = given instanceof AbortSignal ? given : inRequest;
+  // Nothing ends a call made outside a request, or with a signal of its own, with a request: the
+  // node charges it to the container's detached budget (ml_calls.ts, DETACHED_FIELD).
+  const request = { ...fields, edgenodeDetached: signal !== inRequest || inRequest === undefined };
   const fail = (message: string, status: number) =>
     callBack(error, { message, status } satisfies MlFailure, signal);
   let size: number;
