@@ -22,14 +22,18 @@ export async function settled(
   ms = 20_000,
 ): Promise<Container> {
   let last: Container | undefined;
-  await waitFor(
-    async () => {
-      last = await record(node, id);
-      return last.state === "started" && ready(last);
-    },
-    `${id} back and judged (last seen: ${JSON.stringify(last)})`,
-    ms,
-  );
+  try {
+    await waitFor(
+      async () => {
+        last = await record(node, id);
+        return last.state === "started" && ready(last);
+      },
+      `${id} back and judged`,
+      ms,
+    );
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; its record: ${JSON.stringify(last)}`);
+  }
   return last!;
 }
 
