@@ -55,7 +55,7 @@ async function withIssuer(run: (issuer: TestIssuer, dir: string) => Promise<void
   await withTempDir(async (dir) => run(await makeIssuer(`${dir}/issuer`), dir));
 }
 
-Deno.test("hostile hub: no hub mark reaches a microservice, from a peer hub or a client", () =>
+Deno.test("hostile hub: a peer hub's marks never reach the node's microservice", () =>
   withIssuer(async (issuer, dir) => {
     const cluster = await startCluster(issuer, dir, 2);
     if ("skip" in cluster) return console.log(`skipped: ${cluster.skip}`);
@@ -66,21 +66,35 @@ Deno.test("hostile hub: no hub mark reaches a microservice, from a peer hub or a
       const echo = await echoThrough(a2);
       // sent to hub 1, which forwards it to hub 2 with its signed marks
       assertNoMarks(await echoed(await echo.via(h1, a2.token)), "forwarded by a peer hub");
-      // sent to hub 2 with a client address of the caller's choosing, and no mark
+      // and to hub 2 with a client address of the caller's choosing
+      const forged = await echo.via(h2, a2.token, { "x-edge-hub-client": "203.0.113.9" });
+      assertNoMarks(await echoed(forged), "a client's x-edge-hub-client, in a cluster");
+    } finally {
+      await a2.node.stop();
+    }
+  }));
+
+Deno.test("hostile hub: a client's marks never reach a microservice; its own mark is 403", () =>
+  withIssuer(async (issuer, dir) => {
+    // a lone hub, without NATS: a client can still send the marks' names
+    const hub = await startTestHub(issuer, `${dir}/hub`);
+    const a1 = await joinHub(hub.url, issuer, "acct-a", { name: "a1" });
+    try {
+      const echo = await echoThrough(a1);
       const forged = await echoed(
-        await echo.via(h2, a2.token, { "x-edge-hub-client": "203.0.113.9" }),
+        await echo.via(hub, a1.token, { "x-edge-hub-client": "203.0.113.9" }),
       );
       assertNoMarks(forged, "a client's x-edge-hub-client");
       assert.notEqual(forged["x-edge-forwarded-for"], "203.0.113.9", "the forged address is used");
-      // a forged mark is refused outright, as before
-      const marked = await echo.via(h2, a2.token, {
+      const marked = await echo.via(hub, a1.token, {
         "x-edge-hub-forward": `${"0".repeat(32)}.${Date.now()}.AAAA`,
         "x-edge-hub-client": "203.0.113.9",
       });
       assert.equal(marked.status, 403);
       assert.match((await marked.json()).message, /not signed by a hub of this cluster/);
     } finally {
-      await a2.node.stop();
+      await a1.node.stop();
+      await hub.stop();
     }
   }));
 
