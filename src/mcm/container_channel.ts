@@ -25,6 +25,7 @@ import { checkBundle, LoadError } from "./bundle_check.ts";
 import { CallAnswers, CallRefused } from "./container_calls.ts";
 import type { ContainerPlacement, Placement } from "./container_placement.ts";
 import type { ContainerUsage } from "./container_usage.ts";
+import { verdictReason } from "./process_blame.ts";
 import {
   type ContainerPipe,
   exitReason,
@@ -144,6 +145,7 @@ export class ContainerChannel {
     placed.shared?.describe({
       id: options.id,
       serving: () => this.#requests.waiting,
+      memoryLimitBytes: options.memoryMb * 2 ** 20,
       broughtDown: (why) => options.onBroughtDown?.(why),
     });
     const readingOut = this.#readStdout(options);
@@ -155,14 +157,8 @@ export class ContainerChannel {
       this.#mux.abortAll(gone.message);
       this.#calls.cancelAll();
       const verdict = placed.shared?.verdict();
-      const { reason, byCode } = verdict?.culprit
-        ? { reason: `it brought down its client's process: ${verdict.why}`, byCode: true }
-        : verdict
-        ? {
-          reason: `restarted because container ${verdict.by} brought down the process it ` +
-            `shared with it (${verdict.cause}); not a failure of this container`,
-          byCode: false,
-        }
+      const { reason, byCode } = verdict
+        ? verdictReason(verdict)
         : exitReason(status, this.#stderrTail, options.memoryMb);
       this.#ready.reject(new ProcessEnded(reason, byCode));
       return { reason, bystander: verdict?.culprit === false };

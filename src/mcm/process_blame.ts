@@ -6,8 +6,8 @@
  *
  * 1. it was ended by its own limits (memory, CPU) just before the process died (its requests
  *    or buffers outlived it on the process's main thread);
- * 2. its memory, as the process last reported it, grew the most toward its limit over the last
- *    reports, by far more than any other's;
+ * 2. its memory, as the process last reported it, is past half its limit (V8's heap limit is
+ *    each worker's) and grew over the last reports by far more than any other's;
  * 3. it is the one container that was serving a request when the process died (a worker that
  *    allocates without yielding sends no report: it was serving the request that made it).
  *
@@ -25,6 +25,8 @@ export interface MemberFacts {
   id: string;
   /** Its latest figures from the process's usage events, if any came. */
   usage: ContainerUsage | undefined;
+  /** Its memory limit (MCM.MEMORY_MB), bytes. */
+  memoryLimitBytes: number;
   /** Requests it was serving when the process died. */
   serving: number;
 }
@@ -112,9 +114,11 @@ export function blame(
   const growth = (member: MemberFacts) => (member.usage?.memoryGrowthBytes ?? 0);
   const byGrowth = [...members].sort((a, b) => growth(b) - growth(a));
   const [top, next] = byGrowth;
+  // A sibling growing legitimately far from its limit is not the one V8 stopped at its limit.
   if (
     top && growth(top) >= GROWTH_FLOOR_BYTES &&
-    growth(top) >= GROWTH_LEAD * Math.max(0, next ? growth(next) : 0)
+    growth(top) >= GROWTH_LEAD * Math.max(0, next ? growth(next) : 0) &&
+    (top.usage?.memoryBytes ?? 0) >= top.memoryLimitBytes / 2
   ) {
     return { id: top.id, why: `${cause}; this container's memory was growing (${figures(top)})` };
   }
@@ -126,6 +130,24 @@ export function blame(
     };
   }
   return undefined;
+}
+
+/** How a container in a shared process ended, judged (tenant_process.ts's SlotVerdict). */
+export type Verdict =
+  /** This container brought the process down. */
+  | { culprit: true; why: string }
+  /** Another container (`by`) brought it down: this one's end is not its own failure. */
+  | { culprit: false; by: string; cause: string };
+
+/** The reason a container's record shows for an end judged so, and whether its code did it. */
+export function verdictReason(verdict: Verdict): { reason: string; byCode: boolean } {
+  return verdict.culprit
+    ? { reason: `it brought down its client's process: ${verdict.why}`, byCode: true }
+    : {
+      reason: `restarted because container ${verdict.by} brought down the process it shared ` +
+        `with it (${verdict.cause}); not a failure of this container`,
+      byCode: false,
+    };
 }
 
 function figures(member: MemberFacts): string {

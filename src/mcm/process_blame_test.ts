@@ -18,7 +18,7 @@ function member(id: string, grownMb: number, serving = 0): MemberFacts {
   const history = new UsageHistory();
   history.record(10 * MIB, 0, 0, 8_000);
   history.record((10 + grownMb) * MIB, 100_000, 2, 9_000);
-  return { id, usage: history.latest(), serving };
+  return { id, usage: history.latest(), serving, memoryLimitBytes: 64 * MIB };
 }
 
 Deno.test("usage: the latest figures and their trend", () => {
@@ -38,6 +38,8 @@ Deno.test("blame: the container ended by its limits just before the death", () =
 
 Deno.test("blame: the one growing by far, else the one alone serving", () => {
   assert.equal(blame(OOM, [member("calm", 1), member("grow", 40)], [])?.id, "grow");
+  // Growing, but far from its limit: V8 did not stop at its heap; the one serving did it.
+  assert.equal(blame(OOM, [member("grow", 12), member("busy", 0, 1)], [])?.id, "busy");
   // Two growing alike: no one stands out.
   assert.equal(blame(OOM, [member("a", 30), member("b", 25)], []), undefined);
   assert.equal(blame(OOM, [member("calm", 0), member("busy", 0, 1)], [])?.id, "busy");

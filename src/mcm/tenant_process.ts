@@ -8,7 +8,7 @@
  */
 import type { ContainerPipe, ExitStatus } from "./container_process.ts";
 import { type ContainerUsage, UsageHistory } from "./container_usage.ts";
-import { blame, deathCause, type RecentEnd } from "./process_blame.ts";
+import { blame, deathCause, type RecentEnd, type Verdict } from "./process_blame.ts";
 import {
   CONTROL_SLOT,
   encodeGroupFrames,
@@ -61,16 +61,14 @@ export interface SlotMember {
   id: string;
   /** Requests it is serving now. */
   serving(): number;
+  /** Its memory limit (MCM.MEMORY_MB), bytes. */
+  memoryLimitBytes: number;
   /** It brought down its client's process (called once per death, even after it ended). */
   broughtDown(why: string): void;
 }
 
 /** How a slot's end by its process's death was judged. */
-export type SlotVerdict =
-  /** This container brought the process down. */
-  | { culprit: true; why: string }
-  /** Another container (`by`) brought it down: this one's end is not its own failure. */
-  | { culprit: false; by: string; cause: string };
+export type SlotVerdict = Verdict;
 
 /** A container's slot in a client's process, with what the process reports of it. */
 export interface TenantSlot {
@@ -175,7 +173,12 @@ export class TenantProcess {
   #judge(death: Parameters<typeof blame>[0]): void {
     const members = [...this.#slots.values()].flatMap((entry) =>
       entry.member
-        ? [{ id: entry.member.id, usage: entry.usage.latest(), serving: entry.member.serving() }]
+        ? [{
+          id: entry.member.id,
+          usage: entry.usage.latest(),
+          serving: entry.member.serving(),
+          memoryLimitBytes: entry.member.memoryLimitBytes,
+        }]
         : []
     );
     const found = blame(death, members, this.#recentEnds);
