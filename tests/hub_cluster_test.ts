@@ -304,7 +304,9 @@ Deno.test("hub cluster: a wrong NATS password is said in the health, and the hub
     await using _nats = nats;
     await Deno.writeTextFile(`${dir}/wrong`, "not-the-password", { mode: 0o600 });
     await Deno.mkdir(`${dir}/hub`);
-    await Deno.writeFile(`${dir}/hub/cluster.key`, new Uint8Array(32).fill(1), { mode: 0o600 });
+    await Deno.writeFile(`${dir}/hub/cluster.key`, crypto.getRandomValues(new Uint8Array(32)), {
+      mode: 0o600,
+    });
     const hub = await startTestHub(issuer, `${dir}/hub`, {
       config: { nats: { servers: [nats.url], user: nats.user, passwordFile: `${dir}/wrong` } },
     });
