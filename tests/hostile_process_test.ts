@@ -6,7 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { containerProcesses, storagePathOf } from "./helpers/container_processes.ts";
-import { deployScript } from "./helpers/mcm.ts";
+import { ContainerSchema } from "../gen/mcm/validators.ts";
+import { expectJson } from "./helpers/contract.ts";
+import { deployScript, mcm } from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
 import { hits, record, settled } from "./helpers/hostile_process_records.ts";
 
@@ -81,6 +83,18 @@ Deno.test("a container that brings down its client's process is named, then move
   assert.equal(sibling.bystanderRestarts, 2);
   assert.equal(sibling.restarts, 0);
   assert.equal(sibling.state, "started");
+
+  // A redeploy is a new deployment: it shares its client's process again, its record afresh.
+  const redeployed = await mcm(node, "/containers", {
+    method: "POST",
+    headers: { "x-client-id": "alice", "content-type": "application/json" },
+    body: JSON.stringify({ name: "bad", image: "bad", env }),
+  });
+  const again = await expectJson(redeployed, 200, ContainerSchema);
+  assert.equal(again.quarantined, undefined);
+  assert.equal(again.processEnds, undefined);
+  await waitFor(async () => !(await inOwnProcess(node, badId)), "its own process's end", 15_000);
+  assert.equal(await hits(bad.url), 1);
 });
 
 Deno.test("a kill from outside blames no container: each end counts as its own", async () => {
