@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { AtomicsLoad } from "./intrinsics.ts";
 import { REQUESTS_BEGUN, REQUESTS_IN_FLIGHT } from "./watchdog.ts";
 
 /** After the code loaded, the first compaction comes this much later. */
@@ -43,11 +44,11 @@ export function compactionSchedule(
 ): (now: number) => void {
   let last: number | undefined;
   let served = false;
-  let begun = Atomics.load(activity, REQUESTS_BEGUN);
+  let begun = AtomicsLoad(activity, REQUESTS_BEGUN);
   let quietSince = loaded;
   return (now) => {
-    const count = Atomics.load(activity, REQUESTS_BEGUN);
-    if (count !== begun || Atomics.load(activity, REQUESTS_IN_FLIGHT) > 0) {
+    const count = AtomicsLoad(activity, REQUESTS_BEGUN);
+    if (count !== begun || AtomicsLoad(activity, REQUESTS_IN_FLIGHT) > 0) {
       begun = count;
       quietSince = now;
       served = true;

@@ -23,8 +23,23 @@
  * it no longer uses (`compact`, when: heap_compaction.ts), 1.5 MiB of a container. V8 itself
  * would do it only after a full collection, which a small microservice may never need.
  *
+ * Everything it returns runs on intrinsics taken before the microservice's code (intrinsics.ts),
+ * so that replacing a global or a prototype method cannot stop or bend the reports.
+ *
  * @module
  */
+import {
+  AtomicsWaitAsync,
+  copyBytes,
+  onSettled,
+  performanceNow,
+  PromiseResolve,
+  SafeInt32Array,
+  SafeSharedArrayBuffer,
+  TypedArrayPrototypeGetBuffer,
+  uncurry,
+  whenSettled,
+} from "./intrinsics.ts";
 
 /** The channel's bytes over a port: Uint8Array messages, null for the end of the input. */
 export interface BytePort {
@@ -39,7 +54,11 @@ export interface ByteSink {
 
 /** What the sandbox took. */
 export interface Taken {
-  stdin: AsyncIterable<Uint8Array>;
+  /**
+   * Reads the channel's input: `onBytes` for each chunk as it comes, `onEnd` once at its end
+   * (callbacks, not an async iterator: `await` is the microservice's to break).
+   */
+  input(onBytes: (bytes: Uint8Array) => void, onEnd: () => void): void;
   stdout: ByteSink;
   /** Posts to the host. */
   post(message: unknown): void;
@@ -75,48 +94,66 @@ interface NodeProcess {
  * The channel's input and output over a port (a client's process relays them): the messages
  * as they come, and a write that posts. Not web streams, which cost a worker 0.8 MiB.
  */
-function portChannel(port: BytePort): Pick<Taken, "stdin" | "stdout"> {
-  const queue: (Uint8Array | null)[] = [];
-  let wake: (() => void) | undefined;
-  port.onmessage = (event) => {
-    queue.push(event.data);
-    wake?.();
-    wake = undefined;
-  };
-  async function* messages(): AsyncGenerator<Uint8Array> {
-    while (true) {
-      if (queue.length === 0) await new Promise<void>((resolve) => wake = resolve);
-      const bytes = queue.shift()!;
-      if (bytes === null) return;
-      yield bytes;
-    }
-  }
+function portChannel(port: BytePort): Pick<Taken, "input" | "stdout"> {
+  const post = uncurry(port.postMessage as (message: unknown, transfer: Transferable[]) => void);
   return {
-    stdin: { [Symbol.asyncIterator]: messages },
+    input(onBytes, onEnd) {
+      port.onmessage = (event) => {
+        // An own property of the event Deno makes, not a getter the microservice could replace.
+        const bytes = event.data;
+        if (bytes === null) onEnd();
+        else onBytes(bytes);
+      };
+    },
     stdout: {
       write(bytes) {
         // Our own copy, moved: the writer may reuse what it wrote.
-        const copy = bytes.slice();
-        port.postMessage(copy, [copy.buffer]);
-        return Promise.resolve();
+        const copy = copyBytes(bytes);
+        post(port, copy, [TypedArrayPrototypeGetBuffer(copy) as ArrayBuffer]);
+        return PromiseResolve(undefined);
       },
     },
   };
 }
 
+/** The process's stdin and stdout (a container with a process of its own). */
+function stdioChannel(): Pick<Taken, "input" | "stdout"> {
+  const reader = Deno.stdin.readable.getReader();
+  const read = uncurry(
+    reader.read as (this: typeof reader) => Promise<ReadableStreamReadResult<Uint8Array>>,
+  );
+  const writer = Deno.stdout.writable.getWriter();
+  const write = uncurry(writer.write as (this: typeof writer, bytes: Uint8Array) => Promise<void>);
+  return {
+    input(onBytes, onEnd) {
+      const next = () =>
+        onSettled(read(reader), (result) => {
+          if (result.done) return onEnd();
+          next();
+          onBytes(result.value);
+        }, onEnd);
+      next();
+    },
+    stdout: { write: (bytes) => write(writer, bytes) },
+  };
+}
+
 /**
  * A repeating timer of V8's own (see the module's text): a wait on a cell nobody notifies,
- * which ends after `ms`, again and again.
+ * which ends after `ms`, again and again. Not `await`, which looks up the promise's
+ * `constructor` (and then a `then` the microservice could have replaced): whenSettled.
  */
 function every(ms: number, callback: () => void): void {
-  const cell = new Int32Array(new SharedArrayBuffer(4));
-  const waitAsync = Atomics.waitAsync;
-  (async () => {
-    while (true) {
-      await waitAsync(cell, 0, 0, ms).value;
-      callback();
-    }
-  })();
+  const cell = new SafeInt32Array(new SafeSharedArrayBuffer(4));
+  const wait = () => {
+    const { value } = AtomicsWaitAsync(cell, 0, 0, ms);
+    whenSettled(value as Promise<string>, tick);
+  };
+  const tick = () => {
+    wait();
+    callback();
+  };
+  wait();
 }
 
 /** Takes what the sandbox needs; `link` is the host, `pipe` the channel's port if any. */
@@ -132,9 +169,7 @@ export function takeHostGlobals(
   const collect = (globalThis as { gc?: Collect }).gc;
   let cpu: NodeProcess["threadCpuUsage"] | undefined;
   return {
-    ...(pipe
-      ? portChannel(pipe)
-      : { stdin: Deno.stdin.readable, stdout: Deno.stdout.writable.getWriter() }),
+    ...(pipe ? portChannel(pipe) : stdioChannel()),
     post: link.postMessage.bind(link),
     inspect: (value) => inspect(value, { depth: 4, colors: false }),
     threadCpu: () => {
@@ -152,7 +187,7 @@ export function takeHostGlobals(
       return usage.heapUsed + usage.external;
     },
     every,
-    now: performance.now.bind(performance),
+    now: performanceNow,
     compact: () => collect?.({ type: "major", execution: "sync", flavor: "last-resort" }),
   };
 }

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { DateNow } from "./intrinsics.ts";
 
 /** Lines a container may log in a second. */
 export const LINES_PER_SECOND = 100;
@@ -23,7 +24,7 @@ export class LogRate {
    * many lines the last ones dropped.
    */
   admit(size: number, onDropped: (count: number) => void): boolean {
-    const now = Date.now();
+    const now = DateNow();
     if (now - this.#windowStart >= 1000) {
       this.#windowStart = now;
       this.#lines = 0;

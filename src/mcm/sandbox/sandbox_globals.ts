@@ -10,6 +10,13 @@
  * @module
  */
 
+import {
+  ArrayPrototypeJoin,
+  ArrayPrototypePush,
+  StringPrototypeSlice,
+  uncurry,
+} from "./intrinsics.ts";
+
 /** A log level of spec/mcm.yaml's ContainerLog. */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -326,8 +333,14 @@ export function installGlobals(
   inspect: (value: unknown) => string,
 ) {
   const global = globalThis as unknown as Record<string, unknown>;
-  const format = (args: unknown[]) =>
-    args.map((arg) => typeof arg === "string" ? arg : inspect(arg)).join(" ").slice(0, MAX_LINE);
+  // Intrinsics (intrinsics.ts): logging runs after the microservice replaced what it likes.
+  const format = (args: unknown[]) => {
+    const parts: string[] = [];
+    for (let i = 0; i < args.length; i++) {
+      ArrayPrototypePush(parts, typeof args[i] === "string" ? args[i] as string : inspect(args[i]));
+    }
+    return StringPrototypeSlice(ArrayPrototypeJoin(parts, " "), 0, MAX_LINE);
+  };
   const line = (level: LogLevel) => (...args: unknown[]) => log(level, format(args));
   Object.assign(console, {
     log: line("info"),
@@ -339,13 +352,24 @@ export function installGlobals(
   });
   // A callback that throws later (a timer, a promise nobody awaits) is logged; the container
   // goes on serving, as one request's failure must not end the others.
+  const preventDefault = uncurry(Event.prototype.preventDefault);
+  const errorOf = uncurry(
+    Object.getOwnPropertyDescriptor(ErrorEvent.prototype, "error")!.get! as (
+      this: ErrorEvent,
+    ) => unknown,
+  );
+  const reasonOf = uncurry(
+    Object.getOwnPropertyDescriptor(PromiseRejectionEvent.prototype, "reason")!.get! as (
+      this: PromiseRejectionEvent,
+    ) => unknown,
+  );
   globalThis.addEventListener("error", (event) => {
-    event.preventDefault();
-    log("error", `uncaught: ${format([(event as ErrorEvent).error ?? event.message])}`);
+    preventDefault(event);
+    log("error", `uncaught: ${format([errorOf(event)])}`);
   });
   globalThis.addEventListener("unhandledrejection", (event) => {
-    event.preventDefault();
-    log("error", `unhandled rejection: ${format([event.reason])}`);
+    preventDefault(event);
+    log("error", `unhandled rejection: ${format([reasonOf(event)])}`);
   });
   // Before the globals go: the timers' getters are on the global object.
   const timers = nativeTimers(global);

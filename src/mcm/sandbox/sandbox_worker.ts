@@ -7,18 +7,35 @@
  *
  * @module
  */
-import { concatBytes } from "../../tunnel/bytes.ts";
-import { FrameDecoder, FrameWriter } from "../../tunnel/pipe_frames.ts";
+import { ChannelDecoder, ChannelWriter } from "./channel_frames.ts";
 import { type MuxMessage, StreamMux } from "../../tunnel/stream_mux.ts";
 import { outboundClient, syncStorage } from "./context_services.ts";
 import { type ContextInfo, mimikContext } from "./mimik_context.ts";
 import { type NodeAnswer, nodeAwareFetch, NodeCalls } from "./node_calls.ts";
-import { type Incoming, loadModel, type Model, type Outgoing } from "./programming_models.ts";
+import { loadModel, type Model } from "./programming_models.ts";
 import { droppedLine, LogRate } from "./log_rate.ts";
 import { installGlobals, type LogLevel } from "./sandbox_globals.ts";
 import { type BytePort, takeHostGlobals, type Taken } from "./host_globals.ts";
 import { compactionSchedule } from "./heap_compaction.ts";
-import { type CpuSample, REQUESTS_BEGUN, REQUESTS_IN_FLIGHT, SAMPLE_MS } from "./watchdog.ts";
+import type { CpuSample, WatchdogLimits } from "./watchdog.ts";
+import { SAMPLE_MS } from "./watchdog.ts";
+import {
+  ArrayPrototypePush,
+  ArrayPrototypeShift,
+  JSONParse,
+  JSONStringify,
+  MapPrototypeDelete,
+  MapPrototypeGet,
+  MapPrototypeSet,
+  MathMax,
+  SafeMap,
+  StringPrototypeSlice,
+  whenSettled,
+} from "./intrinsics.ts";
+import { RequestActivity } from "./request_activity.ts";
+import { describe, type RequestMessage, serve } from "./serve_request.ts";
+import { chargeMemory, type MemoryCharge } from "./memory_charge.ts";
+import { neutralPaths, neutralStacks } from "./stack_paths.ts";
 
 /** What the container process's host hands the worker once the node said which container. */
 interface Setup {
@@ -41,17 +58,11 @@ interface StartMessage {
   fetchTimeoutMs: number;
 }
 
-interface RequestMessage {
-  t: "req";
-  s: number;
-  method: string;
-  path: string;
-  headers: [string, string][];
-  body: boolean;
-  inline?: string;
+/** The node's `take`, as far as the worker reads it: the container's limits. */
+interface TakeMessage {
+  t: "take";
+  settings?: { limits?: WatchdogLimits };
 }
-
-class BodyTooLarge extends Error {}
 
 /**
  * The worker name under which the sandbox expects a port to its host as its first message
@@ -73,38 +84,12 @@ export interface HostLink {
 
 let taken: Taken;
 const evaluate = eval;
-/** The shared activity counters (watchdog.ts), set at setup. */
-let activity: Int32Array;
-
-async function readBody(body: BodyInit | null, max: number): Promise<Uint8Array | null> {
-  if (body === null) return null;
-  if (body instanceof Uint8Array) {
-    if (body.length > max) throw new BodyTooLarge();
-    return body;
-  }
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of body as ReadableStream<Uint8Array>) {
-    size += chunk.length;
-    if (size > max) throw new BodyTooLarge();
-    parts.push(chunk);
-  }
-  return concatBytes(parts);
-}
-
-function errorOutgoing(status: number, message: string): Outgoing {
-  return {
-    status,
-    headers: [["content-type", "application/json; charset=utf-8"]],
-    body: new TextEncoder().encode(JSON.stringify({ error: { code: status, message } })),
-  };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error
-    ? (error.stack ?? `${error.name}: ${error.message}`)
-    : String(error);
-}
+/** The requests in flight (request_activity.ts), set at setup. */
+let activity: RequestActivity;
+/** What the sandbox charges beyond V8's heap count (memory_charge.ts), set at boot. */
+let memory: MemoryCharge | undefined;
+/** Without a `take` that says (an older node): the defaults of container_env.ts. */
+const DEFAULT_LIMITS = { executionMs: 30_000, heapBytes: 128 * 2 ** 20 };
 
 /** Loads the bundle: the model, or the reason it cannot serve. */
 function boot(
@@ -112,7 +97,9 @@ function boot(
   start: StartMessage,
   log: (level: LogLevel, line: string) => void,
   calls: NodeCalls,
+  heapBytes: number,
 ) {
+  memory = chargeMemory(globalThis, heapBytes, taken.heap);
   const outbound = outboundClient(setup.outboundPort, start.fetchTimeoutMs);
   const fetcher = nodeAwareFetch(outbound.fetch, calls, start.info.httpPort);
   installGlobals(fetcher as typeof fetch, log, taken.inspect);
@@ -120,7 +107,9 @@ function boot(
   const context = mimikContext(start.env, start.info, storage, fetcher, calls);
   const global = globalThis as Record<string, unknown>;
   global.mimikModule = { exports: undefined };
-  evaluate(setup.code);
+  // Its frames named as the microservice's, not by the sandbox's path (stack_paths.ts).
+  const image = encodeURIComponent(start.info.serviceType || "microservice");
+  evaluate(`${setup.code}\n//# sourceURL=microservice:/${image}/index.js\n`);
   const exported = (global.mimikModule as { exports?: unknown }).exports ??
     global.__edgenode_module;
   return loadModel(exported, { ...start.env }, context, {
@@ -135,113 +124,72 @@ function boot(
  * Reports this thread's CPU use to the host's watchdog, from a timer the code cannot stop, and
  * compacts the worker's heap when due (heap_compaction.ts).
  */
-function reportCpu(): void {
+function reportCpu(counters: Int32Array): void {
   let due = taken.now() + SAMPLE_MS;
-  const compaction = compactionSchedule(taken.now(), activity, taken);
+  const compaction = compactionSchedule(taken.now(), counters, taken);
   const report = () => {
     const now = taken.now();
+    activity.expire(now);
     compaction(now);
     // How late the timer came: the thread was busy then (the host's CPU share: tenant_host.ts).
-    const lagMs = Math.max(0, now - due);
+    const lagMs = MathMax(0, now - due);
     due = now + SAMPLE_MS;
-    taken.post({ micros: taken.threadCpu(), heap: taken.heap(), lagMs } satisfies CpuSample);
+    const heap = taken.heap() + (memory?.charged() ?? 0);
+    taken.post({ micros: taken.threadCpu(), heap, lagMs } satisfies CpuSample);
   };
   report();
   taken.every(SAMPLE_MS, report);
 }
 
 /**
- * Serves one request. `ended` aborts when the node aborts it (its client went away, or its time
- * ran out): the calls to the node made for it are cancelled (request_scope.ts).
- */
-async function serve(
-  message: RequestMessage,
-  mux: StreamMux,
-  model: Model,
-  start: StartMessage,
-  log: (level: LogLevel, line: string) => void,
-  ended: AbortSignal,
-): Promise<void> {
-  const s = message.s;
-  const body = mux.bodyOf(s, message);
-  let out: Outgoing;
-  // Counted in shared memory, not by message: a request costs the watchdog nothing.
-  Atomics.add(activity, REQUESTS_IN_FLIGHT, 1);
-  Atomics.add(activity, REQUESTS_BEGUN, 1);
-  try {
-    const incoming: Incoming = {
-      method: message.method,
-      path: message.path,
-      headers: message.headers,
-      body: await readBody(body, start.maxBodyBytes),
-      signal: ended,
-    };
-    out = await model.handle(incoming);
-  } catch (error) {
-    if (error instanceof BodyTooLarge) {
-      out = errorOutgoing(413, `the request body is over ${start.maxBodyBytes} bytes`);
-    } else {
-      // The error's text may hold the microservice's secrets: it goes to the log, which only
-      // the deployment's credentials read, and the caller gets the reference to it.
-      const reference = crypto.randomUUID().slice(0, 8);
-      log("error", `[${reference}] ${message.method} ${message.path} failed: ${describe(error)}`);
-      out = errorOutgoing(
-        500,
-        `the microservice failed (logged as ${reference}; GET /mcm/v1/containers/<id>/logs)`,
-      );
-    }
-  }
-  // A whole body is the end of the microservice's work; a stream ends when it is sent.
-  const streamed = out.body instanceof ReadableStream;
-  if (!streamed) Atomics.sub(activity, REQUESTS_IN_FLIGHT, 1);
-  try {
-    await mux.send(s, {
-      t: "res",
-      s,
-      status: out.status,
-      headers: out.headers,
-      body: out.body !== null,
-    }, out.body);
-  } catch {
-    // The node aborted the stream (the client left, or the time limit passed).
-  }
-  if (mux.receiving(s)) mux.cancel(s, "the response is complete");
-  if (streamed) Atomics.sub(activity, REQUESTS_IN_FLIGHT, 1);
-}
-
-/**
- * The channel's frames as they arrive on stdin, a chunk's at once (text: a JSON message;
- * binary: body data). Not one frame per iteration: the frames of one chunk are handled in one
- * turn, so the answers they lead to leave together (FrameWriter batches a turn's frames).
- */
-async function* chunkFrames(
-  stdin: AsyncIterable<Uint8Array>,
-): AsyncGenerator<(string | Uint8Array)[]> {
-  const decoder = new FrameDecoder();
-  for await (const chunk of stdin) {
-    const frames = decoder.push(chunk);
-    if (frames.length > 0) yield frames;
-  }
-}
-
-/**
  * Runs the channel: waits for the node's `take` (which container this process is to be: it goes
  * to the host, which answers with the setup), then serves until the node closes the channel. A
- * spare process waits here, its worker loaded, until the node hands it a container.
+ * spare process waits here, its worker loaded, until the node hands it a container. The frames
+ * of one chunk are handled in one turn, so the answers they lead to leave together (the
+ * writer batches a turn's frames).
  */
 async function run(setupFromHost: Promise<Setup>): Promise<void> {
-  const incoming = chunkFrames(taken.stdin);
-  const first = await incoming.next();
-  const head = first.done ? undefined : first.value.shift();
-  const take = typeof head === "string" ? JSON.parse(head) : {};
+  const decoder = new ChannelDecoder();
+  /** Frames that came before the worker could handle them (the take, and what came with it). */
+  const early: (string | Uint8Array)[] = [];
+  // deno-lint-ignore prefer-const -- set once the container is set up; read by the input first
+  let handle: ((frame: string | Uint8Array) => void) | undefined;
+  let closed = false;
+  const firstFrame = Promise.withResolvers<void>();
+  const ended = () => {
+    closed = true;
+    // The node closed the channel: it is stopping this container.
+    if (handle) taken.post("exit");
+    firstFrame.resolve();
+  };
+  taken.input((chunk) => {
+    if (closed) return;
+    let frames: (string | Uint8Array)[];
+    try {
+      frames = decoder.push(chunk);
+    } catch {
+      return ended();
+    }
+    for (let i = 0; i < frames.length; i++) {
+      if (handle) handle(frames[i]);
+      else ArrayPrototypePush(early, frames[i]);
+    }
+    if (early.length > 0) firstFrame.resolve();
+  }, ended);
+  await firstFrame.promise;
+  const head = ArrayPrototypeShift(early);
+  const take: TakeMessage = typeof head === "string" ? JSONParse(head) : {};
   // No container for it (the node stopped a spare, or broke the protocol): the process ends.
   if (take.t !== "take") return taken.post("exit");
   taken.post(take);
+  const limits = take.settings?.limits;
+  const executionMs = limits ? limits.busySilenceMs - 2000 : DEFAULT_LIMITS.executionMs;
+  const heapBytes = limits?.heapBytes ?? DEFAULT_LIMITS.heapBytes;
   const setup = await setupFromHost;
   // Before any of the microservice's code: it needs the globals as they are (host_globals.ts).
   if (setup.measureCpu) taken.measureCpu();
-  const writer = new FrameWriter((bytes) => taken.stdout.write(bytes), () => taken.post("exit"));
-  const send = (message: Record<string, unknown>) => writer.send(JSON.stringify(message));
+  const writer = new ChannelWriter((bytes) => taken.stdout.write(bytes), () => taken.post("exit"));
+  const send = (message: Record<string, unknown>) => writer.send(JSONStringify(message));
   const rate = new LogRate();
   const log = (level: LogLevel, line: string) => {
     if (
@@ -256,18 +204,22 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
   const mux = new StreamMux((frame) => writer.send(frame));
   const calls = new NodeCalls(send);
   /** The requests being served, by stream: aborted when the node aborts the stream. */
-  const serving = new Map<number, AbortController>();
+  const serving = new SafeMap<number, AbortController>();
   let model: Model | undefined;
   let start: StartMessage | undefined;
-  activity = new Int32Array(setup.activity);
-  const handle = (frame: string | Uint8Array) => {
+  const counters = new Int32Array(setup.activity);
+  activity = new RequestActivity(counters, executionMs);
+  const handleFrame = (frame: string | Uint8Array) => {
     if (typeof frame !== "string") return mux.onData(frame);
-    const message = JSON.parse(frame);
+    const message = JSONParse(frame);
     if (message.t === "req" && model && start) {
       const ended = new AbortController();
-      serving.set(message.s, ended);
-      serve(message, mux, model, start, log, ended.signal)
-        .finally(() => serving.delete(message.s));
+      const s = (message as RequestMessage).s;
+      MapPrototypeSet(serving, s, ended);
+      const served = { mux, model, maxBodyBytes: start.maxBodyBytes, log, activity };
+      whenSettled(serve(message, served, ended.signal), () => {
+        if (MapPrototypeGet(serving, s) === ended) MapPrototypeDelete(serving, s);
+      });
     } else if (message.t === "ping") {
       send({ t: "pong" });
     } else if (message.t === "answer" || message.t === "event") {
@@ -275,23 +227,33 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
     } else if (message.t === "start" && !start) {
       start = message as StartMessage;
       try {
-        model = boot(setup, start, log, calls);
+        model = boot(setup, start, log, calls, heapBytes);
         // The first report once the code loaded: the watchdog's load allowance ends.
-        reportCpu();
+        reportCpu(counters);
         send({ t: "ready", model: model.kind });
       } catch (error) {
-        send({ t: "fatal", message: describe(error).slice(0, 4096) });
+        send({ t: "fatal", message: StringPrototypeSlice(describe(error), 0, 4096) });
       }
     } else {
-      if (message.t === "abort") serving.get(message.s)?.abort();
+      if (message.t === "abort") {
+        // Aborted by the node: no longer in flight, whether or not its handler settles.
+        activity.end(message.s);
+        MapPrototypeGet(serving, message.s)?.abort();
+      }
       mux.onControl(message as MuxMessage);
     }
   };
+  // A frame the microservice's replaced globals make fail fails alone: the channel goes on.
+  handle = (frame) => {
+    try {
+      handleFrame(frame);
+    } catch (error) {
+      log("error", `the channel dropped a frame: ${describe(error)}`);
+    }
+  };
   // The frames that came with the take (the node sends `start` right after it).
-  if (!first.done) first.value.forEach(handle);
-  for await (const frames of incoming) frames.forEach(handle);
-  // The node closed the channel: it is stopping this container.
-  taken.post("exit");
+  for (let i = 0; i < early.length; i++) handle(early[i]);
+  if (closed) taken.post("exit");
 }
 
 /**
@@ -302,6 +264,7 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
  */
 export function serveSandbox(link: HostLink = self as unknown as HostLink, pipe?: BytePort): void {
   taken = takeHostGlobals(link, pipe);
+  neutralStacks(neutralPaths(import.meta.url));
   const setup = Promise.withResolvers<Setup>();
   link.onmessage = (event: MessageEvent<Setup>) => {
     link.onmessage = null;
