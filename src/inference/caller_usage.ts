@@ -26,6 +26,26 @@ export function containerCaller(container: string): string {
   return `container:${container}`;
 }
 
+/** Who asks for inference: the queue's turn and the accounting follow it (caller_usage.ts). */
+export interface InferenceCaller {
+  /** The accounting id: KEY_HOLDER, or containerCaller(id). */
+  id: string;
+  /** The round robin's unit among microservices: the container's client. */
+  client: string;
+  /** The key holder: served before microservices, in places of its own. */
+  priority: boolean;
+  /** A call nothing ends with a request: it draws from the detached budget. */
+  detached: boolean;
+}
+
+/** The API's callers: they hold the node's key. */
+export const KEY_HOLDER_CALLER: InferenceCaller = Object.freeze({
+  id: KEY_HOLDER,
+  client: KEY_HOLDER,
+  priority: true,
+  detached: false,
+});
+
 /** What one caller used since the node started. */
 export interface CallerUsage {
   /** Chat completions and embeddings that ran (refused ones are not counted). */
@@ -125,6 +145,42 @@ export class CallerLedger {
   /** A detached call was stopped because it reached the budget. */
   stopped(caller: string): void {
     this.#account(caller).usage.budgetRefusals++;
+  }
+
+  /**
+   * Runs `work` as `caller`'s turn on a model: its engine time and tokens are counted, and a
+   * detached caller's work is stopped (through `stop`) when it reaches the budget left.
+   */
+  async metered<T>(
+    caller: InferenceCaller,
+    work: (stop: AbortSignal) => Promise<
+      { value: T; promptTokens: number; completionTokens?: number }
+    >,
+  ): Promise<T> {
+    const started = performance.now();
+    const stop = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    if (caller.detached) {
+      // Checked again at its turn: other calls of the container may have spent it meanwhile.
+      const allowance = this.detachedAllowance(caller.id);
+      timer = setTimeout(() => {
+        this.stopped(caller.id);
+        stop.abort();
+      }, allowance);
+    }
+    let figures = { promptTokens: 0, completionTokens: 0 };
+    try {
+      const done = await work(stop.signal);
+      figures = { promptTokens: done.promptTokens, completionTokens: done.completionTokens ?? 0 };
+      return done.value;
+    } finally {
+      clearTimeout(timer);
+      this.record(
+        caller.id,
+        { ...figures, engineMs: performance.now() - started },
+        caller.detached,
+      );
+    }
   }
 
   #account(caller: string): Account {

@@ -16,7 +16,14 @@ import type {
   EngineModelKind,
   LoadedModelInfo,
 } from "./engine_protocol.ts";
-import { CallerLedger, type CallerUsage, KEY_HOLDER } from "./caller_usage.ts";
+import {
+  CallerLedger,
+  type CallerUsage,
+  type InferenceCaller,
+  KEY_HOLDER_CALLER,
+} from "./caller_usage.ts";
+
+export { type InferenceCaller, KEY_HOLDER_CALLER };
 import { ModelSlot } from "./model_slots.ts";
 import { availableCores, chooseThreads } from "./threads.ts";
 
@@ -36,26 +43,6 @@ export interface InferenceSettings {
   /** Memory models may take, at most; 0: whatever the machine has free. */
   memoryLimitMb: number;
 }
-
-/** Who asks for inference: the queue's turn and the accounting follow it (caller_usage.ts). */
-export interface InferenceCaller {
-  /** The accounting id: KEY_HOLDER, or containerCaller(id). */
-  id: string;
-  /** The round robin's unit among microservices: the container's client. */
-  client: string;
-  /** The key holder: served before microservices, in places of its own. */
-  priority: boolean;
-  /** A call nothing ends with a request: it draws from the detached budget. */
-  detached: boolean;
-}
-
-/** The API's callers: they hold the node's key. */
-export const KEY_HOLDER_CALLER: InferenceCaller = Object.freeze({
-  id: KEY_HOLDER,
-  client: KEY_HOLDER,
-  priority: true,
-  detached: false,
-});
 
 /** What a chat's caller hears of it besides the result. */
 export interface ChatOptions {
@@ -232,7 +219,7 @@ export class InferenceService {
     const bounded = { ...job, maxTokens: Math.min(job.maxTokens || context, context) };
     const result = await slot.run(
       () =>
-        this.#metered(caller, async (stop) => {
+        this.#ledger.metered(caller, async (stop) => {
           options.onStart?.(slot.info);
           const event = await this.#engine.call(
             { op: "chat", key: slot.key, job: bounded },
@@ -265,7 +252,7 @@ export class InferenceService {
     const slot = await this.#slotFor(id, ["embed"], "embeddings");
     return await slot.run(
       () =>
-        this.#metered(caller, async () => {
+        this.#ledger.metered(caller, async () => {
           const event = await this.#engine.call({ op: "embed", key: slot.key, input });
           if (event.type !== "embed-done") {
             throw new Error(`unexpected engine answer ${event.type}`);
@@ -291,42 +278,6 @@ export class InferenceService {
   /** Forgets a caller's figures and budget (a deleted container). */
   forgetCaller(caller: string): void {
     this.#ledger.forget(caller);
-  }
-
-  /**
-   * Runs `work` as `caller`'s turn on a model: its engine time and tokens are counted, and a
-   * detached caller's work is stopped (through `stop`) when it reaches the budget left.
-   */
-  async #metered<T>(
-    caller: InferenceCaller,
-    work: (stop: AbortSignal) => Promise<
-      { value: T; promptTokens: number; completionTokens?: number }
-    >,
-  ): Promise<T> {
-    const started = performance.now();
-    const stop = new AbortController();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    if (caller.detached) {
-      // Checked again at its turn: other calls of the container may have spent it meanwhile.
-      const allowance = this.#ledger.detachedAllowance(caller.id);
-      timer = setTimeout(() => {
-        this.#ledger.stopped(caller.id);
-        stop.abort();
-      }, allowance);
-    }
-    let figures = { promptTokens: 0, completionTokens: 0 };
-    try {
-      const done = await work(stop.signal);
-      figures = { promptTokens: done.promptTokens, completionTokens: done.completionTokens ?? 0 };
-      return done.value;
-    } finally {
-      clearTimeout(timer);
-      this.#ledger.record(
-        caller.id,
-        { ...figures, engineMs: performance.now() - started },
-        caller.detached,
-      );
-    }
   }
 
   /** Unloads a model before its file changes or goes (the registry's hook). */

@@ -23,6 +23,11 @@ import { dimensionProblem, hyperparameterProblem } from "../inference/gguf_limit
 export interface GgufMetadata {
   info: GgufInfo;
   chatTemplate?: string;
+  /**
+   * What would make llama.cpp abort on the file (a hyperparameter it divides by or sizes from,
+   * tensor dimensions whose product overflows: src/inference/gguf_limits.ts), if anything.
+   */
+  problem?: string;
 }
 
 // Value type ids of GGUF and the byte size of the fixed-size ones.
@@ -348,6 +353,7 @@ export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
   }
   // In BigInt: 8 dimensions of up to 2^64 each overflow any float exactly.
   let parameterCount = 0n;
+  let overflow: string | undefined;
   for (let i = 0; i < tensorCount; i++) {
     await cursor.skipValue(STRING); // name
     const dimensions = await cursor.u32();
@@ -356,20 +362,17 @@ export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
     }
     const shape: bigint[] = [];
     for (let d = 0; d < dimensions; d++) shape.push(await cursor.bigU64());
-    const overflow = dimensionProblem(`#${i}`, shape);
-    if (overflow) throw new Malformed(overflow);
+    overflow ??= dimensionProblem(`#${i}`, shape);
     parameterCount += shape.reduce((a, b) => a * b, 1n);
     await cursor.skip(12); // type and offset
   }
   const architecture = strings.get("general.architecture");
-  const problem = hyperparameterProblem(
+  const problem = overflow ?? hyperparameterProblem(
     architecture,
     (key) => numbers.get(`${architecture}.${key}`),
     tensorCount,
     vocabulary,
   );
-  // llama.cpp would abort the engine on loading it (src/inference/gguf_limits.ts).
-  if (problem) throw new Malformed(problem);
   const chatTemplate = strings.get("tokenizer.chat_template");
   const info: GgufInfo = { hasChatTemplate: chatTemplate !== undefined };
   if (architecture) info.architecture = architecture.slice(0, 256);
@@ -388,7 +391,7 @@ export async function readGgufMetadata(path: string): Promise<GgufMetadata> {
   }
   const fileType = numbers.get("general.file_type");
   if (fileType !== undefined && FILE_TYPES[fileType]) info.quantization = FILE_TYPES[fileType];
-  return { info, chatTemplate };
+  return { info, chatTemplate, problem };
 }
 
 /** What the records keep of a model file's header: its metadata and the hint it suggests. */
@@ -410,6 +413,8 @@ export async function describeModelFile(
     if (!(error instanceof GgufMalformed)) throw error;
     throw new Invalid(`not a usable GGUF file: ${error.message}`);
   });
+  // llama.cpp would abort the engine on loading it: such a file is never ready.
+  if (metadata.problem) throw new Invalid(`not a usable GGUF file: ${metadata.problem}`);
   return {
     ggufInfo: metadata.info,
     templateHint: metadata.chatTemplate ? hintForTemplate(metadata.chatTemplate) : undefined,
