@@ -10,7 +10,7 @@ import { ContainerSchema } from "../gen/mcm/validators.ts";
 import { expectJson } from "./helpers/contract.ts";
 import { deployScript, mcm } from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
-import { hits, record, settled } from "./helpers/hostile_process_records.ts";
+import { hits, logText, record, settled } from "./helpers/hostile_process_records.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 
@@ -67,6 +67,9 @@ Deno.test("a container that brings down its client's process is named, then move
     assert.equal(sibling.bystanderRestarts, round);
     assert.equal(sibling.processEnds, undefined, "the sibling brought nothing down");
     assert.equal(culprit.quarantined, round === 2 ? true : undefined);
+    assert.doesNotMatch(await logText(node, calmId), /Fatal JavaScript|heap limit/);
+    assert.match(await logText(node, badId), /Fatal JavaScript out of memory/);
+    assert.doesNotMatch(await logText(node, badId), /C stack trace|\(\+0x[0-9a-f]+\)/);
   }
 
   // The second time moved it to a process of its own: its third attempt ends that process only.

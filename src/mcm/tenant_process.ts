@@ -40,6 +40,16 @@ function enqueue(
   }
 }
 
+/**
+ * The process's last error output as a container's log may show it: without V8's native stack
+ * trace (its frames name the runtime's files on the host), which the node's own log keeps.
+ */
+function withoutNativeStack(tail: string): string {
+  const cut = tail.indexOf("==== C stack trace");
+  const kept = cut >= 0 ? tail.slice(0, cut) : tail;
+  return kept.split("\n").filter((line) => !/\(\+0x[0-9a-f]+\)/.test(line)).join("\n").trim();
+}
+
 /** A container's slot, as the process's reader feeds it. */
 interface Slot {
   out: ReadableStreamDefaultController<Uint8Array>;
@@ -118,7 +128,9 @@ export class TenantProcess {
       const tail = this.#stderrTail.trim();
       if (!this.#killed && this.#slots.size > 0) this.#judge({ status, stderrTail: tail, at });
       for (const [slot, entry] of this.#slots) {
-        if (tail) enqueue(entry.err, encoder.encode(`${tail}\n`));
+        // A bystander's log does not get its sibling's crash, and no log the native stack.
+        const shown = entry.verdict?.culprit === false ? "" : withoutNativeStack(tail);
+        if (shown) enqueue(entry.err, encoder.encode(`${shown}\n`));
         this.#finish(slot, { code: status.code, signal: status.signal });
       }
     });

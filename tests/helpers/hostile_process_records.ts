@@ -43,3 +43,11 @@ export async function hits(url: string): Promise<number> {
   assert.equal(response.status, 200, `${url}/ answered ${response.status}`);
   return (await response.json()).hits;
 }
+
+/** The container's log lines, one text. */
+export async function logText(node: TestNode, id: string): Promise<string> {
+  const response = await mcm(node, `/containers/${id}/logs`);
+  assert.equal(response.status, 200);
+  const body = await response.json();
+  return body.data.map((line: { message: string }) => line.message).join("\n");
+}
