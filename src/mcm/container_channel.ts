@@ -347,14 +347,9 @@ export class ContainerChannel {
     return new Response(body, answer);
   }
 
-  /** The container's latest figures (its process's reports, or its own process's). */
+  /** The container's latest figures, as its client's process reports them (none alone). */
   usage(): ContainerUsage | undefined {
     return this.#placed.usage();
-  }
-
-  /** Whether it runs in a process of its own. */
-  get alone(): boolean {
-    return this.#placed.shared === undefined;
   }
 
   /** Whether the microservice's thread answers a ping within `ms`. */

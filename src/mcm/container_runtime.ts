@@ -3,6 +3,11 @@
  * or stops answering, its recent log lines are kept, and requests wait for nothing while it is
  * down (503).
  *
+ * In its client's shared process, an end caused by a sibling (tenant_process.ts judged that
+ * sibling to have brought the process down) is not its own failure: it restarts without
+ * back-off and is counted apart (bystanderRestarts). A container that brings its client's
+ * process down twice within 10 minutes runs in a process of its own from then on (quarantined).
+ *
  * @module
  */
 import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
@@ -41,8 +46,10 @@ export class ContainerRuntime {
   #restarts = 0;
   /** Restarts because a sibling brought down the process they shared (not in #restarts). */
   #bystanderRestarts = 0;
-  /** When it brought down its client's process (this deployment). */
-  #processEnds: number[] = [];
+  /** How many times it brought down its client's process (this deployment). */
+  #processEnds = 0;
+  /** When it did, within QUARANTINE_MS. */
+  #recentProcessEnds: number[] = [];
   /** Whether it runs in a process of its own for bringing its client's down (quarantine). */
   #alone = false;
   #failures = 0;
@@ -75,7 +82,7 @@ export class ContainerRuntime {
 
   /** How many times it brought down its client's process since it was deployed. */
   get processEnds(): number {
-    return this.#processEnds.length;
+    return this.#processEnds;
   }
 
   /** Whether it was moved to a process of its own for bringing its client's down. */
@@ -83,7 +90,7 @@ export class ContainerRuntime {
     return this.#alone;
   }
 
-  /** Its latest figures while it runs (its process's reports, or its own process's). */
+  /** Its latest figures while it runs in its client's process (its process's reports). */
   usage(): ContainerUsage | undefined {
     return this.#channel?.usage();
   }
@@ -131,10 +138,9 @@ export class ContainerRuntime {
     });
     this.#channel = channel;
     this.#state = "started";
-    this.log(
-      "node",
-      `started in ${Date.now() - began} ms${channel.warm ? ` (${channel.warm})` : ""}`,
-    );
+    const where = channel.warm ??
+      (this.#alone ? "a process of its own: it brought its client's process down" : undefined);
+    this.log("node", `started in ${Date.now() - began} ms${where ? ` (${where})` : ""}`);
     channel.exited.then(({ reason, bystander }) => {
       if (this.#channel !== channel) return;
       this.#channel = undefined;
@@ -152,9 +158,12 @@ export class ContainerRuntime {
    */
   #broughtDown(why: string): void {
     const now = Date.now();
-    this.#processEnds.push(now);
+    this.#processEnds++;
+    this.#recentProcessEnds = [...this.#recentProcessEnds, now].filter((at) =>
+      now - at < QUARANTINE_MS
+    );
     this.#lastError = `it brought down its client's process: ${why}`;
-    const lately = this.#processEnds.filter((at) => now - at < QUARANTINE_MS).length;
+    const lately = this.#recentProcessEnds.length;
     if (this.#alone || lately < QUARANTINE_ENDS) return;
     this.#alone = true;
     this.log(

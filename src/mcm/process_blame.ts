@@ -77,6 +77,16 @@ export function deathCause(death: ProcessDeath): string {
   return `it exited with code ${status.code}`;
 }
 
+/**
+ * A dead process's last error output as a container's log may show it: without V8's native
+ * stack trace (its frames name the runtime's files on the host), which the node's own log keeps.
+ */
+export function withoutNativeStack(tail: string): string {
+  const cut = tail.indexOf("==== C stack trace");
+  const kept = cut >= 0 ? tail.slice(0, cut) : tail;
+  return kept.split("\n").filter((line) => !/\(\+0x[0-9a-f]+\)/.test(line)).join("\n").trim();
+}
+
 /** The container's figures, for its record's lastError. */
 export function describeUsage(usage: ContainerUsage | undefined, serving: number): string {
   const parts: string[] = [];

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { UsageHistory } from "./container_usage.ts";
-import { blame, type MemberFacts, type ProcessDeath } from "./process_blame.ts";
+import { blame, type MemberFacts, type ProcessDeath, withoutNativeStack } from "./process_blame.ts";
 
 const MIB = 2 ** 20;
 const OOM: ProcessDeath = {
@@ -48,4 +48,11 @@ Deno.test("blame: the one growing by far, else the one alone serving", () => {
 
 Deno.test("blame: a kill from outside with no evidence names no one", () => {
   assert.equal(blame(KILLED, [member("a", 0), member("b", 0)], []), undefined);
+});
+
+Deno.test("a container's log gets no native stack", () => {
+  const tail = "# Fatal JavaScript out of memory: Reached heap limit\n#\n" +
+    "==== C stack trace ===============================\n" +
+    "    /usr/lib/node_modules/deno/deno(+0x28b0d2e) [0x559ba1e7ad2e]";
+  assert.equal(withoutNativeStack(tail), "# Fatal JavaScript out of memory: Reached heap limit\n#");
 });

@@ -2,13 +2,25 @@
  * The node's side of a client's container process (mcm.containerProcess `per-client`,
  * sandbox/tenant_host.ts): the process, and a ContainerPipe for each container in it, so that a
  * container's channel (container_channel.ts) runs the same over a slot of this process as over
- * a process of its own. What the process says is untrusted: a malformed frame ends it.
+ * a process of its own. What the process says is untrusted: a malformed frame ends it (an event
+ * type or field this node does not know is ignored).
+ *
+ * The process reports its containers' figures about every 500 ms (usage events): the latest and
+ * their trend are kept per slot. When the process dies with containers in it, the node judges
+ * from those records which container brought it down (process_blame.ts): that one is told (its
+ * record counts it), and each other container's end says who did it, not counted as its own.
  *
  * @module
  */
 import type { ContainerPipe, ExitStatus } from "./container_process.ts";
 import { type ContainerUsage, UsageHistory } from "./container_usage.ts";
-import { blame, deathCause, type RecentEnd, type Verdict } from "./process_blame.ts";
+import {
+  blame,
+  deathCause,
+  type RecentEnd,
+  type Verdict,
+  withoutNativeStack,
+} from "./process_blame.ts";
 import {
   CONTROL_SLOT,
   encodeGroupFrames,
@@ -38,16 +50,6 @@ function enqueue(
   } catch {
     // Cancelled: the channel stopped reading it.
   }
-}
-
-/**
- * The process's last error output as a container's log may show it: without V8's native stack
- * trace (its frames name the runtime's files on the host), which the node's own log keeps.
- */
-function withoutNativeStack(tail: string): string {
-  const cut = tail.indexOf("==== C stack trace");
-  const kept = cut >= 0 ? tail.slice(0, cut) : tail;
-  return kept.split("\n").filter((line) => !/\(\+0x[0-9a-f]+\)/.test(line)).join("\n").trim();
 }
 
 /** A container's slot, as the process's reader feeds it. */
