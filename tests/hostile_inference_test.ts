@@ -20,7 +20,12 @@ import {
   sseData,
 } from "./helpers/inference.ts";
 import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
-import { declaredTensorGguf, HOSTILE_ML_MIM, withU32 } from "./helpers/hostile_inference_models.ts";
+import {
+  declaredTensorGguf,
+  enginePids,
+  HOSTILE_ML_MIM,
+  withU32,
+} from "./helpers/hostile_inference_models.ts";
 
 /** A model whose context lets a generation run for seconds (and, uncapped, for ever). */
 const LONG = {
@@ -195,6 +200,7 @@ Deno.test("crafted models never reach llama.cpp nor take others down", async (t)
         "zero-kv-heads": withU32(tiny, "llama.attention.head_count_kv", 0),
         "many-blocks": withU32(tiny, "llama.block_count", 100_000),
         "zero-context": withU32(tiny, "llama.context_length", 0),
+        "zero-feed-forward": withU32(tiny, "llama.feed_forward_length", 0),
         "overflow": declaredTensorGguf([2 ** 32, 2 ** 32]),
       };
       for (const [id, bytes] of Object.entries(crafted)) {
@@ -233,6 +239,48 @@ Deno.test("crafted models never reach llama.cpp nor take others down", async (t)
       assert.equal(rest.at(-1), "[DONE]");
       const last = rest.at(-2) as { choices: { finish_reason: string }[] };
       assert.equal(last.choices[0].finish_reason, "length", JSON.stringify(last));
+    },
+  );
+
+  await t.step(
+    "a file whose load ends its engine is marked failed; other streams go on",
+    async () => {
+      const shared = await enginePid(node);
+      assert.ok(shared, "the shared engine runs");
+      const stream = await api(node, "/chat/completions", {
+        model: "long",
+        messages: say("go"),
+        max_tokens: 1500,
+        stream: true,
+      });
+      const chunks = sseData(stream);
+      assert.ok(!(await chunks.next()).done, "the stream started");
+      await createModel(node, "crasher", "llm");
+      assert.equal((await uploadRaw(node, "crasher", tinyLlamaGguf({ seed: 9 }))).status, 200);
+      const first = api(node, "/chat/completions", { model: "crasher", messages: say("x") });
+      // A file that crashes llama.cpp as it loads, as a SIGKILL of the process loading it: the
+      // load must happen in a process of its own, not the shared engine.
+      let probe: number | undefined;
+      await waitFor(
+        async () => {
+          probe = (await enginePids(node.dataDir)).find((pid) => pid !== shared);
+          return probe !== undefined;
+        },
+        "a throwaway engine loading the new file",
+        20_000,
+      );
+      Deno.kill(probe!, "SIGKILL");
+      const error = await expectOpenAiError(await first, 400);
+      assert.match(error.message, /failed to load: the inference engine ended while loading it/);
+      assertClean(error.message, node.dataDir);
+      const again = await api(node, "/chat/completions", { model: "crasher", messages: say("x") });
+      assert.match((await expectOpenAiError(again, 400)).message, /not loaded again/);
+      const rest: unknown[] = [];
+      for await (const chunk of chunks) rest.push(chunk);
+      assert.equal(rest.at(-1), "[DONE]");
+      const last = rest.at(-2) as { choices: { finish_reason: string }[] };
+      assert.equal(last.choices[0].finish_reason, "length", JSON.stringify(last));
+      assert.equal(await enginePid(node), shared, "the shared engine was never restarted");
     },
   );
 

@@ -44,6 +44,7 @@ export const InferenceConfigDefaults = {
   "clientQueueLimit": 4,
   "detachedEngineSeconds": 60,
   "detachedWindowSeconds": 600,
+  "probeLoads": true,
   "memoryLimitMb": 0
 } as const;
 
@@ -114,6 +115,7 @@ export const NodeConfigDefaults = {
     "clientQueueLimit": 4,
     "detachedEngineSeconds": 60,
     "detachedWindowSeconds": 600,
+    "probeLoads": true,
     "memoryLimitMb": 0
   }
 } as const;

@@ -50,7 +50,9 @@ export function hyperparameterProblem(
   const problem = outside("block_count", 1, Math.min(MAX_LAYERS, Math.max(tensorCount, 1))) ??
     outside("embedding_length", 1, MAX_WIDTH) ??
     outside("context_length", 1, 2 ** 31 - 1) ??
-    outside("feed_forward_length", 0, MAX_WIDTH * 4) ??
+    // A dense model's feed-forward tensors are sized from it: 0 fails a GGML_ASSERT (measured:
+    // SIGABRT on load). Mixture-of-experts models may leave it 0 for their experts' own size.
+    outside("feed_forward_length", attention && !of("expert_count") ? 1 : 0, MAX_WIDTH * 4) ??
     outside("attention.head_count", attention ? 1 : 0, MAX_HEADS) ??
     outside("attention.head_count_kv", attention ? 1 : 0, MAX_HEADS) ??
     outside("attention.key_length", 1, MAX_WIDTH) ??

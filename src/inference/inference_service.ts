@@ -8,7 +8,8 @@
 import { Invalid, NotFound, Unavailable } from "../errors/mod.ts";
 import type { Model } from "../../gen/store/validators.ts";
 import type { ModelRegistry } from "../store/registry.ts";
-import { EngineProcess } from "./engine_process.ts";
+import { type EngineOptions, EngineProcess } from "./engine_process.ts";
+import { probeLoad } from "./load_probe.ts";
 import type {
   ChatJob,
   ChatResult,
@@ -42,6 +43,8 @@ export interface InferenceSettings {
   detachedWindowSeconds: number;
   /** Memory models may take, at most; 0: whatever the machine has free. */
   memoryLimitMb: number;
+  /** Try a file's first load in a throwaway engine process first (load_probe.ts). */
+  probeLoads: boolean;
 }
 
 /** What a chat's caller hears of it besides the result. */
@@ -76,6 +79,9 @@ export class InferenceService {
   readonly #ledger: CallerLedger;
   /** Files whose load failed or crashed the engine, by key (id@sha256): never loaded again. */
   readonly #failed = new Map<string, string>();
+  /** Files a throwaway engine loaded without crashing (load_probe.ts). */
+  readonly #probed = new Set<string>();
+  readonly #engineOptions: Omit<EngineOptions, "onExit">;
 
   /**
    * A service over `registry`, whose files are in `modelsDir`; the engine's code is written into
@@ -92,10 +98,13 @@ export class InferenceService {
       engineSeconds: settings.detachedEngineSeconds,
       windowSeconds: settings.detachedWindowSeconds,
     });
-    this.#engine = new EngineProcess({
+    this.#engineOptions = {
       engineDir: settings.engineDir,
       ...dirs,
       maxThreads: Math.max(settings.threads, availableCores()),
+    };
+    this.#engine = new EngineProcess({
+      ...this.#engineOptions,
       onExit: (reason) => {
         for (const slot of this.#slots.values()) slot.close(reason);
         this.#slots.clear();
@@ -146,19 +155,24 @@ export class InferenceService {
   ): Promise<ModelSlot> {
     const path = this.#registry.mediaFile(model.id).path;
     const threads = chooseThreads(model.totalSize ?? 0, availableCores(), this.#settings.threads);
-    const event = await this.#engine.call({
-      op: "load",
-      spec: {
-        key,
-        path,
-        kind: model.kind as EngineModelKind,
-        contextSize: model.gguf?.initContextSize || undefined,
-        gpuLayers: model.gguf?.initGpuLayerSize,
-        threads,
-        chatTemplateHint: model.gguf?.chatTemplateHint,
-        memoryBudget: this.#memoryBudget(),
-      },
-    }, (e) => e.type === "progress" && onProgress(e.progress));
+    const spec = {
+      key,
+      path,
+      kind: model.kind as EngineModelKind,
+      contextSize: model.gguf?.initContextSize || undefined,
+      gpuLayers: model.gguf?.initGpuLayerSize,
+      threads,
+      chatTemplateHint: model.gguf?.chatTemplateHint,
+      memoryBudget: this.#memoryBudget(),
+    };
+    if (this.#settings.probeLoads && !this.#probed.has(key)) {
+      await probeLoad(this.#engineOptions, spec);
+      this.#probed.add(key);
+    }
+    const event = await this.#engine.call(
+      { op: "load", spec },
+      (e) => e.type === "progress" && onProgress(e.progress),
+    );
     if (event.type !== "loaded") throw new Error(`unexpected engine answer ${event.type}`);
     const slot = new ModelSlot(
       { id: model.id, key, kind: model.kind as EngineModelKind, info: event.info },
@@ -181,10 +195,12 @@ export class InferenceService {
    */
   #loadFailed(id: string, key: string, error: unknown): unknown {
     const crashed = error instanceof Unavailable && /engine process ended/.test(error.message);
-    if (!(error instanceof Invalid) && !crashed) return error;
+    const failed = error instanceof Unavailable &&
+      /^the inference engine failed: /.test(error.message);
+    if (!(error instanceof Invalid) && !crashed && !failed) return error;
     const why = crashed
       ? "the inference engine ended while loading it (the file is crafted or corrupt)"
-      : error.message;
+      : (error as Error).message;
     const message = `model '${id}' failed to load: ${why}; it is not loaded again until its ` +
       "file changes (upload or download its file again)";
     this.#failed.set(key, message);

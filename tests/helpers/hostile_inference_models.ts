@@ -75,3 +75,35 @@ mimikModule.exports = function (context, req, res) {
   }
   send(res, 404, { message: 'Not Found' });
 };`;
+
+/** `bytes` (a GGUF) with dimension `index` of tensor `tensor` set to `value` in its info. */
+export function withTensorDimension(
+  bytes: Uint8Array,
+  tensor: string,
+  index: number,
+  value: number,
+): Uint8Array {
+  const name = new TextEncoder().encode(tensor);
+  const out = bytes.slice();
+  const view = new DataView(out.buffer);
+  for (let at = 8; at + name.length + 4 <= out.length; at++) {
+    // A tensor info is its u64 name length, its name, a u32 dimension count, u64 dimensions.
+    if (view.getBigUint64(at - 8, true) !== BigInt(name.length)) continue;
+    if (!name.every((byte, i) => out[at + i] === byte)) continue;
+    const dims = view.getUint32(at + name.length, true);
+    if (index >= dims) throw new Error(`${tensor} has ${dims} dimensions`);
+    view.setBigUint64(at + name.length + 4 + 8 * index, BigInt(value), true);
+    return out;
+  }
+  throw new Error(`no tensor ${tensor} in the file`);
+}
+
+/** The pids of `dataDir`'s engine processes (the shared one, and any probe), oldest first. */
+export async function enginePids(dataDir: string): Promise<number[]> {
+  const { stdout } = await new Deno.Command("pgrep", {
+    args: ["-f", `${dataDir}/models,.*engine_main\\.js`],
+    stderr: "null",
+  }).output();
+  return new TextDecoder().decode(stdout).trim().split("\n").filter(Boolean).map(Number)
+    .sort((a, b) => a - b);
+}
