@@ -1,12 +1,12 @@
 /**
  * What a container's env tells the node (spec/mcm.yaml, "Containers" and "Limits"): keys it
- * accepts, the limits MCM.MAX_EXECUTION_TIME_SEC and MCM.MEMORY_MB set and the process limits
- * they make, and the base path MCM.BASE_API_PATH asks for. A bad value is a 400 (Invalid).
+ * accepts, the limits MCM.MAX_EXECUTION_TIME_SEC, MCM.MEMORY_MB and MCM.MAX_OUTBOUND_REQUESTS
+ * set and the process limits they make, and the base path MCM.BASE_API_PATH asks for. A bad value is a 400 (Invalid).
  *
  * @module
  */
 import { Invalid } from "../errors/mod.ts";
-import type { WatchdogLimits } from "./sandbox/watchdog.ts";
+import { DEFAULT_OUTBOUND_REQUESTS, type WatchdogLimits } from "./sandbox/watchdog.ts";
 
 const PATH_PATTERN = /^(\/[A-Za-z0-9._~-]+)+$/;
 const ENV_KEY_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -16,6 +16,8 @@ const RUNTIME_MEMORY_MB = 128;
 /** CPU a microservice may use while serving no request: a share of a core, and its burst. */
 const IDLE_CPU_SHARE = 0.1;
 const IDLE_CPU_BURST_MS = 2000;
+/** The most MCM.MAX_OUTBOUND_REQUESTS may ask for (each holds a socket of its process). */
+const MAX_OUTBOUND_REQUESTS = 256;
 
 /** A container's limits, from its env. */
 export interface ContainerLimits {
@@ -47,6 +49,13 @@ function integerEnv(
 export function limitsOf(env: Record<string, string>, defaultMemoryMb: number): ContainerLimits {
   const executionMs = integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30) * 1000;
   const memoryMb = integerEnv(env, "MCM.MEMORY_MB", 16, 4096, defaultMemoryMb);
+  const outboundRequests = integerEnv(
+    env,
+    "MCM.MAX_OUTBOUND_REQUESTS",
+    1,
+    MAX_OUTBOUND_REQUESTS,
+    DEFAULT_OUTBOUND_REQUESTS,
+  );
   return {
     executionMs,
     memoryMb,
@@ -56,6 +65,7 @@ export function limitsOf(env: Record<string, string>, defaultMemoryMb: number): 
       idleCpuShare: IDLE_CPU_SHARE,
       idleCpuBurstMs: IDLE_CPU_BURST_MS,
       busySilenceMs: executionMs + 2000,
+      outboundRequests,
     },
   };
 }

@@ -162,6 +162,9 @@ export function containerPermissions(runtimeDir: string, launch: Launch): string
     `--v8-flags=--max-old-space-size=${memoryMb}${groupV8Flags(launch)}`,
     `--allow-read=${[runtimeDir, ...launch.read].join(",")}`,
     `--allow-write=${launch.write}`,
+    // The host reads the machine's addresses at each request (network_policy.ts): one that
+    // appeared after the start is the node's too.
+    "--allow-sys=networkInterfaces",
     ...(outboundHosts === undefined
       ? ["--allow-net"]
       : outboundHosts.length > 0

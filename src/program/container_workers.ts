@@ -53,6 +53,8 @@ export async function runContainerProcess(args: string[]): Promise<number> {
           read: launch.read,
           write: [launch.write],
           net: launch.net ?? true,
+          // The machine's addresses at each request (src/mcm/sandbox/network_policy.ts).
+          sys: ["networkInterfaces"],
         }),
       },
     });
@@ -77,6 +79,8 @@ export async function runContainerProcess(args: string[]): Promise<number> {
           read,
           write: [write],
           net: launch.net ?? true,
+          // The machine's addresses at each request (src/mcm/sandbox/network_policy.ts).
+          sys: ["networkInterfaces"],
         }),
       },
     });

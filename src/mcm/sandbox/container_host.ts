@@ -17,12 +17,13 @@
  */
 import { answerBuffer, answerSync } from "./context_services.ts";
 import { type NetworkClass, NetworkPolicy } from "./network_policy.ts";
-import { serveOutbound } from "./outbound_relay.ts";
+import { type OutboundRelay, serveOutbound } from "./outbound_relay.ts";
 import { StorageHost } from "./storage_host.ts";
 import {
   activityBuffer,
   type ContainerWatch,
   type CpuSample,
+  DEFAULT_OUTBOUND_REQUESTS,
   type MemoryScope,
   watchContainer,
   type WatchdogLimits,
@@ -49,10 +50,11 @@ export interface HostSurroundings {
    */
   memory?: MemoryScope;
   /**
-   * Hears the container's watch once the take set it up: tenant_host.ts ranks memory by it
-   * and charges it its share of the process's CPU time.
+   * Hears the container's watch and outbound relay once the take set them up: tenant_host.ts
+   * ranks memory by them, charges it its share of the process's CPU time, reports its usage and
+   * closes the relay when the container ends.
    */
-  onWatch?(watch: ContainerWatch, limits: WatchdogLimits): void;
+  onWatch?(watch: ContainerWatch, limits: WatchdogLimits, outbound: OutboundRelay): void;
 }
 
 /**
@@ -123,13 +125,6 @@ function take(
 ): ContainerWatch {
   const { settings } = message;
   const activity = activityBuffer();
-  const watch = watchContainer(
-    settings.limits,
-    (code, why) => surroundings.exit(code, why),
-    activity,
-    surroundings.memory,
-  );
-
   const code = Deno.readTextFileSync(message.bundle);
   const storage = new StorageHost(message.storageDir, message.storageBytes);
 
@@ -139,10 +134,26 @@ function take(
     answerSync(storageAnswers, await storage.run(event.data));
   };
   const outboundChannel = new MessageChannel();
-  serveOutbound(
+  const outbound = serveOutbound(
     outboundChannel.port1,
     storage.files,
     new NetworkPolicy(settings.networks, settings.nodeAddresses),
+    {
+      requests: settings.limits.outboundRequests ?? DEFAULT_OUTBOUND_REQUESTS,
+      // Charged to its memory too (the watchdog's `held`): a quarter of it at most.
+      bodyBytes: Math.floor(settings.limits.heapBytes / 4),
+    },
+  );
+  const watch = watchContainer(
+    settings.limits,
+    (code, why) => {
+      // Its requests end with it, at once (a client's process goes on).
+      outbound.close();
+      surroundings.exit(code, why);
+    },
+    activity,
+    surroundings.memory,
+    () => outbound.heldBytes(),
   );
   worker.postMessage({
     code,
@@ -153,6 +164,6 @@ function take(
     // A worker of a client's process does not: its CPU time is the host's estimate.
     measureCpu: surroundings.memory !== "worker",
   }, [storageChannel.port2, outboundChannel.port2]);
-  surroundings.onWatch?.(watch, settings.limits);
+  surroundings.onWatch?.(watch, settings.limits, outbound);
   return watch;
 }

@@ -85,6 +85,8 @@ function waitAsSpare(net: string[] | null): void {
           read: [fileUrlPath(import.meta.url), take.bundle, take.storageDir],
           write: [take.storageDir],
           net: net ?? true,
+          // The machine's addresses now (network_policy.ts).
+          sys: ["networkInterfaces"],
         }),
       },
     });

@@ -6,6 +6,13 @@
  * node's API is not its to call (its own listing comes through node_calls.ts). A name is
  * checked by every address it resolves to.
  *
+ * The node's addresses are those it had when the container started and those the machine has
+ * at each request (an address that appears later, by DHCP, a VPN or a docker bridge, is the
+ * node's as soon as it is there): the interfaces are read at every check, that is every
+ * request and every redirect (a reading costs about 45 µs, against a connection's hundreds),
+ * where the process may read them (--allow-sys=networkInterfaces; else the addresses given at
+ * the start are all it knows). A cache would leave a new address open for its lifetime.
+ *
  * @module
  */
 import ipaddr from "ipaddr.js";
@@ -41,24 +48,48 @@ async function resolve(host: string): Promise<{ address: string }[]> {
   return await lookup(host, { all: true, verbatim: true });
 }
 
+/** Addresses in one spelling (ipaddr.js's), invalid ones left out. */
+function normalized(addresses: readonly string[]): Set<string> {
+  return new Set(
+    addresses.filter((a) => ipaddr.isValid(a)).map((a) => ipaddr.process(a).toString()),
+  );
+}
+
+/** The machine's addresses now; empty where the process may not read them. */
+export function currentAddresses(): ReadonlySet<string> {
+  const allowed = Deno.permissions.querySync({ name: "sys", kind: "networkInterfaces" });
+  if (allowed.state !== "granted") return new Set();
+  return normalized(Deno.networkInterfaces().map((i) => i.address.split("%")[0]));
+}
+
 /** The policy of one container. */
 export class NetworkPolicy {
   readonly #allowed: ReadonlySet<NetworkClass>;
   readonly #own: ReadonlySet<string>;
+  readonly #live: () => ReadonlySet<string>;
 
-  constructor(allowed: readonly NetworkClass[], nodeAddresses: readonly string[]) {
+  /**
+   * `nodeAddresses`: the node's when the container started; `live`: the machine's now
+   * (currentAddresses by default).
+   */
+  constructor(
+    allowed: readonly NetworkClass[],
+    nodeAddresses: readonly string[],
+    live: () => ReadonlySet<string> = currentAddresses,
+  ) {
     this.#allowed = new Set(allowed);
-    this.#own = new Set(
-      nodeAddresses.filter((a) => ipaddr.isValid(a)).map((a) => ipaddr.process(a).toString()),
-    );
+    this.#own = normalized(nodeAddresses);
+    this.#live = live;
   }
 
-  /** The class of an IP address. */
-  classify(address: string): NetworkClass | "never" {
+  /** The class of an IP address; `live`: the machine's addresses now (read if not given). */
+  classify(address: string, live?: ReadonlySet<string>): NetworkClass | "never" {
     const parsed = ipaddr.process(address);
     const kind = RANGE_CLASSES[parsed.range()] ?? "public";
     // Loopback stays loopback: "node" is the node's addresses on its networks.
-    return kind !== "loopback" && this.#own.has(parsed.toString()) ? "node" : kind;
+    if (kind === "loopback") return kind;
+    const spelled = parsed.toString();
+    return this.#own.has(spelled) || (live ?? this.#live()).has(spelled) ? "node" : kind;
   }
 
   /** Refuses (RefusedDestination) a URL whose host is, or resolves to, a refused address. */
@@ -67,8 +98,9 @@ export class NetworkPolicy {
     const addresses = ipaddr.isValid(host)
       ? [host]
       : (await resolve(host)).map((entry) => entry.address);
+    const live = this.#live();
     for (const address of addresses) {
-      const kind = this.classify(address);
+      const kind = this.classify(address, live);
       if (kind === "never" || !this.#allowed.has(kind)) {
         throw new RefusedDestination(
           `${url.host} is ${

@@ -58,3 +58,13 @@ Deno.test("deniedRanges: Deno's --deny-net list for the refused classes", () => 
   ]);
   assert.ok(deniedRanges(["public"], []).includes("10.0.0.0/8"));
 });
+
+Deno.test("NetworkPolicy: an address the machine gains after the start is the node's at once", async () => {
+  let machine = new Set<string>();
+  const policy = new NetworkPolicy(["public", "private"], ["192.168.1.20"], () => machine);
+  await policy.check(new URL("http://10.99.0.1:8083/"));
+  machine = new Set(["10.99.0.1"]);
+  assert.equal(policy.classify("10.99.0.1"), "node");
+  await assert.rejects(policy.check(new URL("http://10.99.0.1:8083/")), /a node address/);
+  assert.equal(policy.classify("192.168.1.20"), "node", "the start's addresses stay the node's");
+});

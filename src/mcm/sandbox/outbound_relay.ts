@@ -6,6 +6,14 @@
  * resolve to a refused address. Bodies come over in chunks as the worker reads them, or go
  * straight to a storage file (`outputFile`), so a large download is never held whole.
  *
+ * What a container's requests hold on this thread is bounded and its own (issue 34): at most
+ * `limits.requests` requests (and storage file reads) are open at once, and their request
+ * bodies together at most `limits.bodyBytes`; over either, the call fails at once (the worker's
+ * `fetch` throws a TypeError naming the cap), nothing waits in a queue. Each request has a
+ * deadline (its `timeoutMs`, the execution time; a download to a file: its idle time), and
+ * `close` (the container ended) aborts every one of them at once. The bytes held count against
+ * the container's memory (`heldBytes`, tenant_host.ts).
+ *
  * @module
  */
 import { type NetworkPolicy, RefusedDestination } from "./network_policy.ts";
@@ -77,15 +85,69 @@ function watched(body: ReadableStream<Uint8Array>, watch: ReturnType<typeof idle
   );
 }
 
-/** Serves the worker's outbound calls on `port`. */
+/** How much one container's outbound requests may hold at once. */
+export interface OutboundLimits {
+  /** Requests and storage file reads open at once (MCM.MAX_OUTBOUND_REQUESTS). */
+  requests: number;
+  /** Bytes of request bodies held at once. */
+  bodyBytes: number;
+}
+
+/** A container's outbound relay, as its host sees it. */
+export interface OutboundRelay {
+  /** Requests (and file reads) open now. */
+  inFlight(): number;
+  /** Bytes this thread holds for them now (request bodies not yet sent). */
+  heldBytes(): number;
+  /** Aborts every open request and refuses new ones (the container ended). */
+  close(): void;
+}
+
+/** One open request: how to abort it, and what it holds. */
+interface Open {
+  abort(reason: unknown): void;
+  bytes: number;
+}
+
+/** Serves the worker's outbound calls on `port`, within `limits`. */
 export function serveOutbound(
   port: MessagePort,
   files: StorageFiles,
   policy: NetworkPolicy,
-): void {
+  limits: OutboundLimits,
+): OutboundRelay {
   const bodies = new Map<number, Body>();
-  const answer = (message: OutboundAnswer, transfer: Transferable[] = []) =>
-    port.postMessage(message, transfer);
+  const open = new Map<number, Open>();
+  let held = 0;
+  let closed = false;
+  const answer = (message: OutboundAnswer, transfer: Transferable[] = []) => {
+    if (!closed) port.postMessage(message, transfer);
+  };
+  /** Frees request `id`'s place and bytes, and drops its body if it still has one. */
+  const release = (id: number) => {
+    const entry = open.get(id);
+    if (!entry) return;
+    open.delete(id);
+    held -= entry.bytes;
+    const body = bodies.get(id);
+    bodies.delete(id);
+    if (body && !(body instanceof Promise)) body.cancel().catch(() => {});
+  };
+  /** Takes a place for request `id`, or says why there is none. */
+  const admit = (id: number, bytes: number, abort: Open["abort"]): string | undefined => {
+    if (closed) return "the container is stopping";
+    if (open.size >= limits.requests) {
+      return `over the limit of ${limits.requests} outbound requests at once ` +
+        `(MCM.MAX_OUTBOUND_REQUESTS): wait for one to end`;
+    }
+    if (held + bytes > limits.bodyBytes) {
+      return `over the limit of ${limits.bodyBytes} bytes of request bodies in flight at once ` +
+        `(a quarter of MCM.MEMORY_MB): send smaller bodies or fewer at once`;
+    }
+    open.set(id, { abort, bytes });
+    held += bytes;
+    return undefined;
+  };
 
   const head = (id: number, response: Response) =>
     answer({
@@ -98,10 +160,13 @@ export function serveOutbound(
     });
 
   const fetchFor = async (call: FetchCall) => {
+    const own = new AbortController();
+    const refused = admit(call.id, call.body?.byteLength ?? 0, (reason) => own.abort(reason));
+    if (refused) return answer({ t: "error", id: call.id, message: refused });
     // Downloads to a file are bounded by their idle time (socketTimeout, else the execution
     // time), not their total time: a large model takes minutes.
     const idle = idleWatch(call.idleMs ?? (call.saveTo !== undefined ? call.timeoutMs : undefined));
-    const limits = [idle.signal];
+    const limits = [idle.signal, own.signal];
     if (call.saveTo === undefined) limits.push(AbortSignal.timeout(call.timeoutMs));
     const connect = new AbortController();
     const connectTimer = call.connectMs === undefined ? undefined : setTimeout(
@@ -110,14 +175,33 @@ export function serveOutbound(
       call.connectMs,
     );
     limits.push(connect.signal);
+    const signal = AbortSignal.any(limits);
+    // At its deadline (or `close`) its place is free at once, read or not.
+    signal.addEventListener("abort", () => {
+      idle.stop();
+      release(call.id);
+    }, { once: true });
     idle.touch();
-    const response = await followed(call, policy, AbortSignal.any(limits)).finally(() =>
-      clearTimeout(connectTimer)
-    );
+    let response: Response;
+    try {
+      response = await followed(call, policy, signal).finally(() => clearTimeout(connectTimer));
+    } catch (error) {
+      idle.stop();
+      release(call.id);
+      throw error;
+    }
+    // Sent: the body is the fetch's, no longer held here.
+    const entry = open.get(call.id);
+    if (entry) {
+      held -= entry.bytes;
+      entry.bytes = 0;
+    }
     // Connected: from now on only the idle time and the total time count.
     head(call.id, response);
-    if (!response.body) {
+    if (!response.body || !open.has(call.id)) {
       idle.stop();
+      release(call.id);
+      await response.body?.cancel().catch(() => {});
       return answer({ t: "done", id: call.id });
     }
     if (call.saveTo !== undefined && response.status < 400) {
@@ -131,8 +215,19 @@ export function serveOutbound(
   };
 
   const openFile = async (id: number, name: string) => {
-    const file = await files.open(name);
+    // Aborted, its reader (once it has one) is cancelled by `release`.
+    const refused = admit(id, 0, () => {});
+    if (refused) return answer({ t: "error", id, message: refused });
+    let file;
+    try {
+      file = await files.open(name);
+    } catch (error) {
+      release(id);
+      throw error;
+    }
+    if (!open.has(id)) return void file?.body.cancel().catch(() => {});
     if (!file) {
+      release(id);
       answer({
         t: "head",
         id,
@@ -159,19 +254,19 @@ export function serveOutbound(
     if (!body) return answer({ t: "done", id });
     try {
       if (body instanceof Promise) {
-        bodies.delete(id);
         await body;
+        release(id);
         return answer({ t: "done", id });
       }
       const { value, done } = await body.read();
       if (done) {
-        bodies.delete(id);
+        release(id);
         answer({ t: "done", id });
       } else {
         answer({ t: "chunk", id, bytes: value }, [value.buffer as ArrayBuffer]);
       }
     } catch (error) {
-      bodies.delete(id);
+      release(id);
       answer({ t: "error", id, message: describe(error) });
     }
   };
@@ -179,18 +274,29 @@ export function serveOutbound(
   port.onmessage = async (event: MessageEvent<OutboundCall>) => {
     const call = event.data;
     if (call.t === "pull") return await pull(call.id);
-    if (call.t === "cancel") {
-      const body = bodies.get(call.id);
-      bodies.delete(call.id);
-      if (body && !(body instanceof Promise)) body.cancel().catch(() => {});
-      return;
-    }
+    if (call.t === "cancel") return release(call.id);
     try {
       if (call.t === "fetch") await fetchFor(call);
       else await openFile(call.id, call.name);
     } catch (error) {
       answer({ t: "error", id: call.id, message: describe(error) });
     }
+  };
+
+  return {
+    inFlight: () => open.size,
+    heldBytes: () => held,
+    close: () => {
+      if (closed) return;
+      closed = true;
+      port.onmessage = null;
+      const aborted = new DOMException("the container ended", "AbortError");
+      for (const [id, entry] of [...open]) {
+        entry.abort(aborted);
+        release(id);
+      }
+      port.close();
+    },
   };
 }
 

@@ -22,13 +22,20 @@
  * largest). What one client's code does to memory reaches that client's containers only.
  *
  * CPU: a worker here does not measure its own CPU time (that costs it a third of its memory:
- * host_globals.ts). The process's CPU time is measured, and shared out among the workers by
- * how late their periodic reports came (a worker that was busy when its report was due) and
- * whether they served requests; each container's budget while it serves nothing is kept with
- * its share (watchCpu). The estimate can spread a container's CPU time over its idle siblings
- * (short bursts that never delay a report): then the client's containers together, not each
- * one, are held to their idle budgets. A worker that
- * runs without yielding is caught as in a process of its own, by its silence.
+ * host_globals.ts), and this thread cannot read another thread's: Deno refuses /proc (even
+ * /proc/self/task, even through a link) to any process without --allow-all, and a web Worker's
+ * CPU time (Node's `worker.cpuUsage()`) is not exposed. So the process's CPU time is measured,
+ * less this thread's own (measured exactly: the relaying and the node's frames are the node's
+ * work, never a container's), and what is left is shared out among the workers by how late
+ * their periodic reports came (a worker that was busy when its report was due) and whether
+ * they served requests; each container's budget while it serves nothing is kept with its share
+ * (watchCpu). The estimate can spread a container's CPU time over its idle siblings (short
+ * bursts that never delay a report): then the client's containers together, not each one, are
+ * held to their idle budgets. A worker that runs without yielding is caught as in a process of
+ * its own, by its silence.
+ *
+ * Outbound requests are the host's (outbound_relay.ts): bounded per container, counted in its
+ * memory here, aborted when it ends.
  *
  * @module
  */
@@ -41,6 +48,7 @@ import {
   type GroupEvent,
   GroupFrameDecoder,
 } from "./group_frames.ts";
+import type { OutboundRelay } from "./outbound_relay.ts";
 import { CoalescingWriter } from "../../tunnel/pipe_frames.ts";
 import { type ContainerWatch, EXIT_OUT_OF_MEMORY, SAMPLE_MS } from "./watchdog.ts";
 
@@ -52,10 +60,10 @@ const MEMORY_CHECK_MS = 100;
 /** After a container took the loaded worker, the next is loaded this much later. */
 const SPARE_WORKER_DELAY_MS = 250;
 const CPU_CHECK_MS = 250;
+/** How often the node hears each container's usage (a `usage` event). */
+const USAGE_MS = 500;
 /** What serving a request weighs when the process's CPU time is shared out, in report lag. */
 const SERVING_WEIGHT_MS = CPU_CHECK_MS;
-/** The share of a core this thread may use relaying, on top of its containers' idle shares. */
-const HOST_CPU_SHARE = 0.2;
 /** A worker that has not reported for this long is busy without a break (SAMPLE_MS apart). */
 const SILENT_MS = SAMPLE_MS + 100;
 /** Over the budget with every worker reporting, the largest ends after this long. */
@@ -86,6 +94,8 @@ interface Member {
   budget: number;
   /** Its CPU time as estimated so far (watchCpu), microseconds. */
   cpuMicros: number;
+  /** Its outbound requests (aborted when it ends). */
+  outbound?: OutboundRelay;
 }
 
 /** Hosts a client's containers until the node closes the process's stdin. */
@@ -102,6 +112,7 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
     if (!member) return;
     members.delete(slot);
     member.watch?.stop();
+    member.outbound?.close();
     member.worker.terminate();
     member.pipe.close();
     event({ t: "ended", slot, code, ...(why ? { why } : {}) });
@@ -160,8 +171,9 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
       startSandbox: () => host,
       exit: (code, why) => end(slot, code, why),
       memory: "worker",
-      onWatch: (watch, limits) => {
+      onWatch: (watch, limits, outbound) => {
         member.watch = watch;
+        member.outbound = outbound;
         member.budget = limits.heapBytes + WORKER_BASE_MB * MIB;
       },
     });
@@ -169,6 +181,20 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
 
   const memory = watchMemory(members, end);
   const cpu = watchCpu(members);
+  // The node's records of each container (what it blames a dead process on, what its record
+  // shows): memory as counted here, CPU as charged, outbound requests open.
+  const usage = setInterval(() => {
+    if (members.size === 0) return;
+    event({
+      t: "usage",
+      usage: [...members].map(([slot, member]) => [
+        slot,
+        memoryOf(member),
+        Math.round(member.cpuMicros),
+        member.outbound?.inFlight() ?? 0,
+      ]),
+    });
+  }, USAGE_MS);
   try {
     const frames = new GroupFrameDecoder();
     for await (const chunk of surroundings.stdin) {
@@ -187,6 +213,7 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
     // The node closed the process: it has no container left, or it is shutting down.
     clearInterval(memory);
     clearInterval(cpu);
+    clearInterval(usage);
     clearTimeout(refill);
     spare?.worker.terminate();
     for (const slot of [...members.keys()]) end(slot, 0);
@@ -215,8 +242,7 @@ function watchMemory(
     // and the memory stays over does the largest go.
     const silent = (member: Member) => (member.watch?.silence() ?? 0) > SILENT_MS;
     const rank = (member: Member) =>
-      (silent(member) ? (member.watch?.serving() ? 2 : 1) : 0) * 2 ** 52 +
-      (member.watch?.heap() ?? 0);
+      (silent(member) ? (member.watch?.serving() ? 2 : 1) : 0) * 2 ** 52 + memoryOf(member);
     const [slot, worst] = [...members].reduce((a, b) => rank(b[1]) > rank(a[1]) ? b : a);
     if (!silent(worst) && Date.now() - overSince < OVER_GRACE_MS) return;
     quietUntil = Date.now() + MEMORY_COOLDOWN_MS;
@@ -231,23 +257,29 @@ function watchMemory(
   }, MEMORY_CHECK_MS);
 }
 
+/** A container's memory as this process knows it: its worker's report and what the host holds. */
+function memoryOf(member: Member): number {
+  return (member.watch?.heap() ?? 0) + (member.outbound?.heldBytes() ?? 0);
+}
+
 /**
  * Charges each container its share of the process's CPU time (see the module's text): every
- * CPU_CHECK_MS, the process's CPU time beyond this thread's allowance goes to the containers in
+ * CPU_CHECK_MS, the process's CPU time beyond this thread's own goes to the containers in
  * proportion to how late their reports came in that time (a worker busy when its report was
  * due), evenly where none came late; each container's watchdog counts what it was charged as it
  * counts a measured thread's, against its budget while it serves nothing.
  */
 function watchCpu(members: Map<number, Member>): ReturnType<typeof setInterval> {
   const micros = () => {
-    // The whole process's (this thread runs Node's layer anyway: node:sqlite).
-    const { user, system } = process.cpuUsage();
-    return user + system;
+    // The whole process's, less this thread's (it runs Node's layer anyway: node:sqlite).
+    const all = process.cpuUsage();
+    const own = process.threadCpuUsage();
+    return all.user + all.system - own.user - own.system;
   };
-  let last = { at: performance.now(), micros: micros() };
+  let last = micros();
   return setInterval(() => {
-    const now = { at: performance.now(), micros: micros() };
-    const spent = now.micros - last.micros - HOST_CPU_SHARE * (now.at - last.at) * 1000;
+    const now = micros();
+    const spent = now - last;
     last = now;
     const watched = [...members.values()].filter((member) => member.watch);
     // A container that served in this time may have used any of it (serving is not charged).

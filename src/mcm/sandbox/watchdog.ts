@@ -31,7 +31,15 @@ export interface WatchdogLimits {
   idleCpuBurstMs: number;
   /** How long the microservice's thread may go without reporting while serving a request. */
   busySilenceMs: number;
+  /**
+   * Outbound requests (and storage file reads) open at once (MCM.MAX_OUTBOUND_REQUESTS);
+   * absent: DEFAULT_OUTBOUND_REQUESTS.
+   */
+  outboundRequests?: number;
 }
+
+/** The default of MCM.MAX_OUTBOUND_REQUESTS. */
+export const DEFAULT_OUTBOUND_REQUESTS = 32;
 
 /** A report of the microservice's thread (sandbox_worker.ts). */
 export interface CpuSample {
@@ -105,6 +113,8 @@ export function watchContainer(
   stop: (code: number, why: string) => void,
   activity: SharedArrayBuffer,
   scope: MemoryScope = "process",
+  /** Bytes the host holds for the container (its outbound requests' bodies). */
+  held: () => number = () => 0,
 ): ContainerWatch {
   const counters = new Int32Array(activity);
   let last: { at: number; heap: number; lagMs: number } | undefined;
@@ -166,12 +176,13 @@ export function watchContainer(
 
   const sample = (sample: CpuSample) => {
     if (stopped) return;
-    if (scope === "worker" && sample.heap > limits.heapBytes) {
+    const used = scope === "worker" ? sample.heap + held() : 0;
+    if (used > limits.heapBytes) {
       return end(
         EXIT_OUT_OF_MEMORY,
-        `out of memory: its heap and buffers used ${mb(sample.heap)} MB of its ${
-          mb(limits.heapBytes)
-        } MB`,
+        `out of memory: its heap, buffers and pending outbound requests used ${
+          mb(used)
+        } MB of its ${mb(limits.heapBytes)} MB`,
       );
     }
     last = { at: Date.now(), heap: sample.heap, lagMs: (last?.lagMs ?? 0) + (sample.lagMs ?? 0) };
