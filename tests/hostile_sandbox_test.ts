@@ -160,7 +160,7 @@ for (const [mode, config] of [["per-client", CONFIG], ["per-container", PER_CONT
       "eve",
     );
     await poke(`${url}/burn`);
-    // Its reports still come (no silence) and its request stops counting by its time limit.
+    // Its reports still come (not ended for its silence), and the node's pings are answered.
     assert.match(
       await ended(node, burner.id, 1, 25_000),
       /more CPU than its budget while serving no request/,
@@ -169,6 +169,22 @@ for (const [mode, config] of [["per-client", CONFIG], ["per-container", PER_CONT
     assert.equal(await (await fetch(`${calmUrl}/`)).text(), "up");
   });
 }
+
+Deno.test("a request that never settles stops counting in flight once the node aborts it", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const env = { "MCM.MAX_EXECUTION_TIME_SEC": "4" };
+  const { container: hanger, url } = await deployScript(node, "hanger", POISON_SERVICE, env, "eve");
+  const began = Date.now();
+  // The node gives up on it after 4 s (504); its handler never settles, and it burns on.
+  const hung = await fetch(`${url}/hang`);
+  await hung.body?.cancel();
+  assert.equal(hung.status, 504);
+  assert.match(
+    await ended(node, hanger.id, 1, 20_000),
+    /more CPU than its budget while serving no request/,
+  );
+  assert.ok(Date.now() - began < 25_000, `ended in ${Date.now() - began} ms`);
+});
 
 Deno.test("stack traces name the microservice's file, never the node's data directory", async () => {
   await using node = await startTestNode({ config: CONFIG });

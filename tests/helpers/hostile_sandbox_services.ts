@@ -72,9 +72,11 @@ mimikModule.exports = function (context, req, res) {
 };`;
 
 /**
- * Replaces every global and prototype method the runtime could touch, then: /burn keeps a core
- * busy after answering (45 ms in every 50), /spin loops for ever after answering, /hang never
- * answers and burns. `light` replaces only Atomics and Math (the response path still works).
+ * Replaces the globals and prototype methods the runtime could touch, then keeps a core busy
+ * (45 ms in every 50): /burn-light replaces Atomics and Math in its handler, before it answers;
+ * /burn replaces every one once it answered (JSON, Date, performance, arrays', maps', sets',
+ * strings', typed arrays' and async generators' methods, Promise's, Function's, TextEncoder's…);
+ * /spin replaces Atomics and Math, answers and loops for ever; /hang never answers, and burns.
  */
 export const POISON_SERVICE = `setTimeout(function () {}, 0); // Node's timers, loaded before
 function poison(light) {
@@ -115,12 +117,23 @@ function poison(light) {
   globalThis.postMessage = zero;
 }
 var realNow = Date.now;
+function burn() {
+  setInterval(function () { var t = realNow(); while (realNow() - t < 45) {} }, 50);
+}
 mimikModule.exports = function (context, req, res) {
   var url = req.url;
-  if (url === "/burn" || url === "/burn-light") {
-    poison(url === "/burn-light");
+  if (url === "/burn-light") {
+    // In the handler: the request's own bookkeeping (in flight, then done) runs poisoned.
+    poison(true);
     res.end("poisoned");
-    setInterval(function () { var t = realNow(); while (realNow() - t < 45) {} }, 50);
+    burn();
+  } else if (url === "/burn") {
+    // Once answered: what remains is the runtime's own (reports, counters, the channel).
+    res.end("poisoning");
+    setTimeout(function () { poison(false); burn(); }, 20);
+  } else if (url === "/hang") {
+    // Never answers: the request must stop counting once the node aborts it.
+    burn();
   } else if (url === "/spin") {
     poison(true);
     res.end("poisoned");
@@ -130,13 +143,14 @@ mimikModule.exports = function (context, req, res) {
   }
 };`;
 
-/** Throws at load (its stack goes to lastError) and, on /fail, in a request (to the log). */
+/**
+ * /stack answers the stack of an error it makes, /fail throws in its handler (logged); with
+ * `__FAIL_AT_LOAD__` replaced by `true` it throws while loading (the 422's message).
+ */
 export const STACK_SERVICE = `function handler(context, req, res) {
   if (req.url === "/fail") throw new Error("failing on purpose");
   if (req.url === "/stack") return res.end(new Error("where am I").stack);
   res.end("up");
 }
-if (typeof globalThis.failAtLoad === "undefined" && __FAIL_AT_LOAD__) {
-  throw new Error("failing at load");
-}
+if (__FAIL_AT_LOAD__) throw new Error("failing at load");
 mimikModule.exports = handler;`;

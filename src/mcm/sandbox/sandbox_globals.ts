@@ -296,6 +296,24 @@ function functionTimers(global: Record<string, unknown>, native: ReturnType<type
   global.clearImmediate = clear;
 }
 
+/**
+ * Two built-ins that Deno's own code in the worker reaches through the microservice's
+ * prototypes, fixed so that replacing them cannot stop the channel (which would end the
+ * container by the node's ping rather than by its limits): `Promise.prototype.constructor`,
+ * which every `await` reads (replaced, each `await` would go through a `then` of theirs), and
+ * `Function.prototype.call`, which Deno's delivery of a port's messages calls. Subclasses
+ * (`class extends Promise`) and functions define their own as before.
+ */
+function fixBuiltins(): void {
+  const fixed: [object, string][] = [[Promise.prototype, "constructor"], [
+    Function.prototype,
+    "call",
+  ]];
+  for (const [target, name] of fixed) {
+    Object.defineProperty(target, name, { writable: false, configurable: false });
+  }
+}
+
 /** Deletes every global outside SANDBOX_GLOBALS, on the global object and its scope classes. */
 function removeHostGlobals(global: Record<string, unknown>): void {
   for (
@@ -376,5 +394,6 @@ export function installGlobals(
   removeHostGlobals(global);
   functionTimers(global, timers);
   tameCodeGeneration(global);
+  fixBuiltins();
   Object.assign(global, { fetch: fetcher, Duktape: duktape });
 }
