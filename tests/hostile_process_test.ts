@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { containerProcesses, storagePathOf } from "./helpers/container_processes.ts";
-import { ContainerSchema } from "../gen/mcm/validators.ts";
+import { type Container, ContainerSchema } from "../gen/mcm/validators.ts";
 import { expectJson } from "./helpers/contract.ts";
 import { deployScript, mcm } from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
@@ -114,5 +114,44 @@ Deno.test("a kill from outside blames no container: each end counts as its own",
     assert.equal(now.bystanderRestarts, undefined, `${container.id}: no one to blame`);
     assert.equal(now.processEnds, undefined);
     assert.doesNotMatch(now.lastError ?? "", /brought down/);
+  }
+});
+
+Deno.test("a container's record shows its memory, CPU and outbound requests in flight", async () => {
+  // A server that accepts and never answers: the container's requests stay in flight.
+  const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of silent) held.push(conn);
+  })();
+  try {
+    await using node = await startTestNode({
+      config: { ...CONFIG, mcm: { outboundNetworks: ["public", "private", "loopback"] } },
+    });
+    const script = `var kept = new Uint8Array(24 * 1024 * 1024).fill(1);
+mimikModule.exports = function (context, req, res) {
+  for (var i = 0; i < 3; i++) fetch("http://127.0.0.1:${silent.addr.port}/").catch(function () {});
+  res.end(String(kept.length));
+};`;
+    const { container, url } = await deployScript(node, "heavy", script, {}, "alice");
+    const response = await fetch(`${url}/`);
+    assert.equal(response.status, 200, await response.text());
+    let seen: Container | undefined;
+    await waitFor(
+      async () => {
+        seen = await record(node, container.id);
+        return (seen.usage?.memoryBytes ?? 0) >= 24 * 2 ** 20 && seen.usage?.outboundInFlight === 3;
+      },
+      "its figures in its record",
+      10_000,
+    ).catch((error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(seen?.usage)}`);
+    });
+    assert.ok(seen!.usage!.cpuMicros >= 0);
+    assert.ok(Math.abs(Date.now() - seen!.usage!.at) < 5_000, "recent figures");
+  } finally {
+    silent.close();
+    for (const conn of held) conn.close();
+    await accepting.catch(() => {});
   }
 });
