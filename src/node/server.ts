@@ -116,7 +116,9 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     ],
     readEnv,
     ownAddresses: () => Deno.networkInterfaces().map((i) => i.address),
-    answerCall: (_container, call): Promise<unknown> => nodeServices.answer(call),
+    // The container's client takes its turn at the models (fair queuing between clients).
+    answerCall: (container, call): Promise<unknown> =>
+      nodeServices.answer(call, container, mcmRecords.container(container)?.client),
   });
   const linkLocal = new LinkLocal(
     selfDescriber(
