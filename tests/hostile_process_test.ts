@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { containerProcesses, storagePathOf } from "./helpers/container_processes.ts";
 import { type Container, ContainerSchema } from "../gen/mcm/validators.ts";
 import { expectJson } from "./helpers/contract.ts";
-import { deployScript, mcm } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+import { deployScript, mcm, serviceUrl } from "./helpers/mcm.ts";
+import { startTestNode, type TestNode, waitFor, withTempDir } from "./helpers/node.ts";
 import { hits, logText, record, settled } from "./helpers/hostile_process_records.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
@@ -42,7 +42,24 @@ async function inOwnProcess(node: TestNode, id: string): Promise<boolean> {
 }
 
 Deno.test("a container that brings down its client's process is named, then moved out", async () => {
-  await using node = await startTestNode({ config: CONFIG });
+  await withTempDir(async (dataDir) => {
+    const node = await startTestNode({ dataDir, config: CONFIG });
+    try {
+      await namedThenMovedOut(node);
+    } finally {
+      await node.stop();
+    }
+    // The quarantine outlives a node restart: only a redeploy ends it.
+    await using again = await startTestNode({ dataDir, config: CONFIG });
+    const bad = await settled(again, "alice-bad", (c) => c.quarantined === true);
+    assert.equal(bad.processEnds, undefined, "counted since the node started it");
+    await waitFor(() => inOwnProcess(again, bad.id), "a process of its own again", 15_000);
+    await redeployShares(again, bad);
+  });
+});
+
+/** Three attempts of `bad` beside `calm`: named twice, then alone the third time. */
+async function namedThenMovedOut(node: TestNode): Promise<void> {
   const env = { "MCM.MEMORY_MB": "64" };
   const bad = await deployScript(node, "bad", SERVICE, env, "alice");
   const calm = await deployScript(node, "calm", SERVICE, env, "alice");
@@ -86,8 +103,11 @@ Deno.test("a container that brings down its client's process is named, then move
   assert.equal(sibling.bystanderRestarts, 2);
   assert.equal(sibling.restarts, 0);
   assert.equal(sibling.state, "started");
+}
 
-  // A redeploy is a new deployment: it shares its client's process again, its record afresh.
+/** A redeploy is a new deployment: it shares its client's process again, its record afresh. */
+async function redeployShares(node: TestNode, bad: Container): Promise<void> {
+  const env = { "MCM.MEMORY_MB": "64" };
   const redeployed = await mcm(node, "/containers", {
     method: "POST",
     headers: { "x-client-id": "alice", "content-type": "application/json" },
@@ -96,9 +116,9 @@ Deno.test("a container that brings down its client's process is named, then move
   const again = await expectJson(redeployed, 200, ContainerSchema);
   assert.equal(again.quarantined, undefined);
   assert.equal(again.processEnds, undefined);
-  await waitFor(async () => !(await inOwnProcess(node, badId)), "its own process's end", 15_000);
-  assert.equal(await hits(bad.url), 1);
-});
+  await waitFor(async () => !(await inOwnProcess(node, bad.id)), "its own process's end", 15_000);
+  assert.equal(await hits(serviceUrl(node, again)), 1);
+}
 
 Deno.test("a kill from outside blames no container: each end counts as its own", async () => {
   await using node = await startTestNode({ config: CONFIG });

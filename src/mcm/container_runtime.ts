@@ -36,6 +36,10 @@ const QUARANTINE_MS = 10 * 60_000;
 /** What a runtime needs besides the channel options. */
 export interface RuntimeOptions extends Omit<ChannelOptions, "onLog" | "onBroughtDown" | "alone"> {
   deadlineMs: number;
+  /** Quarantined already (its record says so: a node restart keeps it). */
+  quarantined?: boolean;
+  /** It was just quarantined: the record keeps it. */
+  onQuarantine?(): void;
 }
 
 /** A container's process, kept alive. */
@@ -60,6 +64,7 @@ export class ContainerRuntime {
 
   constructor(options: RuntimeOptions) {
     this.#options = options;
+    this.#alone = options.quarantined === true;
     this.#log = new ContainerLog(options.id);
   }
 
@@ -166,6 +171,7 @@ export class ContainerRuntime {
     const lately = this.#recentProcessEnds.length;
     if (this.#alone || lately < QUARANTINE_ENDS) return;
     this.#alone = true;
+    this.#options.onQuarantine?.();
     this.log(
       "node",
       `it brought down its client's process ${lately} times in ${QUARANTINE_MS / 60_000} ` +

@@ -196,7 +196,7 @@ export class Deployments {
   #runtimeFor(record: ContainerRecord): ContainerRuntime {
     const env = this.#servedEnv(record);
     const limits = limitsOf(env, this.#settings.memoryMb);
-    return new ContainerRuntime({
+    const runtime: ContainerRuntime = new ContainerRuntime({
       id: record.id,
       runtimeDir: this.#files.runtimeDir,
       bundlePath: this.#files.bundlePath(record.bundle),
@@ -223,7 +223,13 @@ export class Deployments {
       fetchTimeoutMs: limits.executionMs,
       client: record.client,
       placement: this.#placement,
+      quarantined: record.quarantined,
+      // Only while it is the container's deployment: a redeploy's record starts afresh.
+      onQuarantine: () => {
+        if (this.#runtimes.get(record.id) === runtime) this.#records.quarantine(record.id);
+      },
     });
+    return runtime;
   }
 
   #mount(record: ContainerRecord, runtime: ContainerRuntime): void {

@@ -39,6 +39,11 @@ export interface ContainerRecord {
   alias: string | null;
   /** Unix milliseconds. */
   created: number;
+  /**
+   * It brought down its client's shared process too often: it runs in a process of its own
+   * until it is redeployed (a redeploy's record starts without it).
+   */
+  quarantined?: boolean;
 }
 
 type Row = Record<string, unknown>;
@@ -54,6 +59,7 @@ const containerOf = (row: Row): ContainerRecord => ({
   basePath: row.base_path as string,
   alias: row.alias as string | null,
   created: Number(row.created),
+  ...(row.quarantined ? { quarantined: true } : {}),
 });
 
 const imageOf = (row: Row): ImageRecord => ({
@@ -87,6 +93,10 @@ export class McmRecords {
     const columns = db.prepare("PRAGMA table_info(mcm_images)").all() as Row[];
     if (!columns.some((column) => column.name === "repo_tags")) {
       db.exec("ALTER TABLE mcm_images ADD COLUMN repo_tags TEXT");
+    }
+    const containerColumns = db.prepare("PRAGMA table_info(mcm_containers)").all() as Row[];
+    if (!containerColumns.some((column) => column.name === "quarantined")) {
+      db.exec("ALTER TABLE mcm_containers ADD COLUMN quarantined INTEGER NOT NULL DEFAULT 0");
     }
   }
 
@@ -188,6 +198,14 @@ export class McmRecords {
       container.alias,
       container.created,
     );
+  }
+
+  /**
+   * Marks a container as running in a process of its own from now on (it survives node
+   * restarts; putContainer, a redeploy, clears it).
+   */
+  quarantine(id: string): void {
+    this.#db.prepare("UPDATE mcm_containers SET quarantined = 1 WHERE id = ?").run(id);
   }
 
   deleteContainer(id: string): void {
