@@ -6,7 +6,7 @@
  * a 400 naming the context length.
  */
 import assert from "node:assert/strict";
-import { deployScript } from "./helpers/mcm.ts";
+import { deployScript, mcm } from "./helpers/mcm.ts";
 import { waitFor } from "./helpers/node.ts";
 import { uploadRaw } from "./helpers/store.ts";
 import { createModel } from "./helpers/store.ts";
@@ -118,7 +118,7 @@ Deno.test("detached calls draw from a per-container budget; calls in a request d
     { long: LONG },
     { detachedEngineSeconds: 1, detachedWindowSeconds: 3600 },
   );
-  const { url } = await deployScript(node, "budget", HOSTILE_ML_MIM);
+  const { url, container } = await deployScript(node, "budget", HOSTILE_ML_MIM);
   const options = { model: "long", messages: say("go"), max_tokens: 2048 };
 
   await t.step(
@@ -155,6 +155,16 @@ Deno.test("detached calls draw from a per-container budget; calls in a request d
     const body = await response.json();
     assert.equal(response.status, 200, JSON.stringify(body));
     assert.equal(body.usage.completion_tokens, 3);
+  });
+
+  await t.step("the container's record shows its engine time and refusals", async () => {
+    const view = await (await mcm(node, `/containers/${container.id}`)).json();
+    const used = view.inference;
+    assert.ok(used, JSON.stringify(view));
+    assert.ok(used.requests >= 2 && used.completionTokens > 3, JSON.stringify(used));
+    assert.ok(used.detachedEngineMs >= 900, `detached engine time ${used.detachedEngineMs} ms`);
+    assert.ok(used.engineMs > used.detachedEngineMs, JSON.stringify(used));
+    assert.ok(used.budgetRefusals >= 1, JSON.stringify(used));
   });
 });
 

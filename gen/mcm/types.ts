@@ -17,6 +17,7 @@ export interface components {
     ContainerCancel: schemas.ContainerCancel;
     ContainerEvent: schemas.ContainerEvent;
     ContainerFatal: schemas.ContainerFatal;
+    ContainerInference: schemas.ContainerInference;
     ContainerList: schemas.ContainerList;
     ContainerLog: schemas.ContainerLog;
     ContainerReady: schemas.ContainerReady;

@@ -7,6 +7,7 @@
 import type { McmConfig } from "../../gen/config/validators.ts";
 import type { Container, ContainerCall, StartContainerRequest } from "../../gen/mcm/validators.ts";
 import { Conflict, NotFound, Unprocessable } from "../errors/mod.ts";
+import type { CallerUsage } from "../inference/caller_usage.ts";
 import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
 import type { Caller } from "./caller.ts";
@@ -45,6 +46,10 @@ export interface NodeFacts {
   ownAddresses(): string[];
   /** Answers a container's call to its node (spec/mcm.yaml, ContainerCall). */
   answerCall(container: string, call: ContainerCall): Promise<unknown>;
+  /** What a container's `context.ml` calls used of the engine; undefined before any. */
+  inferenceUsage?(container: string): CallerUsage | undefined;
+  /** Forgets a deleted container's engine figures. */
+  forgetContainer?(container: string): void;
 }
 
 /** Where a request path leads. */
@@ -182,7 +187,14 @@ export class Deployments {
       restarts: runtime?.restarts ?? 0,
       ...(runtime?.lastError ? { lastError: runtime.lastError } : {}),
       ...(runtime ? incidents(runtime) : {}),
+      ...this.#inferenceOf(record.id),
     };
+  }
+
+  #inferenceOf(id: string): Partial<Container> {
+    const used = this.#node.inferenceUsage?.(id);
+    if (!used || (used.requests === 0 && used.budgetRefusals === 0)) return {};
+    return { inference: { ...used, engineMs: Math.round(used.engineMs) } };
   }
 
   #servedEnv(record: ContainerRecord): Record<string, string> {
@@ -335,6 +347,7 @@ export class Deployments {
       this.#unmount(record);
       this.#records.deleteContainer(id);
       await runtime?.stop();
+      this.#node.forgetContainer?.(id);
       await this.#images.dropBundle(record.bundle);
       if (purge) await this.#files.removeStorage(id);
       return { ...this.#view(record), state: "stopped" };

@@ -36,6 +36,7 @@ import { VIA_HEADER } from "../tunnel/routing.ts";
 import type { Settings } from "./config.ts";
 import { openDatabase } from "../storage/database.ts";
 import { InferenceService } from "../inference/inference_service.ts";
+import { containerCaller } from "../inference/caller_usage.ts";
 import {
   inferenceHandlers,
   inferenceRoutes,
@@ -119,6 +120,11 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
     // The container's client takes its turn at the models (fair queuing between clients).
     answerCall: (container, call): Promise<unknown> =>
       nodeServices.answer(call, container, mcmRecords.container(container)?.client),
+    inferenceUsage: (container) => {
+      const caller = containerCaller(container);
+      return inference.usage().has(caller) ? inference.usageOf(caller) : undefined;
+    },
+    forgetContainer: (container) => inference.forgetCaller(containerCaller(container)),
   });
   const linkLocal = new LinkLocal(
     selfDescriber(
