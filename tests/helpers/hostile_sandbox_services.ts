@@ -109,6 +109,9 @@ function poison(light) {
   Reflect.apply = zero;
   Promise.prototype.then = same;
   Promise.prototype.constructor = function () {};
+  try {
+    Object.defineProperty(Promise, Symbol.species, { get: function () { throw new Error("no"); } });
+  } catch (fixed) {}
   Function.prototype.call = zero;
   Function.prototype.apply = zero;
   Function.prototype.bind = same;

@@ -146,17 +146,16 @@ export const performanceNow: () => number = performance.now.bind(performance);
 export const randomUUID: () => string = crypto.randomUUID.bind(crypto);
 
 /**
- * Calls `onFulfilled` or `onRejected` once `promise` settles, whatever the microservice did to
- * `Promise`: the native `then`, with the promise's own `constructor` pinned to undefined so
- * that the species lookup inside `then` (Promise.prototype.constructor, Promise[Symbol.species])
- * is not theirs. Not `await`, which looks the constructor up (and then a replaced `then`).
+ * Calls `onFulfilled` or `onRejected` once `promise` settles: the native `then`, called as
+ * taken, not `await` and not the promise's `then`. Its species lookup (the promise's
+ * `constructor`, then `Promise[Symbol.species]`) cannot reach the microservice's code: the
+ * sandbox fixes both before that code runs (sandbox_globals.ts).
  */
 export function onSettled<T>(
   promise: Promise<T>,
   onFulfilled: (value: T) => void,
   onRejected: (reason: unknown) => void,
 ): void {
-  ObjectDefineProperty(promise, "constructor", { value: undefined });
   PromisePrototypeThen(promise, onFulfilled, onRejected);
 }
 
