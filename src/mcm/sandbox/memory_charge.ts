@@ -18,6 +18,7 @@
  * @module
  */
 import { chargeIntl } from "./intl_charge.ts";
+import { chargeSharedBuffers } from "./shared_buffer_charge.ts";
 import {
   ArrayPrototypePush,
   MapPrototypeDelete,
@@ -55,6 +56,16 @@ type Instance = WebAssembly.Instance;
 
 const MB = 2 ** 20;
 const safeNumber = Number;
+
+/** What the charges of each kind need of the container's (shared_buffer_charge.ts). */
+export interface Budget {
+  /** Bytes the container may still allocate. */
+  left(): number;
+  /** Throws the RangeError of an allocation of `bytes` that does not fit. */
+  refuse(what: string, bytes: number): never;
+  /** Charges `bytes` while `target` lives. */
+  reserve(target: object, bytes: number): void;
+}
 
 function thenSafe<T, R>(promise: Promise<T>, then: (value: T) => R): Promise<R> {
   // The species lookup inside `then` must not be the microservice's (intrinsics.ts).
@@ -110,6 +121,11 @@ export function chargeMemory(
   /** Memories reserved (a module's own, unexported) and SharedArrayBuffers, bytes. */
   let reserved = 0;
   const release = new SafeFinalizationRegistry<number>((bytes) => reserved -= bytes);
+  /** Charges `bytes` while `target` lives. */
+  const reserve = (target: object, bytes: number) => {
+    reserved += bytes;
+    register(release, target, bytes);
+  };
   const register = uncurry(SafeFinalizationRegistry.prototype.register);
   const intl = chargeIntl(global as unknown as typeof globalThis);
   /** Modules' defined memories. */
@@ -234,8 +250,7 @@ export function chargeMemory(
     let kept = 0;
     for (let i = fresh; i < defined.length; i++) kept += defined[i].maxPages * PAGE_BYTES;
     if (kept > 0) {
-      reserved += kept;
-      register(release, instance, kept);
+      reserve(instance, kept);
     }
     return instance;
   };
@@ -299,47 +314,6 @@ export function chargeMemory(
     });
   }
 
-  // SharedArrayBuffer: charged at its length while it lives.
-  const NativeShared = global.SharedArrayBuffer;
-  const sharedGrow = uncurry(NativeShared.prototype.grow);
-  const sharedCharge = new SafeWeakMap<SharedArrayBuffer, number>();
-  const chargeShared = (buffer: SharedArrayBuffer, bytes: number) => {
-    reserved += bytes;
-    WeakMapPrototypeSet(sharedCharge, buffer, bytes);
-    register(release, buffer, bytes);
-  };
-  const Shared = new SafeProxy(NativeShared, {
-    construct(target, args, newTarget) {
-      const length = safeNumber(args[0] ?? 0);
-      if (!(length <= left())) refuse("SharedArrayBuffer()", length);
-      const buffer = ReflectConstruct(target, [length, args[1]], newTarget) as SharedArrayBuffer;
-      chargeShared(buffer, SharedArrayBufferPrototypeGetByteLength(buffer));
-      return buffer;
-    },
-  });
-  ObjectDefineProperty(NativeShared.prototype, "grow", {
-    value: function grow(this: SharedArrayBuffer, length: unknown) {
-      const wanted = safeNumber(length);
-      const before = SharedArrayBufferPrototypeGetByteLength(this);
-      if (!(wanted - before <= left())) refuse("SharedArrayBuffer.grow()", wanted - before);
-      sharedGrow(this, wanted);
-      const after = SharedArrayBufferPrototypeGetByteLength(this);
-      const was = WeakMapPrototypeGet(sharedCharge, this);
-      // The growth charged on its own (each charge is released with the buffer).
-      if (was !== undefined && after > was) {
-        reserved += after - was;
-        register(release, this, after - was);
-        WeakMapPrototypeSet(sharedCharge, this, after);
-      }
-    },
-    writable: true,
-    configurable: true,
-  });
-  ObjectDefineProperty(NativeShared.prototype, "constructor", {
-    value: Shared,
-    writable: true,
-    configurable: true,
-  });
-  global.SharedArrayBuffer = Shared;
+  chargeSharedBuffers(global, { left, refuse, reserve });
   return { charged };
 }

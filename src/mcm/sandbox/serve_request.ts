@@ -47,6 +47,7 @@ class BodyTooLarge extends Error {}
 const encoder = new TextEncoder();
 const SafeReadableStream = ReadableStream;
 const SafeError = Error;
+const SafeString = String;
 
 async function readBody(body: BodyInit | null, max: number): Promise<Uint8Array | null> {
   if (body === null) return null;
@@ -77,7 +78,7 @@ function errorOutgoing(status: number, message: string): Outgoing {
 
 /** An error as the log shows it: its stack (without the node's paths: stack_paths.ts). */
 export function describe(error: unknown): string {
-  if (!(error instanceof SafeError)) return `${error}`;
+  if (!(error instanceof SafeError)) return SafeString(error);
   const stack = error.stack;
   return typeof stack === "string" ? stack : ErrorPrototypeToString(error);
 }
