@@ -26,20 +26,21 @@
  * /proc/self/task, even through a link) to any process without --allow-all, and a web Worker's
  * CPU time (Node's `worker.cpuUsage()`) is not exposed. So the process's CPU time is measured,
  * less this thread's own (measured exactly: the relaying and the node's frames are the node's
- * work, never a container's), and what is left is shared out among the workers by how late
- * their periodic reports came (a worker that was busy when its report was due) and whether
- * they served requests; each container's budget while it serves nothing is kept with its share
- * (watchCpu). The estimate can spread a container's CPU time over its idle siblings (short
- * bursts that never delay a report): then the client's containers together, not each one, are
- * held to their idle budgets. A worker that runs without yielding is caught as in a process of
- * its own, by its silence.
+ * work, never a container's), and shared out among the workers by how busy each was seen
+ * (tenant_limits.ts, watchCpu): pinged at random moments through its channel (busy_probe.ts),
+ * a busy thread answers late; its periodic reports come late too; a worker serving a request
+ * may have used any of it (and is not charged for that time). The lateness of the last
+ * seconds decides, squared (a busy spell delays tens of ms, a loaded machine's scheduler a
+ * few), so a loop busy 40 ms in every 100 ms is charged nearly all of the process's time and an
+ * idle sibling almost none; time no container was seen busy for is charged to nobody. Each
+ * container's budget while it serves nothing is kept with its share. A worker that runs
+ * without yielding is caught as in a process of its own, by its silence.
  *
  * Outbound requests are the host's (outbound_relay.ts): bounded per container, counted in its
  * memory here, aborted when it ends.
  *
  * @module
  */
-import process from "node:process";
 import { hostContainer } from "./container_host.ts";
 import {
   CONTROL_SLOT,
@@ -48,28 +49,19 @@ import {
   type GroupEvent,
   GroupFrameDecoder,
 } from "./group_frames.ts";
-import type { OutboundRelay } from "./outbound_relay.ts";
+import { BusyProbe } from "./busy_probe.ts";
 import { CoalescingWriter } from "../../tunnel/pipe_frames.ts";
-import { type ContainerWatch, EXIT_OUT_OF_MEMORY, SAMPLE_MS } from "./watchdog.ts";
+import { type Member, memoryOf, watchCpu, watchMemory } from "./tenant_limits.ts";
 
-/** The process's own memory beyond its containers' (Deno, this thread), MiB. */
-const PROCESS_BASE_MB = 96;
 /** A worker's own memory beyond its MCM.MEMORY_MB (its isolate and thread), MiB. */
 const WORKER_BASE_MB = 24;
-const MEMORY_CHECK_MS = 100;
 /** After a container took the loaded worker, the next is loaded this much later. */
 const SPARE_WORKER_DELAY_MS = 250;
-const CPU_CHECK_MS = 250;
 /** How often the node hears each container's usage (a `usage` event). */
 const USAGE_MS = 500;
-/** What serving a request weighs when the process's CPU time is shared out, in report lag. */
-const SERVING_WEIGHT_MS = CPU_CHECK_MS;
-/** A worker that has not reported for this long is busy without a break (SAMPLE_MS apart). */
-const SILENT_MS = SAMPLE_MS + 100;
-/** Over the budget with every worker reporting, the largest ends after this long. */
-const OVER_GRACE_MS = 2000;
-/** After ending a container for memory, the next check waits this long for the memory to go. */
-const MEMORY_COOLDOWN_MS = 1000;
+/** Containers are pinged this long apart at least, and up to PROBE_SPREAD_MS more (ms). */
+const PROBE_MIN_MS = 100;
+const PROBE_SPREAD_MS = 300;
 /** Exit code of a worker that failed (as a process whose worker failed: container_host_main). */
 const EXIT_WORKER_FAILED = 70;
 
@@ -83,19 +75,6 @@ export interface TenantSurroundings {
   stdout: WritableStream<Uint8Array>;
   /** Starts a worker of the sandbox (named GROUP_SANDBOX) without any permission. */
   startSandbox(): Worker;
-}
-
-interface Member {
-  worker: Worker;
-  /** The port of the container's channel bytes. */
-  pipe: MessagePort;
-  watch?: ContainerWatch;
-  /** Its share of the process's memory, bytes. */
-  budget: number;
-  /** Its CPU time as estimated so far (watchCpu), microseconds. */
-  cpuMicros: number;
-  /** Its outbound requests (aborted when it ends). */
-  outbound?: OutboundRelay;
 }
 
 /** Hosts a client's containers until the node closes the process's stdin. */
@@ -160,9 +139,14 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
       pipe,
       budget: WORKER_BASE_MB * MIB,
       cpuMicros: 0,
+      lateness: 0,
+      probe: new BusyProbe(),
     };
     members.set(slot, member);
-    pipe.onmessage = (message: MessageEvent<Uint8Array>) => send(slot, message.data);
+    pipe.onmessage = (message: MessageEvent<Uint8Array>) => {
+      member.probe.fromWorker(message.data);
+      send(slot, message.data);
+    };
     worker.onerror = (error) => {
       error.preventDefault();
       end(slot, EXIT_WORKER_FAILED, `the microservice's worker failed: ${error.message}`);
@@ -181,6 +165,19 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
 
   const memory = watchMemory(members, end);
   const cpu = watchCpu(members);
+  // At random moments (a periodic loop cannot keep out of their way), each container that
+  // serves nothing is pinged (busy_probe.ts).
+  let probes: ReturnType<typeof setTimeout> | undefined;
+  const probe = () => {
+    for (const member of members.values()) {
+      // Once its code loaded (its first report came): loading, it answers nothing.
+      if (member.watch && member.watch.heap() > 0 && !member.watch.serving()) {
+        member.probe.ping((bytes) => member.pipe.postMessage(bytes));
+      }
+    }
+    probes = setTimeout(probe, PROBE_MIN_MS + Math.random() * PROBE_SPREAD_MS);
+  };
+  probe();
   // The node's records of each container (what it blames a dead process on, what its record
   // shows): memory as counted here, CPU as charged, outbound requests open.
   const usage = setInterval(() => {
@@ -200,7 +197,9 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
     for await (const chunk of surroundings.stdin) {
       for (const { slot, payload } of frames.push(chunk)) {
         if (slot !== CONTROL_SLOT) {
-          members.get(slot)?.pipe.postMessage(payload, [payload.buffer as ArrayBuffer]);
+          const member = members.get(slot);
+          member?.probe.toWorker(payload);
+          member?.pipe.postMessage(payload, [payload.buffer as ArrayBuffer]);
           continue;
         }
         const control = JSON.parse(decoder.decode(payload)) as GroupControl;
@@ -214,85 +213,9 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
     clearInterval(memory);
     clearInterval(cpu);
     clearInterval(usage);
+    clearTimeout(probes);
     clearTimeout(refill);
     spare?.worker.terminate();
     for (const slot of [...members.keys()]) end(slot, 0);
   }
-}
-
-/** Checks the process's memory against its containers' shares (see the module's text). */
-function watchMemory(
-  members: Map<number, Member>,
-  end: (slot: number, code: number, why: string) => void,
-): ReturnType<typeof setInterval> {
-  let quietUntil = 0;
-  let overSince: number | undefined;
-  return setInterval(() => {
-    if (members.size === 0 || Date.now() < quietUntil) return;
-    const rss = Deno.memoryUsage().rss;
-    let budget = PROCESS_BASE_MB * MIB;
-    for (const member of members.values()) budget += member.budget;
-    if (rss <= budget) {
-      overSince = undefined;
-      return;
-    }
-    overSince ??= Date.now();
-    // A worker that reports is checked by its own samples (its heap and buffers): the one at
-    // fault is one that stopped reporting, serving a request first. Only when none is silent
-    // and the memory stays over does the largest go.
-    const silent = (member: Member) => (member.watch?.silence() ?? 0) > SILENT_MS;
-    const rank = (member: Member) =>
-      (silent(member) ? (member.watch?.serving() ? 2 : 1) : 0) * 2 ** 52 + memoryOf(member);
-    const [slot, worst] = [...members].reduce((a, b) => rank(b[1]) > rank(a[1]) ? b : a);
-    if (!silent(worst) && Date.now() - overSince < OVER_GRACE_MS) return;
-    quietUntil = Date.now() + MEMORY_COOLDOWN_MS;
-    overSince = undefined;
-    end(
-      slot,
-      EXIT_OUT_OF_MEMORY,
-      `out of memory: its client's process used ${Math.round(rss / MIB)} MB of the ${
-        Math.round(budget / MIB)
-      } MB its containers may use together, and this container was the one growing`,
-    );
-  }, MEMORY_CHECK_MS);
-}
-
-/** A container's memory as this process knows it: its worker's report and what the host holds. */
-function memoryOf(member: Member): number {
-  return (member.watch?.heap() ?? 0) + (member.outbound?.heldBytes() ?? 0);
-}
-
-/**
- * Charges each container its share of the process's CPU time (see the module's text): every
- * CPU_CHECK_MS, the process's CPU time beyond this thread's own goes to the containers in
- * proportion to how late their reports came in that time (a worker busy when its report was
- * due), evenly where none came late; each container's watchdog counts what it was charged as it
- * counts a measured thread's, against its budget while it serves nothing.
- */
-function watchCpu(members: Map<number, Member>): ReturnType<typeof setInterval> {
-  const micros = () => {
-    // The whole process's, less this thread's (it runs Node's layer anyway: node:sqlite).
-    const all = process.cpuUsage();
-    const own = process.threadCpuUsage();
-    return all.user + all.system - own.user - own.system;
-  };
-  let last = micros();
-  return setInterval(() => {
-    const now = micros();
-    const spent = now - last;
-    last = now;
-    const watched = [...members.values()].filter((member) => member.watch);
-    // A container that served in this time may have used any of it (serving is not charged).
-    // A report overdue now is lateness too: that worker is busy this very moment.
-    const weights = watched.map(({ watch }) =>
-      watch!.takeLag() + Math.max(0, watch!.silence() - SAMPLE_MS) +
-      (watch!.takeBusy() ? SERVING_WEIGHT_MS : 0)
-    );
-    const total = weights.reduce((sum, weight) => sum + weight, 0);
-    watched.forEach((member, i) => {
-      const share = total > 0 ? weights[i] / total : 1 / watched.length;
-      member.cpuMicros += Math.max(0, spent) * share;
-      member.watch!.charge(member.cpuMicros);
-    });
-  }, CPU_CHECK_MS);
 }
