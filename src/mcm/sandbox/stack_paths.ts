@@ -40,11 +40,19 @@ type Hook = (error: Error, sites: CallSite[]) => unknown;
  * Text with `moduleUrl`'s directory (as a URL and as a path) named NEUTRAL_DIRECTORY.
  */
 export function neutralPaths(moduleUrl: string): (text: string) => string {
-  const directory = new URL(".", moduleUrl);
-  const forms = [directory.href, decodeURIComponent(directory.pathname), directory.pathname];
+  const url = new URL(moduleUrl);
+  // A file's directory, as a URL and as a path; a blob: or data: URL (the single executable's
+  // workers) is no path, named as a whole.
+  const forms: [string, string][] = url.protocol === "file:"
+    ? [
+      [new URL(".", url).href, NEUTRAL_DIRECTORY],
+      [decodeURIComponent(new URL(".", url).pathname), NEUTRAL_DIRECTORY],
+      [new URL(".", url).pathname, NEUTRAL_DIRECTORY],
+    ]
+    : [[moduleUrl, `${NEUTRAL_DIRECTORY}sandbox_worker.js`]];
   return (text) => {
     for (let i = 0; i < forms.length; i++) {
-      text = StringPrototypeReplaceAll(text, forms[i], NEUTRAL_DIRECTORY);
+      text = StringPrototypeReplaceAll(text, forms[i][0], forms[i][1]);
     }
     return text;
   };
