@@ -10,6 +10,7 @@
  * @module
  */
 
+import { fixBuiltins } from "./fixed_builtins.ts";
 import {
   ArrayPrototypeJoin,
   ArrayPrototypePush,
@@ -294,30 +295,6 @@ function functionTimers(global: Record<string, unknown>, native: ReturnType<type
   global.clearTimeout = clear;
   global.clearInterval = clear;
   global.clearImmediate = clear;
-}
-
-/**
- * The built-ins that Deno's own code in the worker, and the sandbox's, reach through what the
- * microservice could replace, fixed (non-writable, non-configurable) so that replacing them
- * cannot stop the channel or the watchdog's reports (which would end the container by the
- * node's ping, not by its limits): `Promise.prototype.constructor`, which every `await` reads
- * (replaced, each `await` would go through a `then` of theirs), and `Promise[Symbol.species]`,
- * which every `then` reads; `Function.prototype.call`, which Deno's delivery of a port's
- * messages calls. Subclasses (`class extends Promise`) and functions define their own as
- * before. The cost: V8's promise fast path assumes nobody touched these, about 20 ns more per
- * `then` or `await` in the worker (under 0.5% of a request; README, "Microservices").
- */
-function fixBuiltins(): void {
-  const fixed: [object, PropertyKey][] = [
-    [Promise.prototype, "constructor"],
-    [Promise, Symbol.species],
-    [Function.prototype, "call"],
-  ];
-  for (const [target, name] of fixed) {
-    Object.defineProperty(target, name, { configurable: false });
-    const descriptor = Object.getOwnPropertyDescriptor(target, name)!;
-    if ("value" in descriptor) Object.defineProperty(target, name, { writable: false });
-  }
 }
 
 /** Deletes every global outside SANDBOX_GLOBALS, on the global object and its scope classes. */
