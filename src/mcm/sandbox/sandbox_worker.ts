@@ -8,6 +8,7 @@
  * @module
  */
 import { ChannelDecoder, ChannelWriter } from "./channel_frames.ts";
+import { channelCodec } from "./channel_codec.ts";
 import { type MuxMessage, StreamMux } from "../../tunnel/stream_mux.ts";
 import { outboundClient, syncStorage } from "./context_services.ts";
 import { type ContextInfo, mimikContext } from "./mimik_context.ts";
@@ -201,7 +202,7 @@ async function run(setupFromHost: Promise<Setup>): Promise<void> {
       send({ t: "log", level, message: line });
     }
   };
-  const mux = new StreamMux((frame) => writer.send(frame));
+  const mux = new StreamMux((frame) => writer.send(frame), { codec: channelCodec });
   const calls = new NodeCalls(send);
   /** The requests being served, by stream: aborted when the node aborts the stream. */
   const serving = new SafeMap<number, AbortController>();
