@@ -61,7 +61,8 @@ export const McmConfigDefaults = {
   "outboundNetworks": [
     "public",
     "private"
-  ]
+  ],
+  "maxOutboundRequests": 32
 } as const;
 
 /** The defaults of NodeConfig's settings. */
@@ -97,7 +98,8 @@ export const NodeConfigDefaults = {
     "outboundNetworks": [
       "public",
       "private"
-    ]
+    ],
+    "maxOutboundRequests": 32
   },
   "dashboard": {
     "enabled": true,

@@ -46,7 +46,12 @@ function integerEnv(
 }
 
 /** A container's limits from its env (400 for a bad value). */
-export function limitsOf(env: Record<string, string>, defaultMemoryMb: number): ContainerLimits {
+export function limitsOf(
+  env: Record<string, string>,
+  defaultMemoryMb: number,
+  /** The node's mcm.maxOutboundRequests. */
+  defaultOutboundRequests = DEFAULT_OUTBOUND_REQUESTS,
+): ContainerLimits {
   const executionMs = integerEnv(env, "MCM.MAX_EXECUTION_TIME_SEC", 1, 3600, 30) * 1000;
   const memoryMb = integerEnv(env, "MCM.MEMORY_MB", 16, 4096, defaultMemoryMb);
   const outboundRequests = integerEnv(
@@ -54,7 +59,7 @@ export function limitsOf(env: Record<string, string>, defaultMemoryMb: number): 
     "MCM.MAX_OUTBOUND_REQUESTS",
     1,
     MAX_OUTBOUND_REQUESTS,
-    DEFAULT_OUTBOUND_REQUESTS,
+    defaultOutboundRequests,
   );
   return {
     executionMs,
