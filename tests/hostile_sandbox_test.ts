@@ -144,10 +144,11 @@ for (const [mode, config] of [["per-client", CONFIG], ["per-container", PER_CONT
 
   Deno.test(`${mode}: replacing every global the runtime touches still leaves the CPU budget in force`, async () => {
     await using node = await startTestNode({ config });
-    const env = { "MCM.MAX_EXECUTION_TIME_SEC": "3" };
-    const { container: burner, url } = await deployScript(
+    const env = { "MCM.MAX_EXECUTION_TIME_SEC": "5" };
+    const { container: late, url } = await deployScript(node, "late", POISON_SERVICE, env, "eve");
+    const { container: early, url: earlyUrl } = await deployScript(
       node,
-      "burner",
+      "early",
       POISON_SERVICE,
       env,
       "eve",
@@ -160,11 +161,15 @@ for (const [mode, config] of [["per-client", CONFIG], ["per-container", PER_CONT
       "eve",
     );
     await poke(`${url}/burn`);
-    // Its reports still come (not ended for its silence), and the node's pings are answered.
-    assert.match(
-      await ended(node, burner.id, 1, 25_000),
-      /more CPU than its budget while serving no request/,
-    );
+    await poke(`${earlyUrl}/burn-first`);
+    // Their reports still come (not ended for silence), the node's pings are answered (not
+    // killed), and their requests stop counting: the idle CPU budget ends both.
+    for (const { id } of [late, early]) {
+      assert.match(
+        await ended(node, id, 1, 25_000),
+        /more CPU than its budget while serving no request/,
+      );
+    }
     assert.equal((await container(node, calm.id)).restarts, 0, "the sibling went on");
     assert.equal(await (await fetch(`${calmUrl}/`)).text(), "up");
   });

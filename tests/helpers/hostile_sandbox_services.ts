@@ -74,7 +74,7 @@ mimikModule.exports = function (context, req, res) {
 /**
  * Replaces the globals and prototype methods the runtime could touch, then keeps a core busy
  * (45 ms in every 50): /burn-light replaces Atomics and Math in its handler, before it answers;
- * /burn replaces every one once it answered (JSON, Date, performance, arrays', maps', sets',
+ * /burn replaces every one once it answered, /burn-first before it answers (JSON, Date, performance, arrays', maps', sets',
  * strings', typed arrays' and async generators' methods, Promise's, Function's, TextEncoder's…);
  * /spin replaces Atomics and Math, answers and loops for ever; /hang never answers, and burns.
  */
@@ -134,6 +134,11 @@ mimikModule.exports = function (context, req, res) {
     // Once answered: what remains is the runtime's own (reports, counters, the channel).
     res.end("poisoning");
     setTimeout(function () { poison(false); burn(); }, 20);
+  } else if (url === "/burn-first") {
+    // In the handler: the request's own path (serving, the mux, the channel) runs poisoned.
+    poison(false);
+    res.end("poisoned");
+    burn();
   } else if (url === "/hang") {
     // Never answers: the request must stop counting once the node aborts it.
     burn();
