@@ -57,16 +57,6 @@ type Instance = WebAssembly.Instance;
 const MB = 2 ** 20;
 const safeNumber = Number;
 
-/** What the charges of each kind need of the container's (shared_buffer_charge.ts). */
-export interface Budget {
-  /** Bytes the container may still allocate. */
-  left(): number;
-  /** Throws the RangeError of an allocation of `bytes` that does not fit. */
-  refuse(what: string, bytes: number): never;
-  /** Charges `bytes` while `target` lives. */
-  reserve(target: object, bytes: number): void;
-}
-
 function thenSafe<T, R>(promise: Promise<T>, then: (value: T) => R): Promise<R> {
   // The species lookup inside `then` must not be the microservice's (intrinsics.ts).
   ObjectDefineProperty(promise, "constructor", { value: undefined });

@@ -15,9 +15,18 @@ import {
   WeakMapPrototypeGet,
   WeakMapPrototypeSet,
 } from "./intrinsics.ts";
-import type { Budget } from "./memory_charge.ts";
 
 const safeNumber = Number;
+
+/** What a charge needs of the container's memory (memory_charge.ts). */
+export interface Budget {
+  /** Bytes the container may still allocate. */
+  left(): number;
+  /** Throws the RangeError of an allocation of `bytes` that does not fit. */
+  refuse(what: string, bytes: number): never;
+  /** Charges `bytes` while `target` lives. */
+  reserve(target: object, bytes: number): void;
+}
 
 /** Wraps `global.SharedArrayBuffer` and its `grow` (before the microservice's code). */
 export function chargeSharedBuffers(
