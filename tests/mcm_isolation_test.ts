@@ -97,7 +97,7 @@ Deno.test("a log flood is capped per line and per second, and cannot forge lines
 });
 
 for (const mode of ["per-client", "per-container"] as const) {
-  Deno.test(`memory outside the heap counts: ArrayBuffers and WebAssembly memory end the container (${mode})`, async () => {
+  Deno.test(`memory outside the heap counts: ArrayBuffers end the container, WebAssembly memory past the limit throws (${mode})`, async () => {
     await using node = await startTestNode({
       config: { ...CONFIG, mcm: { containerProcess: mode } },
     });
@@ -118,25 +118,32 @@ for (const mode of ["per-client", "per-container"] as const) {
     };`,
       { "MCM.MEMORY_MB": "32" },
     );
-    for (const [path, restarts] of [["/buffers", 1], ["/wasm", 2]] as const) {
-      // A process of its own ends during the request; a worker in its client's process ends
-      // during it when it stops reporting, else at its next report, just after.
-      const response = await fetch(`${url}${path}`);
-      await response.body?.cancel();
-      const ended = mode === "per-container" ? [502, 503] : [200, 502, 503];
-      assert.ok(ended.includes(response.status), `${path} answered ${response.status}`);
-      await waitFor(
-        async () => {
-          const now = await container(node, c.id);
-          return now.restarts >= restarts && now.state === "started";
-        },
-        `restarted after ${path}`,
-        15_000,
-      );
-      const now = await container(node, c.id);
-      assert.match(now.lastError ?? "", /out of memory \(MCM.MEMORY_MB 32 MB\)/);
-      assert.equal(await (await fetch(`${url}/`)).text(), "held 0", "it serves again, empty");
-    }
+    // A process of its own ends during the request; a worker in its client's process ends
+    // during it when it stops reporting, else at its next report, just after.
+    const response = await fetch(`${url}/buffers`);
+    await response.body?.cancel();
+    const ended = mode === "per-container" ? [502, 503] : [200, 502, 503];
+    assert.ok(ended.includes(response.status), `/buffers answered ${response.status}`);
+    await waitFor(
+      async () => {
+        const now = await container(node, c.id);
+        return now.restarts >= 1 && now.state === "started";
+      },
+      "restarted after /buffers",
+      15_000,
+    );
+    const now = await container(node, c.id);
+    assert.match(now.lastError ?? "", /out of memory \(MCM.MEMORY_MB 32 MB\)/);
+    assert.equal(await (await fetch(`${url}/`)).text(), "held 0", "it serves again, empty");
+
+    // WebAssembly memory is charged as it is made: past the limit, the microservice's own code
+    // gets a RangeError (as at a Wasm memory's maximum); the container is not ended.
+    const wasm = await fetch(`${url}/wasm`);
+    assert.equal(wasm.status, 500, await wasm.text());
+    assert.equal((await container(node, c.id)).restarts, 1);
+    const logs = await (await mcm(node, `/containers/${c.id}/logs`)).text();
+    assert.match(logs, /RangeError.*MCM\.MEMORY_MB \(32 MB\)/);
+    assert.equal(await (await fetch(`${url}/`)).text(), "held 0", "it still serves");
   });
 }
 
