@@ -62,6 +62,10 @@ const USAGE_MS = 500;
 /** Containers are pinged this long apart at least, and up to PROBE_SPREAD_MS more (ms). */
 const PROBE_MIN_MS = 100;
 const PROBE_SPREAD_MS = 300;
+/** ... once the workers were busy this many CPU checks in a row, */
+const PROBE_AFTER_CHECKS = 4;
+/** ... and no worker started for this long (ms). */
+const PROBE_AFTER_START_MS = 1500;
 /** Exit code of a worker that failed (as a process whose worker failed: container_host_main). */
 const EXIT_WORKER_FAILED = 70;
 
@@ -101,7 +105,9 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
   // the next container takes it and skips loading the sandbox (most of a start). Another is
   // loaded a moment after each take.
   type Loaded = { worker: Worker; host: MessagePort; pipe: MessagePort };
+  let lastStart = performance.now();
   const load = (): Loaded => {
+    lastStart = performance.now();
     const worker = surroundings.startSandbox();
     const link = new MessageChannel();
     const pipe = new MessageChannel();
@@ -133,6 +139,7 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
 
   const open = (slot: number) => {
     if (members.has(slot)) return;
+    lastStart = performance.now();
     const { worker, host, pipe } = takeLoaded();
     const member: Member = {
       worker,
@@ -164,12 +171,18 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
   };
 
   const memory = watchMemory(members, end);
-  const cpu = watchCpu(members);
+  // Pinging costs a worker the garbage of a frame each time, which keeps about 1 MiB of its
+  // young heap resident at four pings a second: only while the workers keep using CPU that no
+  // start explains (a container's or the loaded worker's, on their own threads).
+  let busyChecks = 0;
+  const cpu = watchCpu(members, (now) => void (busyChecks = now ? busyChecks + 1 : 0));
+  const probing = () =>
+    busyChecks >= PROBE_AFTER_CHECKS && performance.now() - lastStart > PROBE_AFTER_START_MS;
   // At random moments (a periodic loop cannot keep out of their way), each container that
   // serves nothing is pinged (busy_probe.ts).
   let probes: ReturnType<typeof setTimeout> | undefined;
   const probe = () => {
-    for (const member of members.values()) {
+    for (const member of probing() ? members.values() : []) {
       // Once its code loaded (its first report came): loading, it answers nothing.
       if (member.watch && member.watch.heap() > 0 && !member.watch.serving()) {
         member.probe.ping((bytes) => member.pipe.postMessage(bytes));

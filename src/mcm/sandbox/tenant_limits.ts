@@ -16,6 +16,8 @@ const MEMORY_CHECK_MS = 100;
 const CPU_CHECK_MS = 250;
 /** What serving a request weighs when the process's CPU time is shared out, in report lag. */
 const SERVING_WEIGHT_MS = CPU_CHECK_MS;
+/** The workers together busier than this share of a core: worth finding which one (probes). */
+const BUSY_SHARE = 0.05;
 /** How much of a container's lateness history one check replaces (about 2.5 s of checks). */
 const LATENESS_SMOOTHING = 0.1;
 /** A worker that has not reported for this long is busy without a break (SAMPLE_MS apart). */
@@ -93,17 +95,31 @@ export function memoryOf(member: Member): number {
  * due), evenly where none came late; each container's watchdog counts what it was charged as it
  * counts a measured thread's, against its budget while it serves nothing.
  */
-export function watchCpu(members: Map<number, Member>): ReturnType<typeof setInterval> {
+export function watchCpu(
+  members: Map<number, Member>,
+  /** Hears whether the workers used more than a trace of CPU in the last check. */
+  onSpent: (busy: boolean) => void = () => {},
+): ReturnType<typeof setInterval> {
+  // Where a thread's own CPU time cannot be read (threadCpuUsage throws), this thread's work
+  // is shared out with the rest, as the workers' own.
+  const ownMicros = () => {
+    try {
+      const own = process.threadCpuUsage();
+      return own.user + own.system;
+    } catch {
+      return 0;
+    }
+  };
   const micros = () => {
     // The whole process's, less this thread's (it runs Node's layer anyway: node:sqlite).
     const all = process.cpuUsage();
-    const own = process.threadCpuUsage();
-    return all.user + all.system - own.user - own.system;
+    return all.user + all.system - ownMicros();
   };
   let last = micros();
   return setInterval(() => {
     const now = micros();
     const spent = Math.max(0, now - last);
+    onSpent(spent > BUSY_SHARE * CPU_CHECK_MS * 1000);
     last = now;
     const watched = [...members.values()].filter((member) => member.watch);
     // A container that served in this time may have used any of it (serving is not charged).
