@@ -65,13 +65,15 @@ export class FrameWatch {
     let at = 0;
     while (at < chunk.length) {
       if (this.#remaining === 0) {
-        const take = Math.min(4 - this.#headerFill, chunk.length - at);
-        this.#header.set(chunk.subarray(at, at + take), this.#headerFill);
-        this.#headerFill += take;
-        at += take;
+        // Byte by byte: a header is four bytes, and a view per header would cost more.
+        while (this.#headerFill < 4 && at < chunk.length) {
+          this.#header[this.#headerFill++] = chunk[at++];
+        }
         if (this.#headerFill < 4) break;
         this.#headerFill = 0;
-        this.#remaining = new DataView(this.#header.buffer).getUint32(0);
+        const header = this.#header;
+        this.#remaining = ((header[0] << 24) | (header[1] << 16) | (header[2] << 8) | header[3]) >>>
+          0;
         const size = this.#wanted.length + 1;
         this.#kept = this.#remaining === size ? new Uint8Array(size) : undefined;
         this.#keptFill = 0;

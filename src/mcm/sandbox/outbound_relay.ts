@@ -16,7 +16,8 @@
  *
  * @module
  */
-import { type NetworkPolicy, RefusedDestination } from "./network_policy.ts";
+import type { NetworkPolicy } from "./network_policy.ts";
+import { describe, followed, idleWatch, watched } from "./outbound_fetch.ts";
 import type { StorageFiles } from "./storage_files.ts";
 
 /** What the worker sends on the outbound port. */
@@ -51,39 +52,11 @@ export type OutboundAnswer =
   | { t: "done"; id: number }
   | { t: "error"; id: number; message: string };
 
-type FetchCall = Extract<OutboundCall, { t: "fetch" }>;
+/** A fetch call. */
+export type FetchCall = Extract<OutboundCall, { t: "fetch" }>;
 
 /** How a response's body is handed over: read by the worker, or saved to a file first. */
 type Body = ReadableStreamDefaultReader<Uint8Array> | Promise<number>;
-
-/**
- * Aborts when `idleMs` pass without a call to `touch`. One timer checks a timestamp, so that a
- * touch per chunk costs no timer of its own.
- */
-function idleWatch(idleMs: number | undefined) {
-  const controller = new AbortController();
-  let lastTouch = Date.now();
-  const timer = idleMs === undefined ? undefined : setInterval(() => {
-    if (Date.now() - lastTouch <= idleMs) return;
-    clearInterval(timer);
-    controller.abort(new DOMException(`no data for ${idleMs} ms`, "TimeoutError"));
-  }, Math.max(10, Math.min(1000, idleMs / 4)));
-  const touch = () => void (lastTouch = Date.now());
-  return { signal: controller.signal, touch, stop: () => clearInterval(timer) };
-}
-
-/** A body stream that touches the idle watch at every chunk and stops it at the end. */
-function watched(body: ReadableStream<Uint8Array>, watch: ReturnType<typeof idleWatch>) {
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        watch.touch();
-        controller.enqueue(chunk);
-      },
-      flush: () => watch.stop(),
-    }),
-  );
-}
 
 /** How much one container's outbound requests may hold at once. */
 export interface OutboundLimits {
@@ -124,14 +97,29 @@ export function serveOutbound(
     if (!closed) port.postMessage(message, transfer);
   };
   /** Frees request `id`'s place and bytes, and drops its body if it still has one. */
-  const release = (id: number) => {
-    const entry = open.get(id);
-    if (!entry) return;
-    open.delete(id);
-    held -= entry.bytes;
+  /** Bodies of requests that ended (their deadline) before the worker read them to the end. */
+  const orphans = new Set<number>();
+  const drop = (id: number) => {
     const body = bodies.get(id);
     bodies.delete(id);
+    orphans.delete(id);
     if (body && !(body instanceof Promise)) body.cancel().catch(() => {});
+  };
+  /**
+   * Frees request `id`'s place and bytes, and drops its body; or keeps the body (`keepBody`:
+   * its deadline passed) so that the worker's next read gets the timeout, not a clean end.
+   */
+  const release = (id: number, keepBody = false) => {
+    const entry = open.get(id);
+    if (entry) {
+      open.delete(id);
+      held -= entry.bytes;
+    }
+    if (!keepBody) return drop(id);
+    if (!bodies.has(id)) return;
+    orphans.add(id);
+    // A worker that never reads them does not pile them up.
+    if (orphans.size > limits.requests * 4) drop(orphans.values().next().value!);
   };
   /** Takes a place for request `id`, or says why there is none. */
   const admit = (id: number, bytes: number, abort: Open["abort"]): string | undefined => {
@@ -179,7 +167,7 @@ export function serveOutbound(
     // At its deadline (or `close`) its place is free at once, read or not.
     signal.addEventListener("abort", () => {
       idle.stop();
-      release(call.id);
+      release(call.id, true);
     }, { once: true });
     idle.touch();
     let response: Response;
@@ -295,53 +283,8 @@ export function serveOutbound(
         entry.abort(aborted);
         release(id);
       }
+      for (const id of [...bodies.keys()]) drop(id);
       port.close();
     },
   };
-}
-
-const REDIRECTS = 10;
-
-/**
- * Fetches, following redirects itself so that every hop passes the policy. A 303 (and a 301 or
- * 302 of a POST) continues as a GET without a body, as browsers and curl do.
- */
-async function followed(call: FetchCall, policy: NetworkPolicy, signal: AbortSignal) {
-  let url = new URL(call.url);
-  let method = call.method;
-  let body = call.body as Uint8Array<ArrayBuffer> | null;
-  for (let hop = 0;; hop++) {
-    if (url.protocol !== "http:" && url.protocol !== "https:") {
-      throw new TypeError(`only http: and https: URLs can be fetched, not ${url.protocol}`);
-    }
-    await policy.check(url);
-    const response = await fetch(url, {
-      method,
-      headers: call.headers,
-      body,
-      signal,
-      redirect: "manual",
-    });
-    const location = response.headers.get("location");
-    if (response.status < 300 || response.status > 399 || location === null) return response;
-    await response.body?.cancel();
-    if (hop === REDIRECTS) throw new TypeError(`more than ${REDIRECTS} redirects from ${call.url}`);
-    url = new URL(location, url);
-    if (response.status === 303 || (method === "POST" && response.status < 303)) {
-      method = "GET";
-      body = null;
-    }
-  }
-}
-
-function describe(error: unknown): string {
-  const e = error as Error;
-  if (e?.name === "TimeoutError") return `the request timed out (${e.message})`;
-  if (e instanceof RefusedDestination) return e.message;
-  if (e?.name === "NotCapable" || /Requires net access/.test(e?.message ?? "")) {
-    return `${
-      e.message.split(",")[0]
-    } (refused by the node's mcm.outboundNetworks or mcm.outboundHosts)`;
-  }
-  return e?.message ?? String(error);
 }
