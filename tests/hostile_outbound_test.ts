@@ -24,7 +24,7 @@ const CONFIG = {
   mcm: { outboundNetworks: ["public", "private", "loopback"] },
 };
 
-/** Fires /flood?n=N fetches at env TARGET; /bodies sends three 6 MB bodies; /results. */
+/** Fires /flood?n=N fetches at env TARGET; /bodies sends three 3 MB bodies; /results. */
 const FLOODER = `var results = { refused: 0, failed: 0, answered: 0, message: "" };
 function tally(e) {
   if (/MCM.MAX_OUTBOUND_REQUESTS|request bodies/.test(e.message)) {
@@ -43,7 +43,7 @@ mimikModule.exports = function (context, req, res) {
   }
   if (req.url === "/bodies") {
     // One after another, so that the copies of each are collected before the next.
-    var body = new Uint8Array(6 * 1024 * 1024);
+    var body = new Uint8Array(3 * 1024 * 1024);
     [0, 1, 2].forEach(function (j) {
       setTimeout(function () {
         fetch(target + "b" + j, { method: "POST", body: body })
@@ -82,10 +82,10 @@ for (const mode of ["per-client", "per-container"] as const) {
     const env = {
       TARGET: `http://127.0.0.1:${server.port}/`,
       "MCM.MAX_EXECUTION_TIME_SEC": "6",
-      "MCM.MEMORY_MB": "64",
+      "MCM.MEMORY_MB": "32",
     };
     const flooder = await deployScript(node, "flooder", FLOODER, env, "mallory");
-    const calm = await deployScript(node, "calm", CALM, { "MCM.MEMORY_MB": "64" }, "mallory");
+    const calm = await deployScript(node, "calm", CALM, { "MCM.MEMORY_MB": "32" }, "mallory");
     assert.equal(JSON.parse(await text(`${calm.url}/`)).visits, 1);
 
     // 2000 at once: 32 go out, the rest fail at once with the cap's name.
@@ -97,12 +97,20 @@ for (const mode of ["per-client", "per-container"] as const) {
     assert.match(refused.message, /MCM\.MAX_OUTBOUND_REQUESTS/);
     await waitFor(() => Promise.resolve(server.open() === 32), "32 connections", 10_000);
     assert.equal(server.peak(), 32, "never more than the cap at once");
+    if (mode === "per-client") {
+      // Its process reports them to the node, which shows them in its record.
+      await waitFor(
+        async () => (await container(node, flooder.container.id)).usage?.outboundInFlight === 32,
+        "the record's outboundInFlight",
+        5_000,
+      );
+    }
 
     // Their deadline (the execution time) ends them and frees their places.
     await waitFor(() => Promise.resolve(server.open() === 0), "the deadline", 15_000);
     await waitFor(async () => (await results()).failed === 32, "timed out", 5_000);
 
-    // Request bodies held: a quarter of MCM.MEMORY_MB (16 MB) at once: the third is refused.
+    // Request bodies held: a quarter of MCM.MEMORY_MB (8 MB) at once: the third is refused.
     assert.equal(await text(`${flooder.url}/bodies`), "sent");
     await waitFor(
       async () => (await results()).refused === 2000 - 32 + 1,
@@ -115,6 +123,8 @@ for (const mode of ["per-client", "per-container"] as const) {
     // A stopped container's requests end with it, at once (not at their deadline).
     await text(`${flooder.url}/flood?n=100`);
     await waitFor(() => Promise.resolve(server.open() === 32), "the cap again", 10_000);
+    const flooding = await container(node, flooder.container.id);
+    assert.equal(flooding.restarts, 0, `the flood never ended its process (${flooding.lastError})`);
     const stopped = Date.now();
     assert.equal(
       (await mcm(node, `/containers/${flooder.container.id}`, { method: "DELETE" })).status,
