@@ -207,7 +207,7 @@ export class Deployments {
 
   #runtimeFor(record: ContainerRecord): ContainerRuntime {
     const env = this.#servedEnv(record);
-    const limits = limitsOf(env, this.#settings.memoryMb);
+    const limits = limitsOf(env, this.#settings.memoryMb, this.#settings.maxOutboundRequests);
     const runtime: ContainerRuntime = new ContainerRuntime({
       id: record.id,
       runtimeDir: this.#files.runtimeDir,
