@@ -45,6 +45,7 @@ export const InferenceConfigDefaults = {
   "detachedEngineSeconds": 60,
   "detachedWindowSeconds": 600,
   "probeLoads": true,
+  "reservedSequence": true,
   "memoryLimitMb": 0
 } as const;
 
@@ -118,6 +119,7 @@ export const NodeConfigDefaults = {
     "detachedEngineSeconds": 60,
     "detachedWindowSeconds": 600,
     "probeLoads": true,
+    "reservedSequence": true,
     "memoryLimitMb": 0
   }
 } as const;

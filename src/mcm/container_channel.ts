@@ -89,7 +89,7 @@ export interface ChannelOptions {
   /** A process of its own even where its client's containers share one (quarantined). */
   alone?: boolean;
   /** It brought down its client's shared process (tenant_process.ts judged so). */
-  onBroughtDown?(why: string): void;
+  onBroughtDown?(why: string, suspect?: boolean): void;
 }
 
 /** How a container's channel ended. */
@@ -146,7 +146,7 @@ export class ContainerChannel {
       id: options.id,
       serving: () => this.#requests.waiting,
       memoryLimitBytes: options.memoryMb * 2 ** 20,
-      broughtDown: (why) => options.onBroughtDown?.(why),
+      broughtDown: (why, suspect) => options.onBroughtDown?.(why, suspect),
     });
     const readingOut = this.#readStdout(options);
     const readingErr = this.#readStderr(options);

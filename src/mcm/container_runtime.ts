@@ -139,7 +139,7 @@ export class ContainerRuntime {
       ...this.#options,
       alone: this.#alone,
       onLog: (level, message) => this.log(level, message),
-      onBroughtDown: (why) => this.#broughtDown(why),
+      onBroughtDown: (why, suspect) => this.#broughtDown(why, suspect),
     });
     this.#channel = channel;
     this.#state = "started";
@@ -158,23 +158,27 @@ export class ContainerRuntime {
   }
 
   /**
-   * It brought down its client's process (tenant_process.ts judged so): counted, and the
-   * second time within QUARANTINE_MS it is moved to a process of its own for good.
+   * It brought down its client's process (tenant_process.ts judged so), or was one of the
+   * suspects when no one stood out: counted, and the second time within QUARANTINE_MS it is
+   * moved to a process of its own for good.
    */
-  #broughtDown(why: string): void {
+  #broughtDown(why: string, suspect = false): void {
     const now = Date.now();
     this.#processEnds++;
     this.#recentProcessEnds = [...this.#recentProcessEnds, now].filter((at) =>
       now - at < QUARANTINE_MS
     );
-    this.#lastError = `it brought down its client's process: ${why}`;
+    this.#lastError = suspect
+      ? `its client's process died, ${why}`
+      : `it brought down its client's process: ${why}`;
     const lately = this.#recentProcessEnds.length;
     if (this.#alone || lately < QUARANTINE_ENDS) return;
     this.#alone = true;
     this.#options.onQuarantine?.();
     this.log(
       "node",
-      `it brought down its client's process ${lately} times in ${QUARANTINE_MS / 60_000} ` +
+      `it brought down its client's process (or was among those that may have) ${lately} ` +
+        `times in ${QUARANTINE_MS / 60_000} ` +
         "minutes: from now on it runs in a process of its own, until it is redeployed",
     );
   }

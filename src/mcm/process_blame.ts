@@ -6,13 +6,18 @@
  *
  * 1. it was ended by its own limits (memory, CPU) just before the process died (its requests
  *    or buffers outlived it on the process's main thread);
- * 2. its memory, as the process last reported it, is past half its limit (V8's heap limit is
- *    each worker's) and grew over the last reports by far more than any other's;
- * 3. it is the one container that was serving a request when the process died (a worker that
- *    allocates without yielding sends no report: it was serving the request that made it).
+ * 2. it is the one container that was serving a request when the process died (a worker that
+ *    allocates without yielding sends no report: it was serving the request that made it);
+ * 3. nobody was serving, and its memory, as the process last reported it, is past half its
+ *    limit (V8's heap limit is each worker's) and grew over the last reports by far more than
+ *    any other's.
  *
- * Otherwise (a kill from outside, a crash no container stands out in) no one is blamed, and
- * every container's end counts as its own, as before.
+ * When the process died of its own doing (V8's heap limit, a crash signal) and none of these
+ * singles one out, the containers that were serving a request then (or, if none was, all of
+ * them) are suspects: one of them did it. Each suspect's end counts as its own and toward its
+ * quarantine, so that after two such ends the one that did it runs alone and its siblings stop
+ * paying for it; the others are bystanders. A kill from outside (SIGKILL, SIGTERM) or a plain
+ * exit blames no one, and every container's end counts as its own, as before.
  *
  * @module
  */
@@ -121,6 +126,14 @@ export function blame(
         `was ended${ended.why ? ` (${ended.why})` : ""}`,
     };
   }
+  const serving = members.filter((member) => member.serving > 0);
+  if (serving.length === 1) {
+    return {
+      id: serving[0].id,
+      why: `${cause} while this container alone was serving a request (${figures(serving[0])})`,
+    };
+  }
+  if (serving.length > 1) return undefined;
   const growth = (member: MemberFacts) => (member.usage?.memoryGrowthBytes ?? 0);
   const byGrowth = [...members].sort((a, b) => growth(b) - growth(a));
   const [top, next] = byGrowth;
@@ -132,25 +145,45 @@ export function blame(
   ) {
     return { id: top.id, why: `${cause}; this container's memory was growing (${figures(top)})` };
   }
-  const serving = members.filter((member) => member.serving > 0);
-  if (serving.length === 1) {
-    return {
-      id: serving[0].id,
-      why: `${cause} while this container alone was serving a request (${figures(serving[0])})`,
-    };
-  }
   return undefined;
+}
+
+/** Signals of a process that ended by its own doing (V8's abort on its heap limit, a crash). */
+const SELF_INFLICTED = new Set(["SIGTRAP", "SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"]);
+
+/**
+ * When {@link blame} names no one: the containers one of which brought the process down (see
+ * the module's text), with why in a user's words; empty for a kill from outside or a plain
+ * exit.
+ */
+export function suspects(
+  death: ProcessDeath,
+  members: MemberFacts[],
+): { ids: string[]; why: string } {
+  const selfInflicted = SELF_INFLICTED.has(death.status.signal ?? "") ||
+    /out of memory|heap limit/i.test(death.stderrTail);
+  if (!selfInflicted || members.length === 0) return { ids: [], why: "" };
+  const serving = members.filter((member) => member.serving > 0);
+  const chosen = serving.length > 0 ? serving : members;
+  const ids = chosen.map((member) => member.id);
+  const among = serving.length > 0
+    ? `while ${ids.length} containers were serving requests (${ids.join(", ")})`
+    : `while none was serving a request (${ids.join(", ")})`;
+  return { ids, why: `${deathCause(death)} ${among}: one of them did it` };
 }
 
 /** How a container in a shared process ended, judged (tenant_process.ts's SlotVerdict). */
 export type Verdict =
-  /** This container brought the process down. */
-  | { culprit: true; why: string }
+  /** This container brought the process down, or (`suspect`) may have: see suspects(). */
+  | { culprit: true; why: string; suspect?: boolean }
   /** Another container (`by`) brought it down: this one's end is not its own failure. */
   | { culprit: false; by: string; cause: string };
 
 /** The reason a container's record shows for an end judged so, and whether its code did it. */
 export function verdictReason(verdict: Verdict): { reason: string; byCode: boolean } {
+  if (verdict.culprit && verdict.suspect) {
+    return { reason: `its client's process died, ${verdict.why}`, byCode: true };
+  }
   return verdict.culprit
     ? { reason: `it brought down its client's process: ${verdict.why}`, byCode: true }
     : {

@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { UsageHistory } from "./container_usage.ts";
-import { blame, type MemberFacts, type ProcessDeath, withoutNativeStack } from "./process_blame.ts";
+import {
+  blame,
+  type MemberFacts,
+  type ProcessDeath,
+  suspects,
+  withoutNativeStack,
+} from "./process_blame.ts";
 
 const MIB = 2 ** 20;
 const OOM: ProcessDeath = {
@@ -44,6 +50,21 @@ Deno.test("blame: the one growing by far, else the one alone serving", () => {
   assert.equal(blame(OOM, [member("a", 30), member("b", 25)], []), undefined);
   assert.equal(blame(OOM, [member("calm", 0), member("busy", 0, 1)], [])?.id, "busy");
   assert.equal(blame(OOM, [member("a", 0, 1), member("b", 0, 1)], []), undefined);
+});
+
+Deno.test("blame: the one alone serving before a sibling whose charged memory grew", () => {
+  // Off-heap memory (WebAssembly, Intl) charged to a sibling grows in its reports, but V8's
+  // heap limit stopped the worker that allocated without yielding, in its request.
+  assert.equal(blame(OOM, [member("wasm", 90), member("bomb", 0, 1)], [])?.id, "bomb");
+});
+
+Deno.test("suspects: those serving when the process aborted, else all; none when killed", () => {
+  const members = [member("bomb", 0, 1), member("flood", 0, 1), member("idle", 0)];
+  assert.equal(blame(OOM, members, []), undefined);
+  assert.deepEqual(suspects(OOM, members).ids, ["bomb", "flood"]);
+  assert.match(suspects(OOM, members).why, /2 containers were serving requests \(bomb, flood\)/);
+  assert.deepEqual(suspects(OOM, [member("a", 30), member("b", 25)]).ids, ["a", "b"]);
+  assert.deepEqual(suspects(KILLED, members).ids, []);
 });
 
 Deno.test("blame: a kill from outside with no evidence names no one", () => {

@@ -18,6 +18,7 @@ import {
   blame,
   deathCause,
   type RecentEnd,
+  suspects,
   type Verdict,
   withoutNativeStack,
 } from "./process_blame.ts";
@@ -75,8 +76,11 @@ export interface SlotMember {
   serving(): number;
   /** Its memory limit (MCM.MEMORY_MB), bytes. */
   memoryLimitBytes: number;
-  /** It brought down its client's process (called once per death, even after it ended). */
-  broughtDown(why: string): void;
+  /**
+   * It brought down its client's process, or (`suspect`) was one of the containers one of
+   * which did (called once per death, even after it ended).
+   */
+  broughtDown(why: string, suspect?: boolean): void;
 }
 
 /** How a slot's end by its process's death was judged. */
@@ -196,7 +200,7 @@ export class TenantProcess {
         : []
     );
     const found = blame(death, members, this.#recentEnds);
-    if (!found) return;
+    if (!found) return this.#suspect(death, members);
     const cause = deathCause(death);
     this.#options.log(`container ${found.id} brought down its client's process: ${found.why}`);
     const ended = this.#recentEnds.findLast((end) => end.id === found.id);
@@ -209,6 +213,25 @@ export class TenantProcess {
       } else entry.verdict = { culprit: false, by: found.id, cause };
     }
     if (!told) ended?.member.broughtDown(found.why);
+  }
+
+  /**
+   * No container stands out, but the process died of its own doing: the suspects' ends count
+   * as theirs and toward their quarantine (process_blame.ts, suspects); the others' do not.
+   */
+  #suspect(death: Parameters<typeof blame>[0], members: Parameters<typeof blame>[1]): void {
+    const { ids, why } = suspects(death, members);
+    if (ids.length === 0) return;
+    this.#options.log(`a client's process died, ${why}`);
+    const cause = deathCause(death);
+    const by = ids.join(" or ");
+    for (const entry of this.#slots.values()) {
+      if (!entry.member) continue;
+      if (ids.includes(entry.member.id)) {
+        entry.verdict = { culprit: true, suspect: true, why };
+        entry.member.broughtDown(why, true);
+      } else entry.verdict = { culprit: false, by, cause };
+    }
   }
 
   /** Ends the process: its stdin closes, and it is killed if it has not ended in a moment. */
