@@ -7,6 +7,7 @@
  *
  * A short run here; EDGENODE_ABUSE_SECONDS makes it longer and also holds the bystanders' p99
  * within 3× of the same run's idle figure (`deno task soak --abuse` runs it for 120 s).
+ * EDGENODE_ABUSE_ONLY names the attacks to run (default all).
  */
 import assert from "node:assert/strict";
 import { ContainerSchema } from "../gen/mcm/validators.ts";
@@ -22,6 +23,8 @@ const SOAK_SECONDS = Number(Deno.env.get("EDGENODE_ABUSE_SECONDS") ?? 0);
 const ATTACK_SECONDS = SOAK_SECONDS || 15;
 const IDLE_SECONDS = SOAK_SECONDS ? 20 : 5;
 const HOSTILE_CLIENTS = ["mallory", "trudy"];
+/** EDGENODE_ABUSE_ONLY=flood,cpu runs only those attacks (to see what each one costs). */
+const ONLY = Deno.env.get("EDGENODE_ABUSE_ONLY")?.split(",");
 
 /** A TCP server that accepts and never answers (the outbound floods' target). */
 function silentServer() {
@@ -123,7 +126,8 @@ Deno.test("abuse: hostile clients cost only themselves", async () => {
     const hostile: { client: string; name: string; id: string; url: string }[] = [];
     for (const client of HOSTILE_CLIENTS) {
       for (const [name, script] of Object.entries(hostileServices(sink.url, "tiny", "crafted"))) {
-        const { container, url } = await deployScript(node, `${client}-${name}`, script, {
+        if (ONLY && !ONLY.includes(name)) continue;
+        const { container, url } = await deployScript(node, name, script, {
           "MCM.MEMORY_MB": "128",
         }, client);
         hostile.push({ client, name, id: container.id, url });
