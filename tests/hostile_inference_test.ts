@@ -12,6 +12,7 @@ import { uploadRaw } from "./helpers/store.ts";
 import { createModel } from "./helpers/store.ts";
 import {
   api,
+  chat,
   enginePid,
   expectOpenAiError,
   inferenceNode,
@@ -111,6 +112,38 @@ Deno.test("a container's detached flood neither hangs the key holder nor runs un
     assert.equal(body.choices[0].finish_reason, "length");
     assert.ok(body.usage.completion_tokens <= 512, JSON.stringify(body.usage));
   });
+});
+
+Deno.test("the key holder's chat runs beside a microservice's long generation, not after it", async () => {
+  // A context of 8192 tokens: a detached generation that fills it runs for seconds.
+  const WIDE = {
+    bytes: tinyLlamaGguf({ contextLength: 8192, seed: 9 }),
+    record: { gguf: { initContextSize: 8192 } },
+  };
+  await using node = await inferenceNode({ wide: WIDE });
+  const { url } = await deployScript(node, "hog", HOSTILE_ML_MIM);
+  // Loaded first, so that the generation starts at once.
+  await chat(node, { model: "wide", messages: say("hi"), max_tokens: 1 });
+  const started = performance.now();
+  await post(`${url}/detached`, {
+    n: 1,
+    options: { model: "wide", messages: say("go"), max_tokens: 16_777_216 },
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const waits: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const asked = performance.now();
+    const body = await chat(node, { model: "wide", messages: say(`hello ${i}`), max_tokens: 4 });
+    waits.push(performance.now() - asked);
+    assert.equal(body.usage.completion_tokens, 4);
+  }
+  // Answered while the generation still runs: on one shared sequence they would wait for it.
+  assert.deepEqual(await results(url), [], `the generation ended first (${waits} ms)`);
+  assert.ok(Math.max(...waits) < 1500, `the key holder waited ${waits.map(Math.round)} ms`);
+  console.log(
+    `key holder beside a detached generation: ${waits.map(Math.round).join(", ")} ms ` +
+      `(${Math.round(performance.now() - started)} ms into it)`,
+  );
 });
 
 Deno.test("detached calls draw from a per-container budget; calls in a request do not", async (t) => {

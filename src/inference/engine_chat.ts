@@ -126,16 +126,20 @@ function tooLong(loaded: LoadedModel, messages: EngineMessage[]): void {
   );
 }
 
-/** Runs `job` on `loaded`; `onText` gets the reply as it is generated. */
+/**
+ * Runs `job` on sequence `index` of `loaded`; `onText` gets the reply as it is generated. Jobs
+ * on the context's other sequence run alongside: node-llama-cpp evaluates both in one batch.
+ */
 export async function runChat(
   llama: Nlc,
   nlc: Nlc,
   loaded: LoadedModel,
+  index: number,
   job: ChatJob,
   onText: (text: string) => void,
   signal: AbortSignal,
 ): Promise<ChatResult> {
-  const sequence = loaded.sequence;
+  const sequence = loaded.sequences[index];
   const chat = new nlc.LlamaChat({
     contextSequence: sequence,
     chatWrapper: loaded.chatWrapper,

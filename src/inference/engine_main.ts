@@ -109,21 +109,29 @@ async function load(id: number, spec: LoadSpec): Promise<void> {
   emit({ id, type: "loaded", info: loaded.info });
 }
 
-function held(key: string): LoadedModel {
+/** The model `key` with sequence `index` free (index 0 for embeddings). */
+function held(key: string, index = 0): LoadedModel {
   const loaded = models.get(key);
   if (!loaded) throw new LoadRefused(404, "the model is not loaded");
-  if (loaded.job) throw new LoadRefused(400, "the model is busy with another request");
+  const sequences = Math.max(1, loaded.sequences.length);
+  if (!Number.isInteger(index) || index < 0 || index >= sequences) {
+    throw new LoadRefused(400, `the model has no sequence ${index}`);
+  }
+  if (loaded.jobs[index]) throw new LoadRefused(400, "the model is busy with another request");
   return loaded;
 }
 
-/** Runs `work` as the model's one job: an unload waits for it (freeing a context in use crashes). */
-async function occupy<T>(loaded: LoadedModel, work: () => Promise<T>): Promise<T> {
+/**
+ * Runs `work` as the one job of sequence `index`: an unload waits for every sequence's job
+ * (freeing a context in use crashes).
+ */
+async function occupy<T>(loaded: LoadedModel, index: number, work: () => Promise<T>): Promise<T> {
   const job = work();
-  loaded.job = job;
+  loaded.jobs[index] = job;
   try {
     return await job;
   } finally {
-    loaded.job = undefined;
+    loaded.jobs[index] = undefined;
   }
 }
 
@@ -136,22 +144,24 @@ async function handle(request: EngineRequest): Promise<void> {
       const loaded = models.get(request.key);
       models.delete(request.key);
       if (loaded) {
-        await loaded.job?.catch(() => {});
+        await Promise.allSettled(loaded.jobs);
         await unloadModel(loaded);
       }
       return emit({ id, type: "unloaded" });
     }
     case "chat": {
-      const loaded = held(request.key);
+      const index = request.sequence ?? 0;
+      const loaded = held(request.key, index);
       const abort = new AbortController();
       running.set(id, abort);
       const text = textSender(id);
       try {
-        const result = await occupy(loaded, () =>
+        const result = await occupy(loaded, index, () =>
           runChat(
             llama,
             nlc,
             loaded,
+            index,
             request.job,
             text.add,
             abort.signal,
@@ -165,7 +175,7 @@ async function handle(request: EngineRequest): Promise<void> {
     }
     case "embed": {
       const loaded = held(request.key);
-      const result = await occupy(loaded, async () => {
+      const result = await occupy(loaded, 0, async () => {
         const vectors: number[][] = [];
         let promptTokens = 0;
         for (const text of request.input) {

@@ -1,6 +1,7 @@
 /**
- * The engine process's loaded models: a model and its one context (chat) or embedding context,
- * loaded after an estimate from the file's header says it fits.
+ * The engine process's loaded models: a model and its context (chat: one sequence, or two when
+ * the key holder has one reserved) or embedding context, loaded after an estimate from the
+ * file's header says it fits.
  *
  * Runs in the engine process only (src/inference/engine_main.ts): relative imports, no import map.
  *
@@ -22,16 +23,20 @@ export interface LoadedModel {
   kind: EngineModelKind;
   // deno-lint-ignore no-explicit-any
   model: any;
-  /** The chat context's one sequence (llm, vlm), or the embedding context (embed). */
+  /** The chat context (llm, vlm), or the embedding context (embed). */
   // deno-lint-ignore no-explicit-any
   context: any;
+  /** The chat context's sequences, by index: each runs one job at a time (none for embed). */
   // deno-lint-ignore no-explicit-any
-  sequence?: any;
+  sequences: any[];
   // deno-lint-ignore no-explicit-any
   chatWrapper?: any;
   info: LoadedModelInfo;
-  /** The job running on it (the node queues; this guards, and an unload waits for it). */
-  job?: Promise<unknown>;
+  /**
+   * The job running on each sequence (index 0 for embeddings): the node queues; this guards,
+   * and an unload waits for them.
+   */
+  jobs: (Promise<unknown> | undefined)[];
 }
 
 /** A load that cannot succeed for a reason the caller can act on. */
@@ -75,6 +80,7 @@ async function estimateBytes(
   llama: Nlc,
   spec: LoadSpec,
   contextSize: number,
+  sequences: number,
   // deno-lint-ignore no-explicit-any
 ): Promise<{ bytes: number; trainContext?: number; fileInfo: any }> {
   const fileInfo = await nlc.readGgufFileInfo(spec.path, { logWarnings: false });
@@ -83,7 +89,8 @@ async function estimateBytes(
   const context = await insights.estimateContextResourceRequirementsV2({
     contextSize,
     modelGpuLayers: 0,
-    sequences: 1,
+    // Each sequence has a KV cache of its own, `contextSize` tokens long.
+    sequences,
     isEmbeddingContext: spec.kind === "embed",
   });
   return {
@@ -137,9 +144,16 @@ export async function loadModel(
   spec: LoadSpec,
   progress: (value: number) => void,
 ): Promise<LoadedModel> {
+  const sequences = spec.kind === "embed" ? 1 : Math.max(1, spec.sequences ?? 1);
   let estimate;
   try {
-    estimate = await estimateBytes(nlc, llama, spec, spec.contextSize || DEFAULT_CONTEXT);
+    estimate = await estimateBytes(
+      nlc,
+      llama,
+      spec,
+      spec.contextSize || DEFAULT_CONTEXT,
+      sequences,
+    );
   } catch (error) {
     throw new LoadRefused(
       400,
@@ -154,9 +168,13 @@ export async function loadModel(
     throw new LoadRefused(
       507,
       `not enough memory to load the model: it needs about ${mib(estimate.bytes)} with a ` +
-        `${contextSize}-token context, and ${mib(spec.memoryBudget)} is available; unload ` +
-        `another model (PUT /models {"id","action":"unload"}), lower gguf.initContextSize, or ` +
-        `raise inference.memoryLimitMb`,
+        `${contextSize}-token context${
+          sequences > 1 ? ` for each of ${sequences} sequences` : ""
+        }` +
+        `, and ${mib(spec.memoryBudget)} is available; unload another model (PUT /models ` +
+        `{"id","action":"unload"}), lower gguf.initContextSize, ` +
+        `${sequences > 1 ? "set inference.reservedSequence false, " : ""}or raise ` +
+        `inference.memoryLimitMb`,
     );
   }
   const problem = await fileProblem(spec.path, estimate.fileInfo);
@@ -170,7 +188,7 @@ export async function loadModel(
     const common = { contextSize, threads: spec.threads };
     const context = spec.kind === "embed"
       ? await model.createEmbeddingContext(common)
-      : await model.createContext({ ...common, sequences: 1 });
+      : await model.createContext({ ...common, sequences });
     const chatWrapper = spec.kind === "embed" ? undefined : resolveWrapper(nlc, model, spec);
     const insights = model.fileInsights;
     return {
@@ -178,7 +196,10 @@ export async function loadModel(
       kind: spec.kind,
       model,
       context,
-      sequence: spec.kind === "embed" ? undefined : context.getSequence(),
+      sequences: spec.kind === "embed"
+        ? []
+        : Array.from({ length: sequences }, () => context.getSequence()),
+      jobs: [],
       chatWrapper,
       info: {
         nVocab: model.tokens?.vocabularySize ?? model.fileInfo?.metadata?.tokenizer?.ggml?.tokens
@@ -192,6 +213,7 @@ export async function loadModel(
         chatTemplate: chatWrapper?.wrapperName ?? "none",
         threads: spec.threads,
         estimatedBytes: estimate.bytes,
+        sequences,
       },
     };
   } catch (error) {

@@ -30,6 +30,11 @@ export interface LoadSpec {
   chatTemplateHint?: string;
   /** Refuse the load when the estimate is above this many bytes (free memory, or the limit). */
   memoryBudget: number;
+  /**
+   * Sequences of a chat context (each with its own KV cache of `contextSize` tokens): 2 gives the
+   * key holder a sequence of its own beside the microservices' (inference.reservedSequence).
+   */
+  sequences?: number;
 }
 
 /** What a loaded model is, as GET /models shows it. */
@@ -43,8 +48,10 @@ export interface LoadedModelInfo {
   /** The chat format in use, e.g. "jinjaTemplate" or "chatML". */
   chatTemplate: string;
   threads: number;
-  /** Bytes the engine estimated before loading (weights plus context). */
+  /** Bytes the engine estimated before loading (weights plus context, all its sequences). */
   estimatedBytes: number;
+  /** Sequences of its context: jobs that may run on it at once (1 for embeddings). */
+  sequences: number;
 }
 
 /** A chat message as the engine takes it (the node has checked and flattened OpenAI's). */
@@ -113,7 +120,7 @@ export type EngineRequest =
   & (
     | { op: "load"; spec: LoadSpec }
     | { op: "unload"; key: string }
-    | { op: "chat"; key: string; job: ChatJob }
+    | { op: "chat"; key: string; job: ChatJob; sequence?: number }
     | { op: "embed"; key: string; input: string[] }
     | { op: "cancel"; target: number }
   );

@@ -1,6 +1,6 @@
 /**
  * Running the registry's models: loading on first use with the record's settings, one request
- * at a time per model behind a bounded queue, idle unloading, and unloading before a model's
+ * at a time per model lane behind a bounded queue (model_slots.ts), idle unloading, and unloading before a model's
  * file is deleted or replaced. The engine itself is another process (engine_process.ts).
  *
  * @module
@@ -26,6 +26,9 @@ import {
 
 export { type InferenceCaller, KEY_HOLDER_CALLER };
 import { ModelSlot } from "./model_slots.ts";
+import { chatOnSlot, type ChatOptions, embedOnSlot } from "./slot_jobs.ts";
+
+export type { ChatOptions };
 import { availableCores, chooseThreads } from "./threads.ts";
 
 /** inference settings (spec/config.yaml, InferenceConfig). */
@@ -45,20 +48,8 @@ export interface InferenceSettings {
   memoryLimitMb: number;
   /** Try a file's first load in a throwaway engine process first (load_probe.ts). */
   probeLoads: boolean;
-}
-
-/** What a chat's caller hears of it besides the result. */
-export interface ChatOptions {
-  /** Stops the generation, or the wait for its turn. */
-  signal?: AbortSignal;
-  /** The model's turn has come (it is loaded): generation starts. */
-  onStart?: (info: LoadedModelInfo) => void;
-  /** A piece of the reply. */
-  onText?: (text: string) => void;
-  /** Load progress, 0..1, when the model loads first. */
-  onLoad?: (progress: number) => void;
-  /** Who asks; the key holder when absent. */
-  caller?: InferenceCaller;
+  /** Give chat models a second sequence for the key holder alone (model_slots.ts). */
+  reservedSequence: boolean;
 }
 
 /** A model of the registry as GET /models shows it. */
@@ -164,6 +155,7 @@ export class InferenceService {
       threads,
       chatTemplateHint: model.gguf?.chatTemplateHint,
       memoryBudget: this.#memoryBudget(),
+      sequences: this.#settings.reservedSequence ? 2 : 1,
     };
     if (this.#settings.probeLoads && !this.#probed.has(key)) {
       await probeLoad(this.#engineOptions, spec);
@@ -213,7 +205,7 @@ export class InferenceService {
     if (!slot) return false;
     this.#slots.delete(id);
     slot.close(reason);
-    if (slot.activeRequest !== undefined) this.#engine.cancel(slot.activeRequest);
+    for (const request of slot.activeRequests) this.#engine.cancel(request);
     await this.#engine.call({ op: "unload", key: slot.key }).catch(() => {});
     return true;
   }
@@ -233,26 +225,8 @@ export class InferenceService {
     const slot = await this.#slotFor(id, ["llm", "vlm"], "chat completions", options.onLoad);
     const context = slot.info.contextSize;
     const bounded = { ...job, maxTokens: Math.min(job.maxTokens || context, context) };
-    const result = await slot.run(
-      () =>
-        this.#ledger.metered(caller, async (stop) => {
-          options.onStart?.(slot.info);
-          const event = await this.#engine.call(
-            { op: "chat", key: slot.key, job: bounded },
-            (e) => e.type === "text" && options.onText?.(e.text),
-            (requestId) => {
-              slot.activeRequest = requestId;
-              const cancel = () => this.#engine.cancel(requestId);
-              options.signal?.addEventListener("abort", cancel, { once: true });
-              stop.addEventListener("abort", cancel, { once: true });
-            },
-          ).finally(() => (slot.activeRequest = undefined));
-          if (event.type !== "chat-done") throw new Error(`unexpected engine answer ${event.type}`);
-          return { value: event.result, ...event.result };
-        }),
-      options.signal,
-      caller,
-    );
+    const runner = { engine: this.#engine, ledger: this.#ledger };
+    const result = await chatOnSlot(runner, slot, bounded, options, caller);
     slot.record(result.completionTokens, result.decodeMs);
     return { result, info: slot.info };
   }
@@ -266,16 +240,10 @@ export class InferenceService {
   ): Promise<EmbedResult> {
     if (caller.detached) this.#ledger.detachedAllowance(caller.id);
     const slot = await this.#slotFor(id, ["embed"], "embeddings");
-    return await slot.run(
-      () =>
-        this.#ledger.metered(caller, async () => {
-          const event = await this.#engine.call({ op: "embed", key: slot.key, input });
-          if (event.type !== "embed-done") {
-            throw new Error(`unexpected engine answer ${event.type}`);
-          }
-          slot.record(0, 0);
-          return { value: event.result, promptTokens: event.result.promptTokens };
-        }),
+    return await embedOnSlot(
+      { engine: this.#engine, ledger: this.#ledger },
+      slot,
+      input,
       signal,
       caller,
     );

@@ -1,6 +1,12 @@
 /**
- * A loaded model's place in the node: its one-at-a-time turn for requests with a bounded queue,
- * its idle timer and its figures (the reference's `metrics`).
+ * A loaded model's place in the node: its lanes (one job at a time each, behind a bounded fair
+ * queue), its idle timer and its figures (the reference's `metrics`).
+ *
+ * A model whose context has two sequences (inference.reservedSequence) has two lanes: the key
+ * holder's requests run on sequence 1, in a queue of their own, and microservices' on sequence
+ * 0, so a key holder's request runs beside a microservice's generation rather than after it (the
+ * engine evaluates both sequences in one batch). With one sequence, one lane serves everyone and
+ * its queue puts the key holder first.
  *
  * @module
  */
@@ -10,6 +16,12 @@ import { FairQueue, type QueueCaller } from "./fair_queue.ts";
 
 /** The key holder's place in the queue: the API's callers. */
 const KEY_HOLDER_QUEUE: QueueCaller = { client: "", priority: true };
+
+/** One sequence's turn: busy while a job runs on it, its waiters in a fair queue. */
+interface Lane {
+  busy: boolean;
+  queue: FairQueue;
+}
 
 /** The reference's per-model figures (GET /models `metrics`). */
 export interface SlotMetrics {
@@ -28,11 +40,11 @@ export class ModelSlot {
   readonly kind: EngineModelKind;
   readonly info: LoadedModelInfo;
   readonly metrics: SlotMetrics;
-  /** The engine request running on it, to cancel when the slot closes. */
-  activeRequest?: number;
-  #busy = false;
+  /** The engine requests running on it, to cancel when the slot closes. */
+  readonly activeRequests: Set<number> = new Set();
   #closed?: string;
-  readonly #queue: FairQueue;
+  /** By sequence index: [microservices (and the key holder when alone), the key holder's]. */
+  readonly #lanes: Lane[];
   #idleTimer?: ReturnType<typeof setTimeout>;
   readonly #onIdle: () => void;
   readonly #idleMs: number;
@@ -46,7 +58,11 @@ export class ModelSlot {
     this.key = loaded.key;
     this.kind = loaded.kind;
     this.info = loaded.info;
-    this.#queue = new FairQueue(loaded.id, options.queueLimit, options.perClientLimit);
+    const lanes = loaded.info.sequences >= 2 ? 2 : 1;
+    this.#lanes = Array.from({ length: lanes }, () => ({
+      busy: false,
+      queue: new FairQueue(loaded.id, options.queueLimit, options.perClientLimit),
+    }));
     this.#idleMs = options.idleMs;
     this.#onIdle = options.onIdle;
     this.metrics = {
@@ -61,30 +77,38 @@ export class ModelSlot {
 
   /** Requests waiting for their turn. */
   get waiting(): number {
-    return this.#queue.size;
+    return this.#lanes.reduce((sum, lane) => sum + lane.queue.size, 0);
+  }
+
+  /** Whether the key holder has a sequence of its own on this model. */
+  get reserved(): boolean {
+    return this.#lanes.length > 1;
   }
 
   /**
-   * Runs `job` when it is this request's turn (fair_queue.ts decides whose). 429 at once when the
-   * caller's places are taken; an aborted `signal` leaves the queue at once.
+   * Runs `job` when it is this request's turn on its lane (fair_queue.ts decides whose); `job`
+   * gets the engine sequence to run on. 429 at once when the caller's places are taken; an
+   * aborted `signal` leaves the queue at once.
    */
   async run<T>(
-    job: () => Promise<T>,
+    job: (sequence: number) => Promise<T>,
     signal?: AbortSignal,
     caller: QueueCaller = KEY_HOLDER_QUEUE,
   ): Promise<T> {
     if (this.#closed) throw new Unavailable(this.#closed);
-    // A waiter is handed the turn with the model still busy: no newcomer slips in between.
-    if (this.#busy) await this.#queue.wait(caller, signal);
-    this.#busy = true;
+    const sequence = caller.priority && this.reserved ? 1 : 0;
+    const lane = this.#lanes[sequence];
+    // A waiter is handed the turn with the lane still busy: no newcomer slips in between.
+    if (lane.busy) await lane.queue.wait(caller, signal);
+    lane.busy = true;
     clearTimeout(this.#idleTimer);
     try {
       if (this.#closed) throw new Unavailable(this.#closed);
-      return await job();
+      return await job(sequence);
     } finally {
       this.metrics.last_used = Math.floor(Date.now() / 1000);
-      if (!this.#queue.next()) {
-        this.#busy = false;
+      if (!lane.queue.next()) {
+        lane.busy = false;
         this.#armIdle();
       }
     }
@@ -108,14 +132,14 @@ export class ModelSlot {
   close(reason: string): void {
     this.#closed = reason;
     clearTimeout(this.#idleTimer);
-    this.#queue.failAll(new Unavailable(reason));
+    for (const lane of this.#lanes) lane.queue.failAll(new Unavailable(reason));
   }
 
   #armIdle(): void {
     if (this.#idleMs <= 0) return;
     clearTimeout(this.#idleTimer);
     this.#idleTimer = setTimeout(() => {
-      if (!this.#busy && this.#queue.size === 0) this.#onIdle();
+      if (this.#lanes.every((lane) => !lane.busy && lane.queue.size === 0)) this.#onIdle();
     }, this.#idleMs);
   }
 }
