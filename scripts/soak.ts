@@ -22,7 +22,7 @@ const PARTS = [
   {
     file: "tests/abuse_soak_test.ts",
     env: { EDGENODE_ABUSE_SECONDS: "120" },
-    figure: /^abuse: .*(\n  .*)*/m,
+    figure: /^abuse: .*(\n {2}.*)*/m,
   },
 ];
 const chosen = Deno.args.includes("--abuse")

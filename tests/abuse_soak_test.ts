@@ -59,6 +59,24 @@ async function timeLoop(call: () => Promise<void>, until: number, pauseMs: numbe
   return { latencies, failures };
 }
 
+/** CPU seconds so far of `root`'s process tree, by role: node, engine, containers, others. */
+async function cpuByRole(root: number): Promise<Record<string, number>> {
+  const output = await new Deno.Command("ps", { args: ["-e", "-o", "pid=,ppid=,times=,args="] })
+    .output();
+  const rows = new TextDecoder().decode(output.stdout).split("\n").flatMap((line) => {
+    const match = /^\s*(\d+)\s+(\d+)\s+(\d+)\s+(.*)$/.exec(line);
+    return match ? [{ pid: +match[1], ppid: +match[2], seconds: +match[3], args: match[4] }] : [];
+  });
+  const roles: Record<string, number> = { node: 0, engine: 0, containers: 0 };
+  for (const row of rows) {
+    if (row.pid === root) roles.node += row.seconds;
+    else if (row.ppid !== root) continue;
+    else if (row.args.includes("engine_main")) roles.engine += row.seconds;
+    else if (row.args.includes("container_host")) roles.containers += row.seconds;
+  }
+  return roles;
+}
+
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
@@ -144,8 +162,14 @@ Deno.test("abuse: hostile clients cost only themselves", async () => {
         await new Promise((resolve) => setTimeout(resolve, 2000));
       }
     })();
+    const cpuBefore = await cpuByRole(node.pid);
     const attacked = await measure(ATTACK_SECONDS);
     await arming;
+    // Where the machine's time went (ps counts whole seconds; processes that ended are gone).
+    const cpuAfter = await cpuByRole(node.pid);
+    const cpu = Object.keys(cpuAfter).map((role) =>
+      `${role} ${Math.max(0, cpuAfter[role] - cpuBefore[role])} s`
+    ).join(", ");
 
     const goodRecord = await record(node, good.container.id);
     const ends: string[] = [];
@@ -165,7 +189,8 @@ Deno.test("abuse: hostile clients cost only themselves", async () => {
           figure("good microservice", idle.service.latencies, attacked.service.latencies)
         }; ${
           figure("key holder's chat", idle.completions.latencies, attacked.completions.latencies)
-        }; good restarts ${goodRecord.restarts}\n  ${ends.join("\n  ")}`,
+        }; good restarts ${goodRecord.restarts}; CPU of the ${ATTACK_SECONDS} s ` +
+        `(${navigator.hardwareConcurrency} cores): ${cpu}\n  ${ends.join("\n  ")}`,
     );
 
     assert.deepEqual(idle.service.failures.slice(0, 5), []);
