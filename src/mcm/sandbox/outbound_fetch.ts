@@ -6,7 +6,6 @@
  * @module
  */
 import { type NetworkPolicy, RefusedDestination } from "./network_policy.ts";
-import type { FetchCall } from "./outbound_relay.ts";
 
 /**
  * Aborts when `idleMs` pass without a call to `touch`. One timer checks a timestamp, so that a
@@ -39,11 +38,23 @@ export function watched(body: ReadableStream<Uint8Array>, watch: ReturnType<type
 
 const REDIRECTS = 10;
 
+/** The request a microservice asked for (outbound_relay.ts's `fetch` call). */
+export interface OutboundRequest {
+  url: string;
+  method: string;
+  headers: [string, string][];
+  body: Uint8Array | null;
+}
+
 /**
  * Fetches, following redirects itself so that every hop passes the policy. A 303 (and a 301 or
  * 302 of a POST) continues as a GET without a body, as browsers and curl do.
  */
-export async function followed(call: FetchCall, policy: NetworkPolicy, signal: AbortSignal) {
+export async function followed(
+  call: OutboundRequest,
+  policy: NetworkPolicy,
+  signal: AbortSignal,
+) {
   let url = new URL(call.url);
   let method = call.method;
   let body = call.body as Uint8Array<ArrayBuffer> | null;
