@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { ContainerSchema } from "../gen/mcm/validators.ts";
 import { expectJson } from "./helpers/contract.ts";
+import { containerProcesses } from "./helpers/container_processes.ts";
 import { deployScript, mcm } from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
 
@@ -70,5 +71,32 @@ for (const mode of ["per-client", "per-container"] as const) {
       }
     }
     assert.equal(await visits(calm.url), 2, "the sibling kept its state");
+  });
+}
+
+/** The nice value of each thread of process `pid` (`ps -L`: Deno reads /proc only with -A). */
+async function threadNiceness(pid: number): Promise<number[]> {
+  const output = await new Deno.Command("ps", { args: ["-L", "-o", "ni=", "-p", String(pid)] })
+    .output();
+  return new TextDecoder().decode(output.stdout).split("\n").flatMap((line) =>
+    line.trim() ? [Number(line.trim())] : []
+  );
+}
+
+for (const mode of ["per-client", "per-container"] as const) {
+  Deno.test(`microservices' threads run below the node's, so their loops yield the CPU to it (${mode})`, async () => {
+    await using node = await startTestNode({
+      config: { ...CONFIG, mcm: { containerProcess: mode } },
+    });
+    await deployScript(node, "calm", SERVICE, {}, "alice");
+    const [hosting] = await containerProcesses(node.dataDir);
+    assert.ok(hosting, "a container process runs");
+    const [nodeMain] = await threadNiceness(node.pid);
+    const threads = await threadNiceness(hosting.pid);
+    // The microservice's worker and its host's main thread: 10 below the node's.
+    assert.ok(
+      threads.filter((nice) => nice === nodeMain + 10).length >= 2,
+      `the node's thread at ${nodeMain}, the container process's at ${threads.join(" ")}`,
+    );
   });
 }

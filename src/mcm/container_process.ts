@@ -163,8 +163,9 @@ export function containerPermissions(runtimeDir: string, launch: Launch): string
     `--allow-read=${[runtimeDir, ...launch.read].join(",")}`,
     `--allow-write=${launch.write}`,
     // The host reads the machine's addresses at each request (network_policy.ts): one that
-    // appeared after the start is the node's too.
-    "--allow-sys=networkInterfaces",
+    // appeared after the start is the node's too. It lowers its own priority below the
+    // node's before starting a microservice (container_host_main.ts).
+    "--allow-sys=networkInterfaces,getPriority,setPriority",
     ...(outboundHosts === undefined
       ? ["--allow-net"]
       : outboundHosts.length > 0

@@ -18,11 +18,15 @@
  *
  * @module
  */
+import { getPriority, setPriority } from "node:os";
 import { NO_PERMISSIONS, workerPermissions } from "../../program/permission_set.ts";
 import { hostContainer, processExit, type TakeMessage } from "./container_host.ts";
 import { fileUrlPath } from "./file_path.ts";
 import { GROUP_SANDBOX, LINKED_SANDBOX } from "./sandbox_worker.ts";
 import { hostTenant } from "./tenant_host.ts";
+
+/** How much lower than the node's a container process's threads run (nice units). */
+const MICROSERVICE_NICENESS = 10;
 
 /** The first message of this module run as a worker. */
 type WorkerStart =
@@ -102,6 +106,21 @@ function waitAsSpare(net: string[] | null): void {
   };
 }
 
+/**
+ * Microservices run below the node and its inference engine: this thread's nice value goes up
+ * by MICROSERVICE_NICENESS before it starts any worker, and the workers it starts (each
+ * microservice's thread) inherit it, so the node's own threads (its API, every client's
+ * routing, the key holder's models) win the CPU from microservices' loops. Linux keeps a nice
+ * value per thread: the runtime's threads started before this keep theirs.
+ */
+function yieldToTheNode(): void {
+  try {
+    setPriority(Math.min(19, getPriority() + MICROSERVICE_NICENESS));
+  } catch {
+    // Not allowed here (no --allow-sys=setPriority: an older node's flags): as before.
+  }
+}
+
 if ("WorkerGlobalScope" in globalThis) {
   const scope = self as unknown as WorkerScope;
   scope.onmessage = (event) => {
@@ -117,9 +136,12 @@ if ("WorkerGlobalScope" in globalThis) {
     }, start.take);
   };
 } else if (Deno.args[0] === "group") {
+  yieldToTheNode();
   serveGroup(new URL("./sandbox_worker.js", import.meta.url).href, Deno.exit);
 } else if (Deno.args[0] === "spare") {
+  yieldToTheNode();
   waitAsSpare(JSON.parse(Deno.args[1]));
 } else {
+  yieldToTheNode();
   hostContainer({ startSandbox: () => startSandbox("microservice"), exit: processExit(Deno.exit) });
 }
