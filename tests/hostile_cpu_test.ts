@@ -100,3 +100,33 @@ for (const mode of ["per-client", "per-container"] as const) {
     );
   });
 }
+
+Deno.test("a container restarted for its CPU gets no fresh burst: its next loop is stopped at once", async () => {
+  await using node = await startTestNode({
+    config: { ...CONFIG, mcm: { containerProcess: "per-container" } },
+  });
+  const looper = await deployScript(node, "looper", SERVICE, {}, "mallory");
+  const stoppedAfter = async (restarts: number) => {
+    await waitFor(
+      async () => (await container(node, looper.container.id)).state === "started",
+      "the looper up",
+      10_000,
+    );
+    assert.equal(await (await fetch(`${looper.url}/loop?ms=40`)).text(), "looping 40");
+    const began = Date.now();
+    await waitFor(
+      async () => (await container(node, looper.container.id)).restarts >= restarts,
+      "the loop stopped",
+      25_000,
+    );
+    return Date.now() - began;
+  };
+  // A full bucket (2 s of CPU) drains at 30% of a core: about 7 s and more.
+  const first = await stoppedAfter(1);
+  assert.ok(first > 4000, `the first loop was stopped after ${first} ms`);
+  // Restarted for its CPU, it starts with a tenth of a bucket: over at once.
+  const second = await stoppedAfter(2);
+  assert.ok(second < first / 2, `the loop after the restart ran ${second} ms (first ${first})`);
+  const { lastError } = await container(node, looper.container.id);
+  assert.match(lastError ?? "", /more CPU than its budget/);
+});

@@ -101,6 +101,8 @@ export interface ChannelEnd {
    * own failure (no back-off, not counted in its restarts).
    */
   bystander: boolean;
+  /** The exit code the container ended with (watchdog.ts's for its own limits). */
+  code: number | null;
 }
 
 /** The flags a container of `options` needs its process to have (container_process.ts). */
@@ -161,7 +163,7 @@ export class ContainerChannel {
         ? verdictReason(verdict)
         : exitReason(status, this.#stderrTail, options.memoryMb);
       this.#ready.reject(new ProcessEnded(reason, byCode));
-      return { reason, bystander: verdict?.culprit === false };
+      return { reason, bystander: verdict?.culprit === false, code: status.code };
     });
     this.#ready.promise.catch(() => {});
     this.#writer.send(JSON.stringify(

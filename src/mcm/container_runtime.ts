@@ -15,6 +15,7 @@ import { Unavailable } from "../errors/mod.ts";
 import { type ChannelOptions, ContainerChannel, LoadError } from "./container_channel.ts";
 import { ContainerLog, type LogLine } from "./container_log.ts";
 import type { ContainerUsage } from "./container_usage.ts";
+import { EXIT_CPU_BUDGET } from "./sandbox/watchdog.ts";
 
 /** The states of spec/mcm.yaml's Container. */
 export type ContainerState = "starting" | "started" | "restarting" | "failed" | "stopped";
@@ -48,6 +49,8 @@ export class ContainerRuntime {
   #channel: ContainerChannel | undefined;
   #state: ContainerState = "starting";
   #restarts = 0;
+  /** It last ended over its CPU budget: it restarts with an empty bucket. */
+  #cpuOwed = false;
   /** Restarts because a sibling brought down the process they shared (not in #restarts). */
   #bystanderRestarts = 0;
   /** How many times it brought down its client's process (this deployment). */
@@ -135,8 +138,14 @@ export class ContainerRuntime {
 
   async #open(): Promise<void> {
     const began = Date.now();
+    const { host } = this.#options;
     const channel = await ContainerChannel.open({
       ...this.#options,
+      // Ended for its CPU just before: no fresh burst for crashing, a tenth of one to start
+      // with (enough for an idle microservice's timers and collections: watchdog.ts).
+      host: this.#cpuOwed
+        ? { ...host, limits: { ...host.limits, idleCpuStartMs: host.limits.idleCpuBurstMs / 10 } }
+        : host,
       alone: this.#alone,
       onLog: (level, message) => this.log(level, message),
       onBroughtDown: (why, suspect) => this.#broughtDown(why, suspect),
@@ -146,11 +155,12 @@ export class ContainerRuntime {
     const where = channel.warm ??
       (this.#alone ? "a process of its own: it brought its client's process down" : undefined);
     this.log("node", `started in ${Date.now() - began} ms${where ? ` (${where})` : ""}`);
-    channel.exited.then(({ reason, bystander }) => {
+    channel.exited.then(({ reason, bystander, code }) => {
       if (this.#channel !== channel) return;
       this.#channel = undefined;
       if (this.#state === "stopped") return;
       this.#lastError = reason;
+      this.#cpuOwed = !bystander && code === EXIT_CPU_BUDGET;
       // A sibling's crash is not this container's failure: no back-off, not in its restarts.
       if (!bystander) this.#failures = Date.now() - began > STABLE_MS ? 0 : this.#failures + 1;
       this.#scheduleRestart(`the process ended (${reason})`, bystander);

@@ -29,6 +29,11 @@ export interface WatchdogLimits {
   idleCpuShare: number;
   /** CPU it may use at once beyond that share (the bucket's size), milliseconds. */
   idleCpuBurstMs: number;
+  /**
+   * What the bucket holds at the start, milliseconds (default full): a container restarted for
+   * its CPU starts nearly empty, so that crashing again and again earns it no fresh burst.
+   */
+  idleCpuStartMs?: number;
   /** How long the microservice's thread may go without reporting while serving a request. */
   busySilenceMs: number;
   /**
@@ -126,7 +131,7 @@ export function watchContainer(
 ): ContainerWatch {
   const counters = new Int32Array(activity);
   let last: { at: number; heap: number; lagMs: number } | undefined;
-  let bucketMs = limits.idleCpuBurstMs;
+  let bucketMs = Math.min(limits.idleCpuBurstMs, limits.idleCpuStartMs ?? limits.idleCpuBurstMs);
   const started = Date.now();
   let stopped = false;
   const end = (code: number, why: string) => {
