@@ -22,7 +22,7 @@ const PARTS = [
   {
     file: "tests/abuse_soak_test.ts",
     env: { EDGENODE_ABUSE_SECONDS: "120" },
-    figure: /^abuse: .*(\n {2}.*)*/m,
+    figure: /^abuse: \d.*(\n {2}.*)*/m,
   },
 ];
 const chosen = Deno.args.includes("--abuse")
