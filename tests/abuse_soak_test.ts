@@ -10,12 +10,10 @@
  * EDGENODE_ABUSE_ONLY names the attacks to run (default all).
  */
 import assert from "node:assert/strict";
-import { ContainerSchema } from "../gen/mcm/validators.ts";
 import { GOOD_SERVICE, hostileServices, zeroHeads } from "./helpers/abuse_services.ts";
-import { expectJson } from "./helpers/contract.ts";
 import { ensureTestEngine } from "./helpers/engine.ts";
-import { deployScript, mcm } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode } from "./helpers/node.ts";
+import { containerRecord, deployScript } from "./helpers/mcm.ts";
+import { startTestNode } from "./helpers/node.ts";
 import { createModel, uploadRaw } from "./helpers/store.ts";
 import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
 
@@ -82,9 +80,7 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 }
 
-async function record(node: TestNode, id: string) {
-  return await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
-}
+const record = containerRecord;
 
 Deno.test("abuse: hostile clients cost only themselves", async () => {
   await ensureTestEngine();

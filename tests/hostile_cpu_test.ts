@@ -5,11 +5,9 @@
  * its idle sibling in the same client's process is neither stopped nor charged for it.
  */
 import assert from "node:assert/strict";
-import { ContainerSchema } from "../gen/mcm/validators.ts";
-import { expectJson } from "./helpers/contract.ts";
 import { containerProcesses } from "./helpers/container_processes.ts";
-import { deployScript, mcm } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+import { containerRecord, deployScript } from "./helpers/mcm.ts";
+import { startTestNode, waitFor } from "./helpers/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 
@@ -25,9 +23,7 @@ const SERVICE = `mimikModule.exports = function (context, req, res) {
   res.end(JSON.stringify({ visits: visits }));
 };`;
 
-async function container(node: TestNode, id: string) {
-  return await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
-}
+const container = containerRecord;
 
 async function visits(url: string): Promise<number> {
   const response = await fetch(`${url}/`);

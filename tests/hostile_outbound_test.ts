@@ -6,16 +6,14 @@
  * container started is the node's for that container too.
  */
 import assert from "node:assert/strict";
-import { ContainerSchema } from "../gen/mcm/validators.ts";
-import { expectJson } from "./helpers/contract.ts";
 import {
   curlInside,
   namespace,
   namespacesAvailable,
   silentServer,
 } from "./helpers/hostile_host_net.ts";
-import { deployScript, mcm, scriptImage } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+import { containerRecord, deployScript, mcm, scriptImage } from "./helpers/mcm.ts";
+import { startTestNode, waitFor } from "./helpers/node.ts";
 
 const CONFIG = {
   apiKey: "a-test-key-of-enough-length",
@@ -62,9 +60,7 @@ const CALM = `mimikModule.exports = function (context, req, res) {
   res.end(JSON.stringify({ visits: visits }));
 };`;
 
-async function container(node: TestNode, id: string) {
-  return await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
-}
+const container = containerRecord;
 
 async function text(url: string): Promise<string> {
   const response = await fetch(url);

@@ -6,22 +6,25 @@
  * microservice or its deployer sees name no path of the node (item 8).
  */
 import assert from "node:assert/strict";
-import { ContainerSchema } from "../gen/mcm/validators.ts";
-import { expectJson } from "./helpers/contract.ts";
 import {
   MEMORY_SERVICE,
   POISON_SERVICE,
   STACK_SERVICE,
 } from "./helpers/hostile_sandbox_services.ts";
-import { deployScript, mcm, postContainer, scriptImage, uploadImage } from "./helpers/mcm.ts";
+import {
+  containerRecord,
+  deployScript,
+  mcm,
+  postContainer,
+  scriptImage,
+  uploadImage,
+} from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 const PER_CONTAINER = { ...CONFIG, mcm: { containerProcess: "per-container" } };
 
-async function container(node: TestNode, id: string) {
-  return await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
-}
+const container = containerRecord;
 
 // deno-lint-ignore no-explicit-any
 async function json(url: string): Promise<any> {

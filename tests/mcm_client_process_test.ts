@@ -6,10 +6,8 @@
  * reaches that client's containers only; no client's process outlives its node.
  */
 import assert from "node:assert/strict";
-import { ContainerSchema } from "../gen/mcm/validators.ts";
-import { expectJson } from "./helpers/contract.ts";
 import { alive, containerProcesses } from "./helpers/container_processes.ts";
-import { deployScript, mcm } from "./helpers/mcm.ts";
+import { containerRecord, deployScript, mcm } from "./helpers/mcm.ts";
 import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
@@ -44,9 +42,7 @@ async function visits(url: string): Promise<number> {
   return (await response.json()).visits;
 }
 
-async function container(node: TestNode, id: string) {
-  return await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
-}
+const container = containerRecord;
 
 /** The node's "started in" lines of a container. */
 async function starts(node: TestNode, id: string): Promise<string[]> {

@@ -4,9 +4,9 @@
  * memory outside the JavaScript heap, CPU burnt after the response, and module loading.
  */
 import assert from "node:assert/strict";
-import { ContainerSchema } from "../gen/mcm/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
+import { expectError } from "./helpers/contract.ts";
 import {
+  containerRecord,
   deployScript,
   getJson,
   mcm,
@@ -19,9 +19,7 @@ import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 
-async function container(node: TestNode, id: string) {
-  return await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
-}
+const container = containerRecord;
 
 async function logsOf(node: TestNode, id: string): Promise<{ level: string; message: string }[]> {
   return (await (await mcm(node, `/containers/${id}/logs`)).json()).data;

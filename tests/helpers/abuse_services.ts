@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { withU32 } from "./hostile_inference_models.ts";
 
 /** A well-behaved service: counts its requests in memory; `boot` changes when it restarts. */
 export const GOOD_SERVICE = `var boot = String(Math.random()).slice(2, 10);
@@ -83,17 +84,5 @@ mimikModule.exports = function (context, req, res) {
  * loading (issue 34, item 6).
  */
 export function zeroHeads(bytes: Uint8Array): Uint8Array {
-  const key = new TextEncoder().encode("llama.attention.head_count");
-  const out = bytes.slice();
-  const view = new DataView(out.buffer);
-  for (let at = 8; at + key.length + 12 <= out.length; at++) {
-    // A key is its u64 length, its bytes, then a u32 value type: head_count, not head_count_kv.
-    if (view.getUint32(at - 8, true) !== key.length) continue;
-    if (!key.every((byte, i) => out[at + i] === byte)) continue;
-    const type = view.getUint32(at + key.length, true);
-    if (type !== 4 && type !== 5) throw new Error(`head_count has value type ${type}`);
-    view.setUint32(at + key.length + 4, 0, true);
-    return out;
-  }
-  throw new Error("no llama.attention.head_count in the file");
+  return withU32(bytes, "llama.attention.head_count", 0);
 }

@@ -91,6 +91,11 @@ export function mcm(node: TestNode, path: string, init: RequestInit = {}): Promi
   });
 }
 
+/** GET /mcm/v1/containers/{id}, checked against the spec. */
+export async function containerRecord(node: TestNode, id: string) {
+  return await expectJson(await mcm(node, `/containers/${id}`), 200, ContainerSchema);
+}
+
 /** The URL a container serves at. */
 export function serviceUrl(node: TestNode, container: { env: Record<string, string> }): string {
   return `${node.url}${container.env["MCM.BASE_API_PATH"]}`;
