@@ -13,6 +13,7 @@ import type { BundleFiles } from "./bundle_files.ts";
 import type { Caller } from "./caller.ts";
 import { LoadError } from "./container_channel.ts";
 import { limitsOf } from "./container_env.ts";
+import { containerView } from "./container_view.ts";
 import { processProfile } from "./container_process.ts";
 import { ContainerRuntime, type LogLine } from "./container_runtime.ts";
 import type { Images } from "./images.ts";
@@ -56,28 +57,6 @@ export interface NodeFacts {
 export type Match =
   | { runtime: ContainerRuntime; path: string }
   | { unknown: string };
-
-/** What a container's record shows of shared processes and its use of its process. */
-function incidents(runtime: ContainerRuntime): Partial<Container> {
-  const usage = runtime.usage();
-  return {
-    ...(runtime.bystanderRestarts > 0 ? { bystanderRestarts: runtime.bystanderRestarts } : {}),
-    ...(runtime.processEnds > 0 ? { processEnds: runtime.processEnds } : {}),
-    ...(runtime.quarantined ? { quarantined: true } : {}),
-    ...(usage
-      ? {
-        usage: {
-          memoryBytes: Math.round(usage.memoryBytes),
-          cpuMicros: Math.round(usage.cpuMicros),
-          ...(usage.outboundInFlight === undefined
-            ? {}
-            : { outboundInFlight: Math.round(usage.outboundInFlight) }),
-          at: usage.at,
-        },
-      }
-      : {}),
-  };
-}
 
 /** The containers of the node. */
 export class Deployments {
@@ -175,26 +154,12 @@ export class Deployments {
 
   /** The API view of a container. */
   #view(record: ContainerRecord): Container {
-    const runtime = this.#runtimes.get(record.id);
-    return {
-      id: record.id,
-      name: record.name,
-      image: record.imageName,
-      imageId: record.imageId,
-      env: this.#servedEnv(record),
-      created: record.created,
-      state: runtime?.state ?? "stopped",
-      restarts: runtime?.restarts ?? 0,
-      ...(runtime?.lastError ? { lastError: runtime.lastError } : {}),
-      ...(runtime ? incidents(runtime) : {}),
-      ...this.#inferenceOf(record.id),
-    };
-  }
-
-  #inferenceOf(id: string): Partial<Container> {
-    const used = this.#node.inferenceUsage?.(id);
-    if (!used || (used.requests === 0 && used.budgetRefusals === 0)) return {};
-    return { inference: { ...used, engineMs: Math.round(used.engineMs) } };
+    return containerView(
+      record,
+      this.#servedEnv(record),
+      this.#runtimes.get(record.id),
+      this.#node.inferenceUsage?.(record.id),
+    );
   }
 
   #servedEnv(record: ContainerRecord): Record<string, string> {
