@@ -127,7 +127,8 @@ for (const mode of ["per-client", "per-container"] as const) {
       200,
     );
     await waitFor(() => Promise.resolve(server.open() === 0), "cancelled", 10_000);
-    assert.ok(Date.now() - stopped < 3000, `cancelled in ${Date.now() - stopped} ms`);
+    // At once, not at their deadline (the execution time, 6 s here).
+    assert.ok(Date.now() - stopped < 5000, `cancelled in ${Date.now() - stopped} ms`);
 
     const other = await container(node, calm.container.id);
     assert.equal(other.restarts, 0, `the sibling went on (${other.lastError})`);

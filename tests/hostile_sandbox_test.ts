@@ -72,6 +72,9 @@ Deno.test("WebAssembly and SharedArrayBuffer memory is refused past MCM.MEMORY_M
   const grown = await json(`${url}/grow`);
   assert.equal(grown.error, "RangeError", `grow past the limit: ${JSON.stringify(grown)}`);
   assert.ok(grown.mb < 64, `grown to ${grown.mb} MiB`);
+  // A resizable view would grow it past the wrapped grow(): not there.
+  const resizable = await json(`${url}/resizable`);
+  assert.equal(resizable.error, "TypeError", `a resizable buffer: ${JSON.stringify(resizable)}`);
   const inside = await json(`${url}/wasm-grow`);
   assert.ok(inside.mb < 64, `memory.grow inside a module stops at the limit: ${inside.mb} MiB`);
   const hidden = await json(`${url}/hidden-grow`);

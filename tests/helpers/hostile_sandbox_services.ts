@@ -53,6 +53,12 @@ mimikModule.exports = function (context, req, res) {
       return mb;
     });
     result.mb = memory.buffer.byteLength / 1048576;
+  } else if (url === "/resizable") {
+    result = outcome(function () {
+      var buffer = new WebAssembly.Memory({ initial: 1, maximum: 4096 }).toResizableBuffer();
+      buffer.resize(200 * 1048576);
+      return buffer.byteLength / 1048576;
+    });
   } else if (url === "/wasm-grow") {
     result = { mb: wasmGrow(true) };
   } else if (url === "/hidden-grow") {

@@ -142,6 +142,7 @@ function take(
       requests: settings.limits.outboundRequests ?? DEFAULT_OUTBOUND_REQUESTS,
       // Charged to its memory too (the watchdog's `held`): a quarter of it at most.
       bodyBytes: Math.floor(settings.limits.heapBytes / 4),
+      deadlineMs: settings.limits.busySilenceMs,
     },
   );
   const watch = watchContainer(

@@ -56,6 +56,8 @@ type Instance = WebAssembly.Instance;
 
 const MB = 2 ** 20;
 const safeNumber = Number;
+/** BigInt as it was before the microservice's code (which may replace the global). */
+const NativeBigInt = BigInt;
 
 function thenSafe<T, R>(promise: Promise<T>, then: (value: T) => R): Promise<R> {
   // The species lookup inside `then` must not be the microservice's (intrinsics.ts).
@@ -178,7 +180,7 @@ export function chargeMemory(
         const maximum = descriptor.maximum === undefined
           ? allowed
           : MathMin(safeNumber(descriptor.maximum), allowed);
-        descriptor.maximum = descriptor.index === "i64" ? BigInt(maximum) as never : maximum;
+        descriptor.maximum = descriptor.index === "i64" ? NativeBigInt(maximum) as never : maximum;
       }
       if (descriptor.index === undefined) delete descriptor.index;
       const memory = ReflectConstruct(target, [descriptor], newTarget) as Memory;
@@ -186,6 +188,18 @@ export function chargeMemory(
       return memory;
     },
   });
+  // A resizable view grows the memory past the wrapped grow(): not in the sandbox.
+  if ("toResizableBuffer" in native.Memory.prototype) {
+    ObjectDefineProperty(native.Memory.prototype, "toResizableBuffer", {
+      value: function toResizableBuffer() {
+        throw new TypeError(
+          "WebAssembly.Memory.toResizableBuffer() is not available here: use grow()",
+        );
+      },
+      writable: true,
+      configurable: true,
+    });
+  }
   ObjectDefineProperty(native.Memory.prototype, "grow", {
     value: function grow(this: Memory, delta: unknown) {
       const pages = safeNumber(delta);

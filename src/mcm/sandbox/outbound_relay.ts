@@ -64,6 +64,12 @@ export interface OutboundLimits {
   requests: number;
   /** Bytes of request bodies held at once. */
   bodyBytes: number;
+  /**
+   * The longest deadline a request may ask for (its total time, or a download's time without
+   * data, or its time to connect), milliseconds: what the worker asks is its own to choose below
+   * this, never above.
+   */
+  deadlineMs: number;
 }
 
 /** A container's outbound relay, as its host sees it. */
@@ -124,6 +130,8 @@ export function serveOutbound(
   /** Takes a place for request `id`, or says why there is none. */
   const admit = (id: number, bytes: number, abort: Open["abort"]): string | undefined => {
     if (closed) return "the container is stopping";
+    // The worker names its requests: one id open twice would hold two places as one.
+    if (open.has(id) || bodies.has(id)) return `request ${id} is open already`;
     if (open.size >= limits.requests) {
       return `over the limit of ${limits.requests} outbound requests at once ` +
         `(MCM.MAX_OUTBOUND_REQUESTS): wait for one to end`;
@@ -147,23 +155,31 @@ export function serveOutbound(
       url: response.url,
     });
 
-  const fetchFor = async (call: FetchCall) => {
+  const fetchFor = async (asked: FetchCall) => {
+    const bound = (ms: number | undefined) =>
+      ms === undefined ? undefined : Math.min(Math.max(0, ms), limits.deadlineMs);
+    const call = {
+      ...asked,
+      timeoutMs: bound(asked.timeoutMs)!,
+      idleMs: bound(asked.idleMs),
+      connectMs: bound(asked.connectMs),
+    };
     const own = new AbortController();
     const refused = admit(call.id, call.body?.byteLength ?? 0, (reason) => own.abort(reason));
     if (refused) return answer({ t: "error", id: call.id, message: refused });
     // Downloads to a file are bounded by their idle time (socketTimeout, else the execution
     // time), not their total time: a large model takes minutes.
     const idle = idleWatch(call.idleMs ?? (call.saveTo !== undefined ? call.timeoutMs : undefined));
-    const limits = [idle.signal, own.signal];
-    if (call.saveTo === undefined) limits.push(AbortSignal.timeout(call.timeoutMs));
+    const signals = [idle.signal, own.signal];
+    if (call.saveTo === undefined) signals.push(AbortSignal.timeout(call.timeoutMs));
     const connect = new AbortController();
     const connectTimer = call.connectMs === undefined ? undefined : setTimeout(
       () =>
         connect.abort(new DOMException(`no response within ${call.connectMs} ms`, "TimeoutError")),
       call.connectMs,
     );
-    limits.push(connect.signal);
-    const signal = AbortSignal.any(limits);
+    signals.push(connect.signal);
+    const signal = AbortSignal.any(signals);
     // At its deadline (or `close`) its place is free at once, read or not.
     signal.addEventListener("abort", () => {
       idle.stop();
@@ -262,7 +278,11 @@ export function serveOutbound(
   port.onmessage = async (event: MessageEvent<OutboundCall>) => {
     const call = event.data;
     if (call.t === "pull") return await pull(call.id);
-    if (call.t === "cancel") return release(call.id);
+    if (call.t === "cancel") {
+      // Aborted too, not only forgotten: a cancelled request holds no socket on.
+      open.get(call.id)?.abort(new DOMException("cancelled by the microservice", "AbortError"));
+      return release(call.id);
+    }
     try {
       if (call.t === "fetch") await fetchFor(call);
       else await openFile(call.id, call.name);

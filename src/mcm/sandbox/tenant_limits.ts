@@ -14,6 +14,8 @@ import { type ContainerWatch, EXIT_OUT_OF_MEMORY, LAG_JITTER_MS, SAMPLE_MS } fro
 const PROCESS_BASE_MB = 96;
 const MEMORY_CHECK_MS = 100;
 const CPU_CHECK_MS = 250;
+/** Checks after a container's end whose CPU time is charged to none of its siblings. */
+const SETTLING_CHECKS = 2;
 /** What serving a request weighs when the process's CPU time is shared out, in report lag. */
 const SERVING_WEIGHT_MS = CPU_CHECK_MS;
 /** The workers together busier than this share of a core: worth finding which one (probes). */
@@ -116,12 +118,34 @@ export function watchCpu(
     return all.user + all.system - ownMicros();
   };
   let last = micros();
+  let before = new Set<Member>();
+  let settling = 0;
   return setInterval(() => {
     const now = micros();
     const spent = Math.max(0, now - last);
     onSpent(spent > BUSY_SHARE * CPU_CHECK_MS * 1000);
     last = now;
     const watched = [...members.values()].filter((member) => member.watch);
+    // A container just ended: its thread's last work (terminating, its heap freed) lands in the
+    // next checks, with nobody left to have been seen busy for it but its siblings: charged to
+    // none of them.
+    const current = new Set(watched);
+    if ([...before].some((member) => !current.has(member))) settling = SETTLING_CHECKS;
+    before = current;
+    if (settling > 0) {
+      settling--;
+      for (const member of watched) member.watch!.charge(member.cpuMicros);
+      return;
+    }
+    // A worker loading its code (before its first report) is busy with it: what the process
+    // spent now is put down to it (not against its budget until its first report: watchdog.ts),
+    // never to a sibling, whose scheduler noise would otherwise be the only lateness seen.
+    const loading = watched.filter(({ watch }) => watch!.heap() === 0);
+    if (loading.length > 0) {
+      for (const member of loading) member.cpuMicros += spent / loading.length;
+      for (const member of watched) member.watch!.charge(member.cpuMicros);
+      return;
+    }
     // A container that served in this time may have used any of it (serving is not charged).
     // A report overdue now is lateness too: that worker is busy this very moment. Lateness
     // within LAG_JITTER_MS is the scheduler's, not a busy thread's (watchdog.ts).
@@ -131,10 +155,9 @@ export function watchCpu(
     // say): only what one was later than the most prompt counts.
     const late = watched.map(({ probe }) => probe.takeLate());
     const floor = watched.length > 1 ? Math.min(...late) : 0;
-    // Until its code loaded (its first report), a container's silence and answers say nothing.
     // No more than the whole time is counted for one check.
     const weights = watched.map(({ watch }, i) =>
-      watch!.heap() === 0 ? 0 : Math.min(
+      Math.min(
         CPU_CHECK_MS,
         late[i] - floor + watch!.takeLag() +
           Math.max(0, watch!.silence() - SAMPLE_MS - LAG_JITTER_MS),
