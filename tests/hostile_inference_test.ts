@@ -337,6 +337,34 @@ Deno.test("crafted models never reach llama.cpp nor take others down", async (t)
     assert.equal(response.status, 200, await response.text());
   });
 
+  await t.step(
+    "a file that crashes the engine as it runs (not as it loads) is marked failed too",
+    async () => {
+      const stream = await api(node, "/chat/completions", {
+        model: "long",
+        messages: say("go"),
+        max_tokens: 1500,
+        stream: true,
+      });
+      const chunks = sseData(stream);
+      assert.ok(!(await chunks.next()).done, "the stream started");
+      // llama.cpp aborting in the middle of this model's generation, as a crafted file does.
+      Deno.kill((await enginePid(node))!, "SIGABRT");
+      for await (const _ of chunks) { /* its end */ }
+      const again = await api(node, "/chat/completions", { model: "long", messages: say("x") });
+      const error = await expectOpenAiError(again, 400);
+      assert.match(error.message, /ended the inference engine while it ran.*not loaded again/);
+      assertClean(error.message, node.dataDir);
+      // Another model runs on the restarted engine.
+      const other = await api(node, "/chat/completions", {
+        model: "cut",
+        messages: say("x"),
+        max_tokens: 2,
+      });
+      assert.equal(other.status, 200, await other.text());
+    },
+  );
+
   await t.step("the engine runs without PATH and without ggml's gdb backtrace", async () => {
     const pid = await enginePid(node);
     assert.ok(pid, "the engine runs");

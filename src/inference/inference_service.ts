@@ -97,6 +97,7 @@ export class InferenceService {
     this.#engine = new EngineProcess({
       ...this.#engineOptions,
       onExit: (reason) => {
+        this.#blameCrash(reason);
         for (const slot of this.#slots.values()) slot.close(reason);
         this.#slots.clear();
       },
@@ -197,6 +198,24 @@ export class InferenceService {
       "file changes (upload or download its file again)";
     this.#failed.set(key, message);
     return new Invalid(message);
+  }
+
+  /**
+   * The engine crashed (not a kill: SIGKILL is the kernel's out-of-memory or an operator's)
+   * while one model alone was running a job: its file did it (one that loads but aborts
+   * llama.cpp when it evaluates), and is marked failed like a file that crashes its load.
+   */
+  #blameCrash(reason: string): void {
+    if (!/killed by SIG(ABRT|SEGV|BUS|ILL|FPE|TRAP)/.test(reason)) return;
+    const running = [...this.#slots.values()].filter((slot) => slot.activeRequests.size > 0);
+    if (running.length !== 1) return;
+    const [slot] = running;
+    this.#failed.set(
+      slot.key,
+      `model '${slot.id}' ended the inference engine while it ran (${reason}: the file is ` +
+        "crafted or corrupt); it is not loaded again until its file changes (upload or " +
+        "download its file again)",
+    );
   }
 
   /** Unloads `id`; false when it was not loaded. A request running on it is stopped. */
