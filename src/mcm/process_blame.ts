@@ -7,14 +7,15 @@
  * 1. it was ended by its own limits (memory, CPU) just before the process died (its requests
  *    or buffers outlived it on the process's main thread);
  * 2. it is the one container that was serving a request when the process died (a worker that
- *    allocates without yielding sends no report: it was serving the request that made it);
+ *    allocates without yielding sends no report: it was serving the request that made it), and
+ *    no other container's memory was clearly growing;
  * 3. nobody was serving, and its memory, as the process last reported it, is past half its
  *    limit (V8's heap limit is each worker's) and grew over the last reports by far more than
  *    any other's.
  *
  * When the process died of its own doing (V8's heap limit, a crash signal) and none of these
- * singles one out, the containers that were serving a request then (or, if none was, all of
- * them) are suspects: one of them did it. Each suspect's end counts as its own and toward its
+ * singles one out, the containers that were serving a request then and the one clearly growing
+ * (or, if none was serving, all of them) are suspects: one of them did it. Each suspect's end counts as its own and toward its
  * quarantine, so that after two such ends the one that did it runs alone and its siblings stop
  * paying for it; the others are bystanders. A kill from outside (SIGKILL, SIGTERM) or a plain
  * exit blames no one, and every container's end counts as its own, as before.
@@ -127,25 +128,33 @@ export function blame(
     };
   }
   const serving = members.filter((member) => member.serving > 0);
-  if (serving.length === 1) {
+  const grower = clearGrower(members);
+  if (serving.length === 1 && (!grower || grower === serving[0])) {
     return {
       id: serving[0].id,
       why: `${cause} while this container alone was serving a request (${figures(serving[0])})`,
     };
   }
-  if (serving.length > 1) return undefined;
+  // One serving and another growing: either may have done it (suspects), neither is named.
+  if (serving.length > 0 || !grower) return undefined;
+  return {
+    id: grower.id,
+    why: `${cause}; this container's memory was growing (${figures(grower)})`,
+  };
+}
+
+/**
+ * The container whose memory grew by far the most over the last reports and is past half its
+ * limit, if one did: a sibling growing legitimately far from its limit is not the one V8
+ * stopped at its limit.
+ */
+function clearGrower(members: MemberFacts[]): MemberFacts | undefined {
   const growth = (member: MemberFacts) => (member.usage?.memoryGrowthBytes ?? 0);
-  const byGrowth = [...members].sort((a, b) => growth(b) - growth(a));
-  const [top, next] = byGrowth;
-  // A sibling growing legitimately far from its limit is not the one V8 stopped at its limit.
-  if (
-    top && growth(top) >= GROWTH_FLOOR_BYTES &&
+  const [top, next] = [...members].sort((a, b) => growth(b) - growth(a));
+  const clear = top && growth(top) >= GROWTH_FLOOR_BYTES &&
     growth(top) >= GROWTH_LEAD * Math.max(0, next ? growth(next) : 0) &&
-    (top.usage?.memoryBytes ?? 0) >= top.memoryLimitBytes / 2
-  ) {
-    return { id: top.id, why: `${cause}; this container's memory was growing (${figures(top)})` };
-  }
-  return undefined;
+    (top.usage?.memoryBytes ?? 0) >= top.memoryLimitBytes / 2;
+  return clear ? top : undefined;
 }
 
 /** Signals of a process that ended by its own doing (V8's abort on its heap limit, a crash). */
@@ -164,10 +173,15 @@ export function suspects(
     /out of memory|heap limit/i.test(death.stderrTail);
   if (!selfInflicted || members.length === 0) return { ids: [], why: "" };
   const serving = members.filter((member) => member.serving > 0);
-  const chosen = serving.length > 0 ? serving : members;
+  const grower = clearGrower(members);
+  const chosen = serving.length > 0
+    ? [...serving, ...(grower && !serving.includes(grower) ? [grower] : [])]
+    : members;
   const ids = chosen.map((member) => member.id);
   const among = serving.length > 0
-    ? `while ${ids.length} containers were serving requests (${ids.join(", ")})`
+    ? `while ${serving.length} container${serving.length === 1 ? " was" : "s were"} serving ` +
+      `requests${grower && !serving.includes(grower) ? " and one's memory was growing" : ""} ` +
+      `(${ids.join(", ")})`
     : `while none was serving a request (${ids.join(", ")})`;
   return { ids, why: `${deathCause(death)} ${among}: one of them did it` };
 }
