@@ -8,7 +8,7 @@
  * @module
  */
 import type { EngineModelKind, LoadedModelInfo, LoadSpec } from "./engine_protocol.ts";
-import { hyperparameterProblem, tensorProblem } from "./gguf_limits.ts";
+import { hyperparameterProblem, tensorProblem } from "../store/gguf_limits.ts";
 
 /**
  * node-llama-cpp's module, loaded at run time from the engine's install folder, so typed
@@ -102,7 +102,7 @@ async function estimateBytes(
 
 /**
  * What would make llama.cpp abort on the file or reserve memory for data it does not hold
- * (gguf_limits.ts), checked on node-llama-cpp's reading of the header; undefined when none.
+ * (store/gguf_limits.ts), checked on node-llama-cpp's reading of the header; undefined when none.
  */
 // deno-lint-ignore no-explicit-any
 async function fileProblem(path: string, fileInfo: any): Promise<string | undefined> {

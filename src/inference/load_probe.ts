@@ -1,6 +1,6 @@
 /**
  * A new model file's first load is tried in a throwaway engine process before the shared one
- * loads it: a file that crashes llama.cpp (in a way the header checks of gguf_limits.ts do not
+ * loads it: a file that crashes llama.cpp (in a way the header checks of store/gguf_limits.ts do not
  * foresee) then ends only the probe, never the streams of other models in the shared engine.
  *
  * Measured on the 2-core test machine (tests/helpers/tiny_llama.ts's model): an engine process

@@ -17,7 +17,7 @@
 import type { ChatTemplateHint, GgufInfo } from "../../gen/store/validators.ts";
 import { Invalid } from "../errors/mod.ts";
 import { hintForTemplate } from "./chat_template_hint.ts";
-import { dimensionProblem, hyperparameterProblem } from "../inference/gguf_limits.ts";
+import { dimensionProblem, hyperparameterProblem } from "./gguf_limits.ts";
 
 /** What the header says, plus the chat template text itself (for hint detection). */
 export interface GgufMetadata {
@@ -25,7 +25,7 @@ export interface GgufMetadata {
   chatTemplate?: string;
   /**
    * What would make llama.cpp abort on the file (a hyperparameter it divides by or sizes from,
-   * tensor dimensions whose product overflows: src/inference/gguf_limits.ts), if anything.
+   * tensor dimensions whose product overflows: src/store/gguf_limits.ts), if anything.
    */
   problem?: string;
 }
