@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { deployScript, mcm } from "./helpers/mcm.ts";
-import { waitFor } from "./helpers/node.ts";
+import { type TestNode, waitFor } from "./helpers/node.ts";
 import { uploadRaw } from "./helpers/store.ts";
 import { createModel } from "./helpers/store.ts";
 import {
@@ -231,6 +231,20 @@ Deno.test("a 1 MB prompt is a 400 naming the context length, from the API and co
   });
 });
 
+/** A streamed chat of 1500 tokens on the model "long", its first chunk read. */
+async function longStream(node: TestNode) {
+  const chunks = sseData(
+    await api(node, "/chat/completions", {
+      model: "long",
+      messages: say("go"),
+      max_tokens: 1500,
+      stream: true,
+    }),
+  );
+  assert.ok(!(await chunks.next()).done, "the stream started");
+  return chunks;
+}
+
 Deno.test("crafted models never reach llama.cpp nor take others down", async (t) => {
   const tiny = tinyLlamaGguf();
   await using node = await inferenceNode({ tiny: { bytes: tiny }, long: LONG });
@@ -262,14 +276,7 @@ Deno.test("crafted models never reach llama.cpp nor take others down", async (t)
     async () => {
       await createModel(node, "cut", "llm");
       assert.equal((await uploadRaw(node, "cut", tiny.slice(0, tiny.length - 4096))).status, 200);
-      const stream = await api(node, "/chat/completions", {
-        model: "long",
-        messages: say("go"),
-        max_tokens: 1500,
-        stream: true,
-      });
-      const chunks = sseData(stream);
-      assert.ok(!(await chunks.next()).done, "the stream started");
+      const chunks = await longStream(node);
       for (let attempt = 0; attempt < 2; attempt++) {
         const response = await api(node, "/chat/completions", { model: "cut", messages: say("x") });
         const error = await expectOpenAiError(response, 400);
@@ -290,14 +297,7 @@ Deno.test("crafted models never reach llama.cpp nor take others down", async (t)
     async () => {
       const shared = await enginePid(node);
       assert.ok(shared, "the shared engine runs");
-      const stream = await api(node, "/chat/completions", {
-        model: "long",
-        messages: say("go"),
-        max_tokens: 1500,
-        stream: true,
-      });
-      const chunks = sseData(stream);
-      assert.ok(!(await chunks.next()).done, "the stream started");
+      const chunks = await longStream(node);
       await createModel(node, "crasher", "llm");
       assert.equal((await uploadRaw(node, "crasher", tinyLlamaGguf({ seed: 9 }))).status, 200);
       const first = api(node, "/chat/completions", { model: "crasher", messages: say("x") });
@@ -340,14 +340,7 @@ Deno.test("crafted models never reach llama.cpp nor take others down", async (t)
   await t.step(
     "a file that crashes the engine as it runs (not as it loads) is marked failed too",
     async () => {
-      const stream = await api(node, "/chat/completions", {
-        model: "long",
-        messages: say("go"),
-        max_tokens: 1500,
-        stream: true,
-      });
-      const chunks = sseData(stream);
-      assert.ok(!(await chunks.next()).done, "the stream started");
+      const chunks = await longStream(node);
       // llama.cpp aborting in the middle of this model's generation, as a crafted file does.
       Deno.kill((await enginePid(node))!, "SIGABRT");
       for await (const _ of chunks) { /* its end */ }

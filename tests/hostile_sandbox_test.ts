@@ -50,10 +50,10 @@ async function ended(node: TestNode, id: string, count: number, ms: number): Pro
   return (await container(node, id)).lastError ?? "";
 }
 
-Deno.test("WebAssembly and SharedArrayBuffer memory is refused past MCM.MEMORY_MB, in the code", async () => {
-  await using node = await startTestNode({ config: CONFIG });
+/** MEMORY_SERVICE as `name` and as "calm", both alice's with MCM.MEMORY_MB 64. */
+async function hogAndCalm(node: TestNode, name: string) {
   const env = { "MCM.MEMORY_MB": "64" };
-  const { container: hog, url } = await deployScript(node, "wasm", MEMORY_SERVICE, env, "alice");
+  const { container: hog, url } = await deployScript(node, name, MEMORY_SERVICE, env, "alice");
   const { container: calm, url: calmUrl } = await deployScript(
     node,
     "calm",
@@ -61,6 +61,12 @@ Deno.test("WebAssembly and SharedArrayBuffer memory is refused past MCM.MEMORY_M
     env,
     "alice",
   );
+  return { hog, url, calm, calmUrl };
+}
+
+Deno.test("WebAssembly and SharedArrayBuffer memory is refused past MCM.MEMORY_MB, in the code", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const { hog, url, calm, calmUrl } = await hogAndCalm(node, "wasm");
   assert.deepEqual(await json(`${calmUrl}/heap`), { ok: 40 }, "a legitimate 40 MiB heap");
   const memory = await json(`${url}/memory`);
   assert.equal(
@@ -93,15 +99,7 @@ Deno.test("WebAssembly and SharedArrayBuffer memory is refused past MCM.MEMORY_M
 
 Deno.test("Intl objects are charged to their container: holding 80 MiB of them ends it, not its sibling", async () => {
   await using node = await startTestNode({ config: CONFIG });
-  const env = { "MCM.MEMORY_MB": "64" };
-  const { container: hog, url } = await deployScript(node, "intl", MEMORY_SERVICE, env, "alice");
-  const { container: calm, url: calmUrl } = await deployScript(
-    node,
-    "calm",
-    MEMORY_SERVICE,
-    env,
-    "alice",
-  );
+  const { hog, url, calm, calmUrl } = await hogAndCalm(node, "intl");
   assert.deepEqual(await json(`${calmUrl}/heap`), { ok: 40 });
   await poke(`${url}/intl`);
   assert.match(await ended(node, hog.id, 1, 15_000), /out of memory/);
