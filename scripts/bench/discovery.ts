@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { cliToken, makeIssuer, rpc } from "../tests/helpers/identity.ts";
+import { cliToken, makeIssuer, rpc } from "../../tests/helpers/identity.ts";
 import {
   announcement,
   describeImpostor,
@@ -19,8 +19,8 @@ import {
   proofFor,
   randomMdnsPort,
   startMeshNode,
-} from "../tests/helpers/mesh.ts";
-import { wrk } from "./bench_tools.ts";
+} from "../../tests/helpers/mesh.ts";
+import { wrk } from "./tools.ts";
 
 const SIMULATED = 50;
 

@@ -8,9 +8,19 @@
  *
  * @module
  */
-import { joinHub, startTestHub, type TestHub } from "../tests/helpers/hub.ts";
-import { cliToken, makeIssuer, type TestIssuer } from "../tests/helpers/identity.ts";
-import { makeModelFile, p99, peakRssMib, rssMib, run, timed, wrk } from "./bench_tools.ts";
+import { startTestHub, type TestHub } from "../../tests/helpers/hub.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "../../tests/helpers/identity.ts";
+import {
+  curlArgs,
+  makeModelFile,
+  p99,
+  peakRssMib,
+  rssMib,
+  run,
+  timed,
+  tunnelPair,
+  wrk,
+} from "./tools.ts";
 
 /** Simulated node connections: bounded, on 127.0.0.1 only. */
 const SIMULATED_CONNECTIONS = 10_000;
@@ -23,7 +33,7 @@ async function connectionRow(hub: TestHub, token: string): Promise<string[]> {
       "run",
       "--allow-net=127.0.0.1",
       "--allow-read",
-      new URL("./bench_hub_clients.ts", import.meta.url).pathname,
+      new URL("./hub_clients.ts", import.meta.url).pathname,
       hub.url,
       token,
       String(SIMULATED_CONNECTIONS),
@@ -56,45 +66,6 @@ async function until(condition: () => Promise<boolean>, ms = 30_000): Promise<vo
     if (Date.now() > deadline) throw new Error("timed out");
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-/** A fresh hub with two nodes of one account; a2 is reached through the hub with a1's token. */
-export async function tunnelPair(issuer: TestIssuer, dir: string) {
-  const hub = await startTestHub(issuer, `${dir}/hub`);
-  const a1 = await joinHub(hub.url, issuer, "bench", { name: "a1" });
-  const a2 = await joinHub(hub.url, issuer, "bench", { name: "a2" });
-  const sep = (await (await fetch(`${a2.node.url}/mesh/insight/v1/info?types=sep`, {
-    headers: a2.node.auth(),
-  })).json()).data.sep;
-  const createModel = async (id: string) => {
-    await (await fetch(`${a2.node.storeUrl}/models`, {
-      method: "POST",
-      headers: a2.node.auth({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ id, version: "1", kind: "llm" }),
-    })).body?.cancel();
-  };
-  return {
-    hub,
-    node: a2.node,
-    sepUrl: String(sep.url),
-    tunnel: { ...sep.headers, Authorization: `Bearer ${a1.token}` } as Record<string, string>,
-    createModel,
-    async close() {
-      await a1.node.stop();
-      await a2.node.stop();
-      await hub.stop();
-    },
-  };
-}
-
-/** curl arguments: GET `url` (or with `upload`, POST that file) with these headers. */
-export function curlArgs(url: string, headers: Record<string, string>, upload?: string): string[] {
-  const args = ["-sS", "--fail", "-o", "/dev/null"];
-  for (const [name, value] of Object.entries(headers)) args.push("-H", `${name}: ${value}`);
-  if (upload) {
-    args.push("-H", "Content-Type: application/octet-stream", "-T", upload, "-X", "POST");
-  }
-  return [...args, url];
 }
 
 /** The peak RSS of a fresh hub after uploading and downloading `mib` MiB through it. */

@@ -1,12 +1,12 @@
 /**
- * Simulated nodes for the hub benchmark: `deno run ... bench_hub_clients.ts HUB_URL TOKEN N`
+ * Simulated nodes for the hub benchmark: `deno run ... hub_clients.ts HUB_URL TOKEN N`
  * opens N WebSockets to the hub, each proving a key of its own (spec/hub.yaml), 200 at a time,
  * prints `connected N in T ms`, and holds them until its stdin closes. 127.0.0.1 only.
  *
  * @module
  */
-import { TUNNEL_PROTOCOL } from "../src/tunnel/wire_frames.ts";
-import { describeImpostor, impostorKey, proofFor } from "../tests/helpers/mesh.ts";
+import { TUNNEL_PROTOCOL } from "../../src/tunnel/wire_frames.ts";
+import { describeImpostor, impostorKey, proofFor } from "../../tests/helpers/mesh.ts";
 
 const [hubUrl, token, countText] = Deno.args;
 const count = Number(countText);

@@ -13,26 +13,32 @@
  *   reachable through the balancer again, and until its simulated nodes are all connected to
  *   the other hubs.
  *
- * `deno run -A scripts/bench_hub_cluster.ts [--part tunnel|transport|scale|failover]
+ * `deno run -A scripts/bench/hub_cluster.ts [--part tunnel|transport|scale|failover]
  * [--size-mib N]` runs it (or one part) alone and prints the rows.
  *
  * @module
  */
 import { parseArgs } from "node:util";
 import { Kvm } from "@nats-io/kv";
-import { type HubNode, infoOf, joinHub, startTestHub, type TestHub } from "../tests/helpers/hub.ts";
+import {
+  type HubNode,
+  infoOf,
+  joinHub,
+  startTestHub,
+  type TestHub,
+} from "../../tests/helpers/hub.ts";
 import {
   clusterUp,
   healthOf,
   startCluster,
   type TestCluster,
-} from "../tests/helpers/hub_cluster.ts";
-import { startBalancer, type TestBalancer } from "../tests/helpers/balancer.ts";
-import { cliToken, makeIssuer, type TestIssuer } from "../tests/helpers/identity.ts";
-import { startTestNats } from "../tests/helpers/nats.ts";
-import { waitFor } from "../tests/helpers/node.ts";
-import { curlArgs } from "./bench_hub.ts";
+} from "../../tests/helpers/hub_cluster.ts";
+import { startBalancer, type TestBalancer } from "../../tests/helpers/balancer.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "../../tests/helpers/identity.ts";
+import { startTestNats } from "../../tests/helpers/nats.ts";
+import { waitFor } from "../../tests/helpers/node.ts";
 import {
+  curlArgs,
   curlUpload,
   makeModelFile,
   p99,
@@ -41,10 +47,10 @@ import {
   run,
   timed,
   wrk,
-} from "./bench_tools.ts";
+} from "./tools.ts";
 
-const ROOT = new URL("..", import.meta.url).pathname;
-const PEER = new URL("./bench_hub_cluster_peer.ts", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname;
+const PEER = new URL("./hub_cluster_peer.ts", import.meta.url).pathname;
 const PING = "/mds/v1/nodes?ping=true";
 
 /** Simulated nodes per hub in the scale row (a hub's default maxConnections). */
@@ -63,7 +69,7 @@ export interface ClusterSizes {
 
 // ---- child processes -------------------------------------------------------------------------
 
-/** A process of bench_hub_cluster_peer.ts, read line by line (each a JSON record). */
+/** A process of hub_cluster_peer.ts, read line by line (each a JSON record). */
 interface Peer {
   pid: number;
   // deno-lint-ignore no-explicit-any

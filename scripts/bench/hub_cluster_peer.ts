@@ -1,8 +1,8 @@
 /**
- * The processes scripts/bench_hub_cluster.ts drives (127.0.0.1 only), one mode per run:
+ * The processes scripts/bench/hub_cluster.ts drives (127.0.0.1 only), one mode per run:
  *
  * - `nodes HUB_URL TOKEN N`: N simulated nodes (a key each, proof + JWT, 200 at a time), as
- *   scripts/bench_hub_clients.ts, but each reconnects by itself when its connection closes, with
+ *   scripts/bench/hub_clients.ts, but each reconnects by itself when its connection closes, with
  *   the node's own backoff (src/hub_client/hub_link.ts: 500 ms doubling, ±20 %). Prints JSON
  *   lines: `{"connected":N,"ms":T}` once all are in; then, after losses, `{"whole":...}` each
  *   time all N are connected again (with when the first went and when the last came back).
@@ -21,9 +21,9 @@
  */
 import process from "node:process";
 import { connect, createInbox, type Msg } from "@nats-io/transport-node";
-import { backoffDelay } from "../src/async/backoff.ts";
-import { TUNNEL_PROTOCOL } from "../src/tunnel/wire_frames.ts";
-import { describeImpostor, impostorKey, proofFor } from "../tests/helpers/mesh.ts";
+import { backoffDelay } from "../../src/async/backoff.ts";
+import { TUNNEL_PROTOCOL } from "../../src/tunnel/wire_frames.ts";
+import { describeImpostor, impostorKey, proofFor } from "../../tests/helpers/mesh.ts";
 
 const [mode, ...args] = Deno.args;
 

@@ -1,7 +1,7 @@
 /**
  * Inference figures for `deno task bench` (alone: `deno task bench --only inference`): a streamed
  * chat completion through a node (POST /v1/chat/completions, the engine in its own process) next
- * to node-llama-cpp called directly (scripts/bench_inference_engine.ts), in the same run, on the
+ * to node-llama-cpp called directly (scripts/bench/baselines/inference_engine.ts), in the same run, on the
  * same model file, prompts, context size and threads (those the node chose: GET /v1/models
  * `info.threads`), temperature 0, 256 tokens (the models never sample EOS).
  *
@@ -23,11 +23,11 @@
  *
  * @module
  */
-import { ensureTestEngine } from "../tests/helpers/engine.ts";
-import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
-import { tinyLlamaGguf, type TinyLlamaOptions } from "../tests/helpers/tiny_llama.ts";
-import type { DirectRun } from "./bench_inference_engine.ts";
-import { run } from "./bench_tools.ts";
+import { ensureTestEngine } from "../../tests/helpers/engine.ts";
+import { startTestNode, type TestNode } from "../../tests/helpers/node.ts";
+import { tinyLlamaGguf, type TinyLlamaOptions } from "../../tests/helpers/tiny_llama.ts";
+import type { DirectRun } from "./baselines/inference_engine.ts";
+import { run } from "./tools.ts";
 
 const MAX_TOKENS = 256;
 const WARMUPS = 2;
@@ -75,7 +75,7 @@ const rate = (tokens: number, ms: number) => ms > 0 ? ((tokens - 1) / ms) * 1000
 const int = (n: number) => Math.round(n).toLocaleString("en-US");
 const ms1 = (n: number) => n.toFixed(1);
 
-/** node-llama-cpp directly, in its own process (scripts/bench_inference_engine.ts). */
+/** node-llama-cpp directly, in its own process (scripts/bench/baselines/inference_engine.ts). */
 function startDirect(engineFolder: string, maxThreads: number) {
   const child = new Deno.Command(Deno.execPath(), {
     args: [
@@ -83,7 +83,7 @@ function startDirect(engineFolder: string, maxThreads: number) {
       "-A",
       "--no-config",
       "--node-modules-dir=manual",
-      new URL("./bench_inference_engine.ts", import.meta.url).pathname,
+      new URL("./baselines/inference_engine.ts", import.meta.url).pathname,
       `${engineFolder}/node_modules/node-llama-cpp/dist/index.js`,
       String(maxThreads),
     ],

@@ -4,87 +4,30 @@
  *   (mcm.containerProcess per-container), the node and its container process pinned to one core, next to a bare Deno.serve answering the same body on one core and to
  *   the reference's way of running a microservice (a fresh isolate per request);
  * - cold start: POST /mcm/v1/containers to the first answer of the new microservice (without
- *   a warm spare; bench_mcm_spares.ts: with one, redeploys, restarts, the idle spare's memory);
+ *   a warm spare; mcm_spares.ts: with one, redeploys, restarts, the idle spare's memory);
  * - memory of an idle container process;
- * - density (bench_mcm_density.ts): memory per microservice with 1, 20 and 100 of one client in
- *   its process (per-client, the default), starts into a running client's process, requests.
+ * and, the same as the single executable, cold starts and idle memory. `--only mcm` also runs
+ * mcm_spares.ts, mcm_density.ts (memory per microservice with 1, 20 and 100 of one client in
+ * its process, starts into a running client's process, requests) and mcm_download.ts.
  *
  * @module
  */
-import { packTar } from "modern-tar";
-import { postImage, serviceUrl, startContainer } from "../tests/helpers/mcm.ts";
-import { startTestNode, type TestNode } from "../tests/helpers/node.ts";
-import { densityRows } from "./bench_mcm_density.ts";
-import { spareRows } from "./bench_mcm_spares.ts";
-import { p99, rssMib, run, wrk } from "./bench_tools.ts";
+import { postImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
+import { startTestNode } from "../../tests/helpers/node.ts";
+import {
+  childPids,
+  HELLO_BUNDLE,
+  helloImage,
+  median,
+  p99,
+  pssMib,
+  rssMib,
+  run,
+  startMcmBaselines,
+  wrk,
+} from "./tools.ts";
 
-/** The trivial microservice of the benchmarks: answers "hello" on every path. */
-export const HELLO_BUNDLE = `mimikModule.exports = function (context, req, res) {
-  res.setHeader("content-type", "text/plain");
-  res.end("hello");
-};`;
 const COLD_STARTS = 5;
-
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
-/** Proportional memory (shared pages split between the processes sharing them), MiB. */
-async function pssMib(pid: number): Promise<number> {
-  const rollup = await run("cat", [`/proc/${pid}/smaps_rollup`]);
-  return Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1]) / 1024;
-}
-
-/** The image of {@link HELLO_BUNDLE}: a tar holding it as index.js. */
-export async function helloImage(): Promise<Uint8Array> {
-  const bytes = new TextEncoder().encode(HELLO_BUNDLE);
-  return await packTar([{
-    header: { name: "index.js", size: bytes.length, type: "file" },
-    body: bytes,
-  }]);
-}
-
-/**
- * Deploys the trivial microservice as developers do: uploads the image `hello`, then starts a
- * container `name` of it; returns the URL of its root route.
- */
-export async function deployHello(node: TestNode, name = "hello"): Promise<string> {
-  const response = await postImage(node, await helloImage(), "hello.tar");
-  if (response.status !== 201) {
-    throw new Error(`upload hello.tar: ${response.status} ${await response.text()}`);
-  }
-  await response.body?.cancel();
-  return `${serviceUrl(node, await startContainer(node, { name, image: "hello" }))}/`;
-}
-
-/** The pids of a process's children. */
-export async function childPids(pid: number): Promise<number[]> {
-  const out = await run("sh", ["-c", `ps --ppid ${pid} -o pid= || true`]);
-  return out.split("\n").map((line) => Number(line.trim())).filter((n) => n > 0);
-}
-
-/**
- * Starts bench_mcm_baselines.ts (a bare Deno.serve answering `/hello` as the trivial
- * microservice does, and `/isolate`) pinned to core 0; returns its URL and process.
- */
-export async function startMcmBaselines(bundleFile: string) {
-  const server = new Deno.Command("taskset", {
-    args: [
-      "-c",
-      "0",
-      Deno.execPath(),
-      "run",
-      "--unstable-worker-options",
-      "--allow-net=127.0.0.1",
-      `--allow-read=${bundleFile}`,
-      new URL("./bench_mcm_baselines.ts", import.meta.url).pathname,
-      bundleFile,
-    ],
-    stdout: "piped",
-  }).spawn();
-  const reader = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  const url = `http://127.0.0.1:${/port (\d+)/.exec((await reader.read()).value ?? "")?.[1]}`;
-  return { url, server };
-}
 
 /** The microservice rows. */
 export async function mcmRows(): Promise<string[][]> {
@@ -144,8 +87,6 @@ export async function mcmRows(): Promise<string[][]> {
     baselines.server.kill();
     await baselines.server.status;
   }
-  const spares = await spareRows(dir, image);
-  const density = await densityRows(dir, image);
   await Deno.remove(dir, { recursive: true }).catch(() => {});
   return [
     [
@@ -171,8 +112,6 @@ export async function mcmRows(): Promise<string[][]> {
       `${median(executable.colds).toFixed(0)} ms; ${median(executable.pss).toFixed(1)} MiB PSS`,
       `as a script, above: ${median(colds).toFixed(0)} ms; ${median(pss).toFixed(1)} MiB PSS`,
     ],
-    ...spares,
-    ...density,
   ];
 }
 

@@ -8,19 +8,15 @@
  *
  * @module
  */
-import { postImage, serviceUrl, startContainer } from "../tests/helpers/mcm.ts";
-import { startTestNode } from "../tests/helpers/node.ts";
-import { pssMib } from "./bench_mcm_spares.ts";
-import { run, wrk } from "./bench_tools.ts";
-import { workerdBinary } from "./bench_request_path.ts";
+import { postImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
+import { startTestNode } from "../../tests/helpers/node.ts";
+import { helloImage, median, pssMib, run, workerdBinary, wrk } from "./tools.ts";
 
 const COUNTS = [1, 20, 100];
 const SETTLE_MS = 1500;
 /** Between two timed deploys: the client's process loads its next worker 250 ms after a take. */
 const SPACING_MS = 400;
 
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The process and all its descendants. */
@@ -145,7 +141,16 @@ async function workerdPss(dir: string, binary: string, count: number): Promise<n
 }
 
 /** The density rows. */
-export async function densityRows(dir: string, image: Uint8Array): Promise<string[][]> {
+export async function densityRows(): Promise<string[][]> {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-density-" });
+  try {
+    return await densityRowsIn(dir, await helloImage());
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+async function densityRowsIn(dir: string, image: Uint8Array): Promise<string[][]> {
   const client: Record<number, { pss: number; starts: number[]; served?: number }> = {};
   for (const count of COUNTS) {
     client[count] = await nodeWith(`${dir}/client-${count}`, image, count, "per-client");
@@ -203,16 +208,5 @@ export async function densityRows(dir: string, image: Uint8Array): Promise<strin
 }
 
 if (import.meta.main) {
-  // bench_mcm.ts's helloImage (not imported: that module imports this one).
-  const { scriptImage } = await import("../tests/helpers/mcm.ts");
-  const hello = await scriptImage(`mimikModule.exports = function (context, req, res) {
-  res.setHeader("content-type", "text/plain");
-  res.end("hello");
-};`);
-  const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-density-" });
-  try {
-    for (const row of await densityRows(dir, hello)) console.log(row.join(" | "));
-  } finally {
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+  for (const row of await densityRows()) console.log(row.join(" | "));
 }

@@ -7,9 +7,9 @@
  * @module
  */
 import { packTar } from "modern-tar";
-import { postImage, serviceUrl, startContainer } from "../tests/helpers/mcm.ts";
-import { startTestNode } from "../tests/helpers/node.ts";
-import { makeModelFile, rssMib, run, timed } from "./bench_tools.ts";
+import { postImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
+import { startTestNode } from "../../tests/helpers/node.ts";
+import { makeModelFile, rssMib, run, timed } from "./tools.ts";
 
 const PULLER = `mimikModule.exports = function (context, req, res) {
   var url = decodeURIComponent(req.url.split("url=")[1] || "");
@@ -29,7 +29,7 @@ async function startSource(dir: string) {
       "run",
       "--allow-net=127.0.0.1",
       `--allow-read=${dir}`,
-      new URL("./bench_baseline_server.ts", import.meta.url).pathname,
+      new URL("./baselines/baseline_server.ts", import.meta.url).pathname,
       dir,
       `${dir}/list.json`,
     ],

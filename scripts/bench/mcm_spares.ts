@@ -6,25 +6,17 @@
  *
  * @module
  */
-import { containerProcesses } from "../tests/helpers/container_processes.ts";
-import { postImage, scriptImage, serviceUrl, startContainer } from "../tests/helpers/mcm.ts";
-import { startTestNode } from "../tests/helpers/node.ts";
-import { run } from "./bench_tools.ts";
+import { containerProcesses } from "../../tests/helpers/container_processes.ts";
+import { postImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
+import { startTestNode } from "../../tests/helpers/node.ts";
+import { helloImage, median, pssMib, run } from "./tools.ts";
 
 const ROUNDS = 5;
 const CRASHES = 3;
 /** Between two measurements: the refill of the spare and the previous process settle. */
 const SETTLE_MS = 700;
 
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Proportional memory (shared pages split between the processes sharing them), MiB. */
-export async function pssMib(pid: number): Promise<number> {
-  const rollup = await run("cat", [`/proc/${pid}/smaps_rollup`]);
-  return Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1]) / 1024;
-}
 
 /** What one node measured. */
 interface Figures {
@@ -112,7 +104,16 @@ async function figures(
 }
 
 /** The rows: each figure with a spare beside the same figure without, from the same run. */
-export async function spareRows(dir: string, image: Uint8Array): Promise<string[][]> {
+export async function spareRows(): Promise<string[][]> {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-spares-" });
+  try {
+    return await spareRowsIn(dir, await helloImage());
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+async function spareRowsIn(dir: string, image: Uint8Array): Promise<string[][]> {
   const bundle = `${dir}/edgenode-spares.js`;
   await run(Deno.execPath(), ["bundle", "--platform=deno", "-o", bundle, "src/executable.ts"]);
   const warm = await figures(`${dir}/spare-1`, image, 1);
@@ -157,15 +158,5 @@ export async function spareRows(dir: string, image: Uint8Array): Promise<string[
 }
 
 if (import.meta.main) {
-  // bench_mcm.ts's HELLO_BUNDLE (not imported: that module imports this one).
-  const hello = await scriptImage(`mimikModule.exports = function (context, req, res) {
-  res.setHeader("content-type", "text/plain");
-  res.end("hello");
-};`);
-  const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-spares-" });
-  try {
-    for (const row of await spareRows(dir, hello)) console.log(row.join(" | "));
-  } finally {
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+  for (const row of await spareRows()) console.log(row.join(" | "));
 }

@@ -1,7 +1,7 @@
 /**
  * `deno task bench --quick`: the benchmark's ratios in under a minute, each edgenode's figure
  * over a baseline measured in the same run, compared with the ratios recorded in
- * `scripts/bench_recorded.json`. A ratio more than 30% below its record fails the run (exit 1),
+ * `scripts/bench/recorded.json`. A ratio more than 30% below its record fails the run (exit 1),
  * so a change that slows a path down is seen before it lands; the machine's own speed cancels
  * out of a ratio. `--quick --record` writes the file anew (after a change that is meant to move a
  * figure, or on another machine).
@@ -15,30 +15,34 @@
  *
  * @module
  */
-import { startTestNode } from "../tests/helpers/node.ts";
-import { makeIssuer } from "../tests/helpers/identity.ts";
-import { curlArgs, tunnelPair } from "./bench_hub.ts";
-import { childPids, deployHello, HELLO_BUNDLE, startMcmBaselines } from "./bench_mcm.ts";
+import { startTestNode } from "../../tests/helpers/node.ts";
+import { makeIssuer } from "../../tests/helpers/identity.ts";
 import {
+  childPids,
   createModel,
+  curlArgs,
   curlUpload,
+  deployHello,
+  HELLO_BUNDLE,
   makeModelFile,
   run,
   startBaselineServer,
+  startMcmBaselines,
   timed,
+  tunnelPair,
   wrk,
-} from "./bench_tools.ts";
+} from "./tools.ts";
 
 const MIB = 64;
 const WRK = { seconds: 2, warmup: 1 };
 /** How far below its record a ratio may fall before the run fails. */
 export const TOLERANCE = 0.3;
 /** Where the recorded ratios live. */
-export const RECORDED = new URL("./bench_recorded.json", import.meta.url);
+export const RECORDED = new URL("./recorded.json", import.meta.url);
 
 /** One measured ratio. */
 export interface Ratio {
-  /** A stable key, as in bench_recorded.json. */
+  /** A stable key, as in recorded.json. */
   key: string;
   /** What was measured, for people. */
   what: string;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { regressions } from "./bench_quick.ts";
+import { regressions } from "./quick.ts";
 
 Deno.test("a ratio more than 30% below its record is a regression; within it is not", () => {
   const recorded = { upload: 0.8, requests: 0.5 };

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { benchTable, replaceBenchTable, TABLE_BEGIN, TABLE_END } from "./bench_readme.ts";
+import { benchTable, replaceBenchTable, TABLE_BEGIN, TABLE_END } from "./readme.ts";
 
 const run = {
   date: "2026-11-25",
@@ -29,7 +29,7 @@ Deno.test("bench --readme: a README without the markers is refused, not appended
 });
 
 Deno.test("bench --readme: the project's README has the markers", async () => {
-  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
   assert.ok(
     readme.indexOf(TABLE_BEGIN) >= 0 && readme.indexOf(TABLE_END) > readme.indexOf(TABLE_BEGIN),
   );

@@ -2,30 +2,37 @@
  * The request path for `deno task bench` (alone: `deno task bench --only requests`): requests/s
  * of three of the node's routes next to what a user would run instead, in the same run:
  * - GET /ai/store/v1/models/{id} and JSON-RPC getMe (POST /jsonrpc/v1), next to the same routes
- *   in Hono on Deno answering the same JSON (scripts/bench_baselines/hono_server.ts) and in a
+ *   in Hono on Deno answering the same JSON (scripts/bench/baselines/hono_server.ts) and in a
  *   bare Deno.serve handler (the same file with `--bare`);
- * - the trivial microservice of scripts/bench_mcm.ts, next to workerd (npm:workerd) serving the
- *   same body from a JS worker (scripts/bench_baselines/workerd_hello.capnp) and a bare
- *   Deno.serve (scripts/bench_mcm_baselines.ts `/hello`).
+ * - the trivial microservice of scripts/bench/mcm.ts, next to workerd (npm:workerd) serving the
+ *   same body from a JS worker (scripts/bench/baselines/workerd_hello.capnp) and a bare
+ *   Deno.serve (scripts/bench/baselines/mcm_baselines.ts `/hello`).
  * Every server runs on core 0 (the node with its container process), wrk -t1 -c50 on core 1.
  * The machine is noisy, so the figures are the medians of three interleaved rounds (edgenode,
  * then each baseline, per route, round after round).
  *
  * @module
  */
-import { startTestNode } from "../tests/helpers/node.ts";
-import { childPids, deployHello, HELLO_BUNDLE, startMcmBaselines } from "./bench_mcm.ts";
-import { createModel, run, wrk } from "./bench_tools.ts";
+import { startTestNode } from "../../tests/helpers/node.ts";
+import {
+  childPids,
+  createModel,
+  deployHello,
+  HELLO_BUNDLE,
+  median,
+  run,
+  startMcmBaselines,
+  workerdBinary,
+  wrk,
+} from "./tools.ts";
 
 const ROUNDS = 3;
 const SECONDS = 4;
 const MODEL_ID = "bench-model";
 const GET_ME = `{"jsonrpc":"2.0","id":1,"method":"getMe"}`;
-const BASELINES = new URL("./bench_baselines/", import.meta.url).pathname;
-const REPOSITORY = new URL("..", import.meta.url).pathname;
+const BASELINES = new URL("./baselines/", import.meta.url).pathname;
+const REPOSITORY = new URL("../..", import.meta.url).pathname;
 
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const count = (n: number) => n.toLocaleString("en-US");
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 
@@ -71,17 +78,6 @@ function startJsonBaseline(dir: string, bare: boolean): Promise<Server> {
     `${dir}/model.json`,
     `${dir}/getme.json`,
   ]);
-}
-
-/** The workerd binary of the npm:workerd package (its platform package's bin/workerd). */
-export async function workerdBinary(): Promise<{ path: string; version: string }> {
-  // The package's main module finds the binary of this platform; Deno exposes its CommonJS
-  // exports as `default`.
-  const module = await import("workerd");
-  const exports = module.default;
-  const path: unknown = typeof exports === "string" ? exports : exports?.default;
-  if (typeof path !== "string") throw new Error("npm:workerd exported no binary path");
-  return { path, version: String(exports?.version ?? module.version) };
 }
 
 /** Starts workerd with workerd_hello.capnp on a free port of 127.0.0.1, on core 0. */

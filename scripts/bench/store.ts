@@ -1,15 +1,34 @@
 /**
- * The bench's transfers into a fresh node, each with the node's peak RSS: uploads, downloads
- * from a URL, and an upload while 20 clients download another model's file (alt=media) over and
- * over, whose RSS must stay under 150 MB whatever the file's size (issue 23).
+ * The model registry's figures for `deno task bench` (alone: `deno task bench --only store`):
+ * - upload (raw and multipart) and `alt=media` download of a large file with curl, in MB/s,
+ *   next to a plain file copy, `dd conv=fsync`, nginx's WebDAV PUT (baselines/nginx.ts)
+ *   and a bare Deno.serve (baselines/baseline_server.ts);
+ * - the node's peak RSS while uploading, for two file sizes (it must not grow with the size),
+ *   and while 20 clients download another model's file (alt=media) over and over, which must
+ *   stay under 150 MB whatever the file's size (issue 23);
+ * - download from a URL (POST /models/{id}/download) served from 127.0.0.1, next to `curl -o`
+ *   of the same URL, with the node's peak RSS for two file sizes;
+ * - GET /models with 1,000 records and GET /models/{id}, in requests/s with wrk, next to a bare
+ *   Deno.serve JSON handler.
  *
  * @module
  */
-import { startTestNode } from "../tests/helpers/node.ts";
-import { createModel, curlUpload, peakRssMib, run, timed } from "./bench_tools.ts";
+import { startTestNode } from "../../tests/helpers/node.ts";
+import { startNginxDav } from "./baselines/nginx.ts";
+import {
+  createModel,
+  curlUpload,
+  makeModelFile,
+  p99,
+  peakRssMib,
+  run,
+  startBaselineServer,
+  timed,
+  wrk,
+} from "./tools.ts";
 
 /** Uploads a file to a fresh node (three times), returning the median MB/s and the peak RSS. */
-export async function uploadRun(dir: string, file: string, mib: number, multipart: boolean) {
+async function uploadRun(dir: string, file: string, mib: number, multipart: boolean) {
   await using node = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
   await createModel(node, "big");
   const seconds = await timed(
@@ -20,7 +39,7 @@ export async function uploadRun(dir: string, file: string, mib: number, multipar
 }
 
 /** Downloads a URL into a fresh node (three times, forced), returning median MB/s and peak RSS. */
-export async function downloadRun(dir: string, url: string, mib: number) {
+async function downloadRun(dir: string, url: string, mib: number) {
   await using node = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
   await createModel(node, "big");
   const times: number[] = [];
@@ -40,7 +59,7 @@ export async function downloadRun(dir: string, url: string, mib: number) {
 }
 
 /** MB/s of the upload, the node's peak RSS (MiB) and the bytes the readers got meanwhile. */
-export async function uploadWithReaders(
+async function uploadWithReaders(
   dir: string,
   file: string,
   mib: number,
@@ -74,4 +93,169 @@ export async function uploadWithReaders(
     reading = false;
     await Promise.all(clients);
   }
+}
+
+/**
+ * The model registry's rows: transfers of a `sizeMib` file (and of a `smallMib` one, for the
+ * peak memory), next to the copy, dd, nginx, curl and bare Deno.serve baselines.
+ */
+export async function storeRows(sizeMib: number, smallMib: number): Promise<string[][]> {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-" });
+  const rows: string[][] = [];
+  try {
+    const big = `${dir}/big.gguf`;
+    const small = `${dir}/small.gguf`;
+    await makeModelFile(big, sizeMib);
+    await makeModelFile(small, smallMib);
+    const mb = sizeMib * 1.048576;
+
+    const copySeconds = await timed("cp", [big, `${dir}/copy.bin`]);
+    await Deno.remove(`${dir}/copy.bin`);
+    rows.push([
+      `plain file copy (cp), ${sizeMib} MiB`,
+      `${(mb / copySeconds).toFixed(0)} MB/s`,
+      "baseline",
+    ]);
+    const durableSeconds = await timed("dd", [
+      `if=${big}`,
+      `of=${dir}/copy.bin`,
+      "bs=1M",
+      "conv=fsync",
+      "status=none",
+    ]);
+    await Deno.remove(`${dir}/copy.bin`);
+    rows.push([
+      `durable file copy (dd conv=fsync), ${sizeMib} MiB`,
+      `${(mb / durableSeconds).toFixed(0)} MB/s`,
+      "baseline: an upload syncs its file before the rename, as this copy does",
+    ]);
+    await using nginx = await startNginxDav(`${dir}/nginx`);
+    if (nginx) {
+      const putSeconds = await timed("curl", [
+        "-sS",
+        "--fail",
+        "-o",
+        "/dev/null",
+        "-T",
+        big,
+        `${nginx.url}/put.gguf`,
+      ]);
+      await Deno.remove(`${dir}/nginx/root/put.gguf`).catch(() => {});
+      rows.push([
+        `upload to nginx (WebDAV PUT, nginx-light), ${sizeMib} MiB (curl)`,
+        `${(mb / putSeconds).toFixed(0)} MB/s`,
+        "baseline: the HTTP receive path; nginx does not sync the file",
+      ]);
+    }
+
+    const listFile = `${dir}/list.json`;
+    for (const multipart of [false, true]) {
+      const label = multipart ? "multipart" : "raw body";
+      const small_ = await uploadRun(dir, small, smallMib, multipart);
+      const big_ = await uploadRun(dir, big, sizeMib, multipart);
+      rows.push([
+        `upload ${label}, ${sizeMib} MiB (curl)`,
+        `${big_.mbps.toFixed(0)} MB/s`,
+        `peak RSS ${big_.rss} MB (${smallMib} MiB file: ${small_.rss} MB)`,
+      ]);
+    }
+
+    const loaded = await uploadWithReaders(dir, big, sizeMib, small);
+    rows.push([
+      `upload raw body, ${sizeMib} MiB, while 20 clients download another model (alt=media)`,
+      `${loaded.mbps.toFixed(0)} MB/s, peak RSS ${loaded.rss} MB`,
+      `the readers got ${(loaded.readBytes / 1e9).toFixed(1)} GB meanwhile; target: RSS < 150 MB`,
+    ]);
+
+    // Download and list figures come from one more node holding the big file and 1,000 records.
+    await using node = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
+    await createModel(node, "big");
+    await run("curl", curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, big, false));
+    for (let i = 1; i < 1000; i++) await createModel(node, `model-${String(i).padStart(4, "0")}`);
+    await Deno.writeTextFile(listFile, await (await fetch(`${node.storeUrl}/models`)).text());
+
+    await using baseline = await startBaselineServer(dir, listFile);
+    const base = baseline.url;
+    // Downloads: the bare server is the source for both the node and curl.
+    const curlSeconds = await timed("curl", [
+      "-sS",
+      "--fail",
+      "-o",
+      `${dir}/curl.bin`,
+      `${base}/file`,
+    ]);
+    // The node syncs the file before renaming it into place; `sync FILE` does the same.
+    const durableCurlSeconds = await timed("sh", [
+      "-c",
+      `curl -sS --fail -o ${dir}/curl.bin ${base}/file && sync ${dir}/curl.bin`,
+    ]);
+    await Deno.remove(`${dir}/curl.bin`);
+    const smallDownload = await downloadRun(dir, `${base}/file?name=small`, smallMib);
+    const bigDownload = await downloadRun(dir, `${base}/file`, sizeMib);
+    rows.push([
+      `download from a URL, ${sizeMib} MiB from 127.0.0.1 (POST .../download)`,
+      `${bigDownload.mbps.toFixed(0)} MB/s`,
+      `curl -o same URL: ${(mb / curlSeconds).toFixed(0)} MB/s; curl -o then sync FILE: ` +
+      `${(mb / durableCurlSeconds).toFixed(0)} MB/s; node peak RSS ${bigDownload.rss} MB ` +
+      `(${smallMib} MiB file: ${smallDownload.rss} MB)`,
+    ]);
+    // Latency under an upload is measured before pinning: the node as users run it.
+    const idle = await p99(`${node.storeUrl}/models/model-0500`);
+    const uploading = run(
+      "curl",
+      curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, big, false),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const busy = await p99(`${node.storeUrl}/models/model-0500`);
+    await uploading;
+    rows.push([
+      `GET /models/{id} p99 latency during a ${sizeMib} MiB upload (wrk -c10)`,
+      `${busy.toFixed(1)} ms`,
+      `same node idle: ${idle.toFixed(2)} ms`,
+    ]);
+    // -a: every thread of the node, as the baseline server runs wholly on core 0.
+    await run("taskset", ["-a", "-pc", "0", String(node.pid)]);
+    const baseUpload = await timed("curl", curlUpload(`${base}/upload`, undefined, big));
+    rows.push([
+      `upload raw body to a bare Deno.serve, ${sizeMib} MiB`,
+      `${(mb / baseUpload).toFixed(0)} MB/s`,
+      "baseline",
+    ]);
+    const download = await timed("curl", [
+      "-sS",
+      "--fail",
+      "-o",
+      "/dev/null",
+      `${node.storeUrl}/models/big?alt=media`,
+    ]);
+    const baseDownload = await timed("curl", [
+      "-sS",
+      "--fail",
+      "-o",
+      "/dev/null",
+      `${base}/file`,
+    ]);
+    rows.push([
+      `download alt=media, ${sizeMib} MiB (curl)`,
+      `${(mb / download).toFixed(0)} MB/s`,
+      `bare Deno.serve file: ${(mb / baseDownload).toFixed(0)} MB/s`,
+    ]);
+    const list = await wrk(`${node.storeUrl}/models`);
+    const baseList = await wrk(`${base}/list`);
+    rows.push([
+      "GET /models, 1,000 records (wrk -c50, 1 core)",
+      `${list} req/s`,
+      `bare Deno.serve same JSON: ${baseList} req/s`,
+    ]);
+    const one = await wrk(`${node.storeUrl}/models/model-0500`);
+    const baseOne = await wrk(`${base}/one`);
+    rows.push([
+      "GET /models/{id} (wrk -c50, 1 core)",
+      `${one} req/s`,
+      `bare Deno.serve same JSON: ${baseOne} req/s`,
+    ]);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  return rows;
 }

@@ -1,9 +1,15 @@
 /**
- * Small tools shared by the benchmark scripts.
+ * The one module the benchmarks share (scripts/bench/*.ts import each other only through it and
+ * the runner, bench.ts): running and timing commands, wrk and curl, process memory, and the
+ * fixtures several benchmarks stand up (the trivial microservice, its baselines, a tunnelled pair
+ * of nodes, workerd's binary).
  *
  * @module
  */
-import type { TestNode } from "../tests/helpers/node.ts";
+import { joinHub, startTestHub } from "../../tests/helpers/hub.ts";
+import type { TestIssuer } from "../../tests/helpers/identity.ts";
+import { postImage, scriptImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
+import type { TestNode } from "../../tests/helpers/node.ts";
 
 /** Runs a command to completion; its standard output, or an error with its standard error. */
 export async function run(command: string, args: string[]): Promise<string> {
@@ -153,7 +159,7 @@ export function curlUpload(
   return ["-sS", "--fail", "-o", "/dev/null", ...auth, ...body, url];
 }
 
-/** Spawns the bare baseline server (bench_baseline_server.ts) on core 0 over `dir`. */
+/** Spawns the bare baseline server (baseline_server.ts) on core 0 over `dir`. */
 export async function startBaselineServer(dir: string, listFile: string) {
   const child = new Deno.Command("taskset", {
     args: [
@@ -164,7 +170,7 @@ export async function startBaselineServer(dir: string, listFile: string) {
       "--allow-net=127.0.0.1",
       `--allow-read=${dir}`,
       `--allow-write=${dir}`,
-      new URL("./bench_baseline_server.ts", import.meta.url).pathname,
+      new URL("./baselines/baseline_server.ts", import.meta.url).pathname,
       dir,
       listFile,
     ],
@@ -178,6 +184,119 @@ export async function startBaselineServer(dir: string, listFile: string) {
       child.kill();
       await child.status;
       await reader.cancel();
+    },
+  };
+}
+
+/** The middle value of a list (the upper middle when its length is even). */
+export const median = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** Proportional memory (shared pages split between the processes sharing them), MiB. */
+export async function pssMib(pid: number): Promise<number> {
+  const rollup = await run("cat", [`/proc/${pid}/smaps_rollup`]);
+  return Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1]) / 1024;
+}
+
+/** The pids of a process's children. */
+export async function childPids(pid: number): Promise<number[]> {
+  const out = await run("sh", ["-c", `ps --ppid ${pid} -o pid= || true`]);
+  return out.split("\n").map((line) => Number(line.trim())).filter((n) => n > 0);
+}
+
+/** curl arguments: GET `url` (or with `upload`, POST that file) with these headers. */
+export function curlArgs(url: string, headers: Record<string, string>, upload?: string): string[] {
+  const args = ["-sS", "--fail", "-o", "/dev/null", ...headerArgs(headers)];
+  if (upload) {
+    args.push("-H", "Content-Type: application/octet-stream", "-T", upload, "-X", "POST");
+  }
+  return [...args, url];
+}
+
+/** The trivial microservice of the benchmarks: answers "hello" on every path. */
+export const HELLO_BUNDLE = `mimikModule.exports = function (context, req, res) {
+  res.setHeader("content-type", "text/plain");
+  res.end("hello");
+};`;
+
+/** The image of {@link HELLO_BUNDLE}: a tar holding it as index.js. */
+export function helloImage(): Promise<Uint8Array> {
+  return scriptImage(HELLO_BUNDLE);
+}
+
+/**
+ * Deploys the trivial microservice as developers do: uploads the image `hello`, then starts a
+ * container `name` of it; returns the URL of its root route.
+ */
+export async function deployHello(node: TestNode, name = "hello"): Promise<string> {
+  const response = await postImage(node, await helloImage(), "hello.tar");
+  if (response.status !== 201) {
+    throw new Error(`upload hello.tar: ${response.status} ${await response.text()}`);
+  }
+  await response.body?.cancel();
+  return `${serviceUrl(node, await startContainer(node, { name, image: "hello" }))}/`;
+}
+
+/**
+ * Starts baselines/mcm_baselines.ts (a bare Deno.serve answering `/hello` as the trivial
+ * microservice does, and `/isolate`) pinned to core 0; returns its URL and process.
+ */
+export async function startMcmBaselines(bundleFile: string) {
+  const server = new Deno.Command("taskset", {
+    args: [
+      "-c",
+      "0",
+      Deno.execPath(),
+      "run",
+      "--unstable-worker-options",
+      "--allow-net=127.0.0.1",
+      `--allow-read=${bundleFile}`,
+      new URL("./baselines/mcm_baselines.ts", import.meta.url).pathname,
+      bundleFile,
+    ],
+    stdout: "piped",
+  }).spawn();
+  const reader = server.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const url = `http://127.0.0.1:${/port (\d+)/.exec((await reader.read()).value ?? "")?.[1]}`;
+  return { url, server };
+}
+
+/** The workerd binary of the npm:workerd package (its platform package's bin/workerd). */
+export async function workerdBinary(): Promise<{ path: string; version: string }> {
+  // The package's main module finds the binary of this platform; Deno exposes its CommonJS
+  // exports as `default`.
+  const module = await import("workerd");
+  const exports = module.default;
+  const path: unknown = typeof exports === "string" ? exports : exports?.default;
+  if (typeof path !== "string") throw new Error("npm:workerd exported no binary path");
+  return { path, version: String(exports?.version ?? module.version) };
+}
+
+/** A fresh hub with two nodes of one account; a2 is reached through the hub with a1's token. */
+export async function tunnelPair(issuer: TestIssuer, dir: string) {
+  const hub = await startTestHub(issuer, `${dir}/hub`);
+  const a1 = await joinHub(hub.url, issuer, "bench", { name: "a1" });
+  const a2 = await joinHub(hub.url, issuer, "bench", { name: "a2" });
+  const sep = (await (await fetch(`${a2.node.url}/mesh/insight/v1/info?types=sep`, {
+    headers: a2.node.auth(),
+  })).json()).data.sep;
+  const createModel = async (id: string) => {
+    await (await fetch(`${a2.node.storeUrl}/models`, {
+      method: "POST",
+      headers: a2.node.auth({ "Content-Type": "application/json" }),
+      body: JSON.stringify({ id, version: "1", kind: "llm" }),
+    })).body?.cancel();
+  };
+  return {
+    hub,
+    node: a2.node,
+    sepUrl: String(sep.url),
+    tunnel: { ...sep.headers, Authorization: `Bearer ${a1.token}` } as Record<string, string>,
+    createModel,
+    async close() {
+      await a1.node.stop();
+      await a2.node.stop();
+      await hub.stop();
     },
   };
 }

@@ -4,14 +4,13 @@
  * and an upload of `--mib` MiB with curl. Prints each round and the medians. `rawNodes`: how many
  * of the pair's nodes took the raw transport (spec/hub.yaml); 0 means the WebSocket was measured.
  *
- * `deno run -A scripts/bench_tunnel.ts [--rounds 3] [--mib 64]`
+ * `deno run -A scripts/bench/tunnel.ts [--rounds 3] [--mib 64]`
  *
  * @module
  */
 import { parseArgs } from "node:util";
-import { makeIssuer, type TestIssuer } from "../tests/helpers/identity.ts";
-import { curlArgs, tunnelPair } from "./bench_hub.ts";
-import { makeModelFile, peakRssMib, run, timed } from "./bench_tools.ts";
+import { makeIssuer, type TestIssuer } from "../../tests/helpers/identity.ts";
+import { curlArgs, makeModelFile, peakRssMib, run, timed, tunnelPair } from "./tools.ts";
 
 /** One round's figures. */
 interface Round {

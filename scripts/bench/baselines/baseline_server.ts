@@ -2,7 +2,7 @@
  * The baseline for `deno task bench`: a bare Deno.serve doing what the registry does at its
  * simplest, with no routing, validation, hashing or database; also the source of the download
  * benchmark (`/file`, `/file?name=small`). Usage:
- * `deno run ... bench_baseline_server.ts <dir> <list.json>`; prints its port.
+ * `deno run ... baseline_server.ts <dir> <list.json>`; prints its port.
  *
  * @module
  */

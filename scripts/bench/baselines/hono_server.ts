@@ -1,5 +1,5 @@
 /**
- * Baselines of `deno task bench --only requests` (scripts/bench_request_path.ts): the node's
+ * Baselines of `deno task bench --only requests` (scripts/bench/request_path.ts): the node's
  * routes as a user would write them instead with Hono on Deno.serve, on 127.0.0.1 (prints its
  * port), answering what the node answered:
  * - `GET /ai/store/v1/models/:id`: the model record in MODEL.json (404 for another id);

@@ -5,7 +5,7 @@
  * reused by every chat, the ChatML wrapper, a LlamaChat per completion, and the time to the first
  * token and between the first and the last one taken in the same process, in onToken.
  *
- * `deno run -A --no-config --node-modules-dir=manual bench_inference_engine.ts <node-llama-cpp
+ * `deno run -A --no-config --node-modules-dir=manual inference_engine.ts <node-llama-cpp
  * dist/index.js> <max threads>`, then one JSON command a line on stdin, one JSON answer a line on
  * stdout:
  * - `{"op":"load","path","contextSize","threads"}` → `{"threads"}`, the context's threads

@@ -3,7 +3,7 @@
  * - `/hello`: a bare Deno.serve handler answering the body the benchmark's microservice answers;
  * - `/isolate`: the same microservice run the reference's way, in a fresh isolate (a new Worker
  *   without permissions) per request.
- * Usage: `deno run --allow-net=127.0.0.1 --allow-read bench_mcm_baselines.ts BUNDLE.js`.
+ * Usage: `deno run --allow-net=127.0.0.1 --allow-read mcm_baselines.ts BUNDLE.js`.
  *
  * @module
  */
