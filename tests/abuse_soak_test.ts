@@ -11,11 +11,11 @@
  */
 import assert from "node:assert/strict";
 import { GOOD_SERVICE, hostileServices, zeroHeads } from "./helpers/abuse_services.ts";
-import { ensureTestEngine } from "./helpers/engine.ts";
-import { containerRecord, deployScript } from "./helpers/mcm.ts";
-import { startTestNode } from "./helpers/node.ts";
+import { ensureTestEngine } from "../testing/engine.ts";
+import { containerRecord, deployScript } from "../testing/mcm.ts";
+import { startTestNode } from "../testing/node.ts";
 import { createModel, uploadRaw } from "./helpers/store.ts";
-import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 
 const SOAK_SECONDS = Number(Deno.env.get("EDGENODE_ABUSE_SECONDS") ?? 0);
 const ATTACK_SECONDS = SOAK_SECONDS || 15;

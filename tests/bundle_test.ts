@@ -10,9 +10,9 @@ import assert from "node:assert/strict";
 import { packTar } from "modern-tar";
 import meta from "../deno.json" with { type: "json" };
 import { EXECUTABLE_FLAGS } from "../src/program/executable_flags.ts";
-import { withTempDir } from "./helpers/node.ts";
-import { ensureTestEngine, TEST_ENGINE_DIR } from "./helpers/engine.ts";
-import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { withTempDir } from "../testing/node.ts";
+import { ensureTestEngine, TEST_ENGINE_DIR } from "../testing/engine.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const DRIVER = new URL("./fixtures/bundle_driver.ts", import.meta.url).pathname;

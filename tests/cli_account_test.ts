@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { edgenode } from "./helpers/cli_env.ts";
-import { cliToken, makeIssuer } from "./helpers/identity.ts";
-import { startTestNode, withTempDir } from "./helpers/node.ts";
+import { cliToken, makeIssuer } from "../testing/identity.ts";
+import { startTestNode, withTempDir } from "../testing/node.ts";
 
 const KEY = "an-api-key-nobody-may-see";
 const CONFIG = { apiKey: KEY, discovery: { mdns: false } };

@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { edgenode } from "./helpers/cli_env.ts";
-import { EXAMPLES, getJson, mcm } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, withTempDir } from "./helpers/node.ts";
+import { EXAMPLES, getJson, mcm } from "../testing/mcm.ts";
+import { startTestNode, type TestNode, withTempDir } from "../testing/node.ts";
 
 const KEY = "a-deployment-key-nobody-may-see";
 const CONFIG = { apiKey: KEY, discovery: { mdns: false } };

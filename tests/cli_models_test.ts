@@ -5,7 +5,7 @@
  * `nodes decrypt` of a missing file. Each runs the CLI as users do, against a real node.
  */
 import assert from "node:assert/strict";
-import { startFileServer } from "./helpers/file_server.ts";
+import { startFileServer } from "../testing/file_server.ts";
 import {
   ggufBytes,
   LAUNCHER_PERMISSIONS,
@@ -15,7 +15,7 @@ import {
   startTestNode,
   type TestNode,
   withTempDir,
-} from "./helpers/node.ts";
+} from "../testing/node.ts";
 
 /** `edgenode ARGS` against `node`, the way its owner runs it: the key from its data dir. */
 function cli(node: TestNode, args: string[]) {

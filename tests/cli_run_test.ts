@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { DENO_DIR, edgenode } from "./helpers/cli_env.ts";
-import { ensureTestEngine } from "./helpers/engine.ts";
+import { ensureTestEngine } from "../testing/engine.ts";
 import {
   LAUNCHER_PERMISSIONS,
   MAIN,
@@ -16,9 +16,9 @@ import {
   startTestNode,
   type TestNode,
   waitFor,
-} from "./helpers/node.ts";
+} from "../testing/node.ts";
 import { createModel, uploadRaw } from "./helpers/store.ts";
-import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 
 const KEY = "a-run-command-test-key-0123456789";
 const SAMPLING = ["--temperature", "0", "--max-tokens", "20"];

@@ -3,8 +3,8 @@
  * progress on a pipe, exit codes, and Ctrl-C during a pull.
  */
 import assert from "node:assert/strict";
-import { startFileServer } from "./helpers/file_server.ts";
-import { cliToken, makeIssuer } from "./helpers/identity.ts";
+import { startFileServer } from "../testing/file_server.ts";
+import { cliToken, makeIssuer } from "../testing/identity.ts";
 import {
   ggufBytes,
   LAUNCHER_PERMISSIONS,
@@ -15,7 +15,7 @@ import {
   type TestNode,
   waitFor,
   withTempDir,
-} from "./helpers/node.ts";
+} from "../testing/node.ts";
 
 /** `edgenode ARGS` against `node`, the way its owner runs it: the key from its data dir. */
 function cli(node: TestNode, args: string[]) {

@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { HAPROXY_CONFIG, renderBalancerConfig, startBalancer } from "./helpers/balancer.ts";
-import { startTestNats } from "./helpers/nats.ts";
-import { waitFor, withTempDir } from "./helpers/node.ts";
+import { HAPROXY_CONFIG, renderBalancerConfig, startBalancer } from "../testing/balancer.ts";
+import { startTestNats } from "../testing/nats.ts";
+import { waitFor, withTempDir } from "../testing/node.ts";
 
 Deno.test("nats: an authenticated client is served, a wrong password refused", async () => {
   await withTempDir(async (dir) => {
@@ -73,7 +73,7 @@ Deno.test("nats: a KV put survives a SIGKILL and a start", async () => {
 Deno.test("nats: a test process that is killed leaves no nats-server behind", async () => {
   await withTempDir(async (dir) => {
     const script = `${dir}/start_nats.ts`;
-    const helper = new URL("./helpers/nats.ts", import.meta.url).href;
+    const helper = new URL("../testing/nats.ts", import.meta.url).href;
     await Deno.writeTextFile(
       script,
       `import { startTestNats } from ${JSON.stringify(helper)};

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { runCrashRounds } from "./helpers/crash_harness.ts";
-import { withTempDir } from "./helpers/node.ts";
+import { withTempDir } from "../testing/node.ts";
 
 const ROUNDS = Number(Deno.env.get("EDGENODE_CRASH_ROUNDS") ?? 10);
 const SECONDS = Number(Deno.env.get("EDGENODE_CRASH_SECONDS") ?? 60);

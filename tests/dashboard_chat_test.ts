@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import axe from "axe-core";
 import type { Page } from "playwright-core";
 import { ARTIFACTS, chromiumPath, launchBrowser } from "./helpers/browser.ts";
-import { ensureTestEngine } from "./helpers/engine.ts";
-import { ggufBytes, startTestNode, waitFor } from "./helpers/node.ts";
+import { ensureTestEngine } from "../testing/engine.ts";
+import { ggufBytes, startTestNode, waitFor } from "../testing/node.ts";
 import { readyModel } from "./helpers/store.ts";
-import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 
 const SHOTS = `${ARTIFACTS}dashboard/`;
 

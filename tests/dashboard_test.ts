@@ -10,10 +10,10 @@ import axe from "axe-core";
 import type { Page } from "playwright-core";
 import { dashboardClient } from "../src/sdk/clients.ts";
 import { ARTIFACTS, chromiumPath, launchBrowser } from "./helpers/browser.ts";
-import { startFileServer } from "./helpers/file_server.ts";
-import { deployExample, mcm } from "./helpers/mcm.ts";
-import { nodeIdOf, randomMdnsPort, startMeshNode, supernodeId } from "./helpers/mesh.ts";
-import { ggufBytes, startTestNode, waitFor } from "./helpers/node.ts";
+import { startFileServer } from "../testing/file_server.ts";
+import { deployExample, mcm } from "../testing/mcm.ts";
+import { nodeIdOf, randomMdnsPort, startMeshNode, supernodeId } from "../testing/mesh.ts";
+import { ggufBytes, startTestNode, waitFor } from "../testing/node.ts";
 
 const SHOTS = `${ARTIFACTS}dashboard/`;
 

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { readyModel } from "./helpers/store.ts";
-import { ggufBytes, listFiles, runEdgenode, startTestNode, withTempDir } from "./helpers/node.ts";
+import { ggufBytes, listFiles, runEdgenode, startTestNode, withTempDir } from "../testing/node.ts";
 
 Deno.test("a second node on the same data directory exits with one line and touches nothing", () =>
   withTempDir(async (dataDir) => {

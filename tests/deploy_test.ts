@@ -11,8 +11,8 @@
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
 import { EXECUTABLE_FLAGS } from "../src/program/executable_flags.ts";
-import { debianPackage, onPath } from "./helpers/debian.ts";
-import { startListening, withTempDir } from "./helpers/node.ts";
+import { debianPackage, onPath } from "../testing/debian.ts";
+import { startListening, withTempDir } from "../testing/node.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const UNIT = `${ROOT}/deploy/edgenode.service`;

@@ -4,7 +4,7 @@
  * Needs root and `ip netns`; skipped with a message otherwise.
  */
 import assert from "node:assert/strict";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+import { startTestNode, type TestNode, waitFor } from "../testing/node.ts";
 
 async function ip(...args: string[]): Promise<{ ok: boolean; text: string }> {
   const output = await new Deno.Command("ip", { args, stdout: "piped", stderr: "piped" }).output()

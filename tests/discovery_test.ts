@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import type dnsPacket from "dns-packet";
-import type { TestNode } from "./helpers/node.ts";
-import { runEdgenode, waitFor, withTempDir } from "./helpers/node.ts";
-import { debianPackage } from "./helpers/debian.ts";
+import type { TestNode } from "../testing/node.ts";
+import { runEdgenode, waitFor, withTempDir } from "../testing/node.ts";
+import { debianPackage } from "../testing/debian.ts";
 import {
   announcement,
   describeImpostor,
@@ -22,7 +22,7 @@ import {
   sorted,
   startMeshNode,
   supernodeId,
-} from "./helpers/mesh.ts";
+} from "../testing/mesh.ts";
 
 /** Starts alpha, beta and gamma (in that order), waits until all list all, runs `test`. */
 async function withThree(test: (nodes: TestNode[], ids: string[]) => Promise<void>) {

@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { dashboardClient } from "../src/sdk/clients.ts";
-import { startFileServer } from "./helpers/file_server.ts";
-import { allMessages, startDownload } from "./helpers/events.ts";
-import { ggufBytes, startTestNode, type TestNode, withTempDir } from "./helpers/node.ts";
+import { startFileServer } from "../testing/file_server.ts";
+import { allMessages, startDownload } from "../testing/events.ts";
+import { ggufBytes, startTestNode, type TestNode, withTempDir } from "../testing/node.ts";
 import { createModel, readyModel } from "./helpers/store.ts";
 
 /** Whether this test may mount a file system in a mount namespace of its own. */

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { dirname } from "node:path";
-import { startListening, withTempDir } from "./helpers/node.ts";
+import { startListening, withTempDir } from "../testing/node.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

@@ -20,7 +20,7 @@ import { storeRoutes } from "../gen/store/routes.ts";
 import { ErrorSchema as StoreError } from "../gen/store/validators.ts";
 import { HelloMessageSchema, RequestMessageSchema } from "../gen/hub/validators.ts";
 import type { RouteSpec } from "../src/http/routes.ts";
-import { startFileServer } from "./helpers/file_server.ts";
+import { startFileServer } from "../testing/file_server.ts";
 import {
   authorization,
   bodyFor,
@@ -33,8 +33,8 @@ import {
   queryFor,
   segment,
 } from "./helpers/fuzz.ts";
-import { startTestHub } from "./helpers/hub.ts";
-import { makeIssuer } from "./helpers/identity.ts";
+import { startTestHub } from "../testing/hub.ts";
+import { makeIssuer } from "../testing/identity.ts";
 import { readyModel } from "./helpers/store.ts";
 import {
   ggufBytes,
@@ -43,7 +43,7 @@ import {
   type TestNode,
   waitFor,
   withTempDir,
-} from "./helpers/node.ts";
+} from "../testing/node.ts";
 
 const SERVICES: {
   name: string;

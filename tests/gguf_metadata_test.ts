@@ -7,11 +7,11 @@ import { hintForTemplate } from "../src/store/chat_template_hint.ts";
 import { GgufMalformed, readGgufMetadata } from "../src/store/gguf_metadata.ts";
 import { concatBytes } from "../src/tunnel/bytes.ts";
 import { ModelSchema } from "../gen/store/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
-import { allMessages, startDownload, streamError } from "./helpers/events.ts";
-import { startFileServer } from "./helpers/file_server.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
+import { allMessages, startDownload, streamError } from "../testing/events.ts";
+import { startFileServer } from "../testing/file_server.ts";
 import { ggufWithMetadata, LLAMA3_TEMPLATE } from "./helpers/gguf.ts";
-import { listFiles, startTestNode, withTempDir } from "./helpers/node.ts";
+import { listFiles, startTestNode, withTempDir } from "../testing/node.ts";
 import { createModel, uploadRaw } from "./helpers/store.ts";
 
 Deno.test("chat templates of the common families map to their hints; unknown ones to none", () => {

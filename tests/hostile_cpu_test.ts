@@ -5,9 +5,9 @@
  * its idle sibling in the same client's process is neither stopped nor charged for it.
  */
 import assert from "node:assert/strict";
-import { containerProcesses } from "./helpers/container_processes.ts";
-import { containerRecord, deployScript } from "./helpers/mcm.ts";
-import { startTestNode, waitFor } from "./helpers/node.ts";
+import { containerProcesses } from "../testing/container_processes.ts";
+import { containerRecord, deployScript } from "../testing/mcm.ts";
+import { startTestNode, waitFor } from "../testing/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 

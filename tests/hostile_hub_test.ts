@@ -7,12 +7,12 @@
  * message saying how to make a good one.
  */
 import assert from "node:assert/strict";
-import { type HubNode, infoOf, joinHub, startTestHub } from "./helpers/hub.ts";
-import { clusterUp, startCluster, type TestCluster } from "./helpers/hub_cluster.ts";
+import { type HubNode, infoOf, joinHub, startTestHub } from "../testing/hub.ts";
+import { clusterUp, startCluster, type TestCluster } from "../testing/hub_cluster.ts";
 import { startHubRelay } from "./helpers/hostile_hub_relay.ts";
-import { cliToken, makeIssuer, type TestIssuer } from "./helpers/identity.ts";
-import { deployScript } from "./helpers/mcm.ts";
-import { LAUNCHER_PERMISSIONS, MAIN, withTempDir } from "./helpers/node.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "../testing/identity.ts";
+import { deployScript } from "../testing/mcm.ts";
+import { LAUNCHER_PERMISSIONS, MAIN, withTempDir } from "../testing/node.ts";
 
 const MARKS = ["x-edge-hub-forward", "x-edge-hub-client"];
 

@@ -6,8 +6,8 @@
  * a 400 naming the context length.
  */
 import assert from "node:assert/strict";
-import { deployScript, mcm } from "./helpers/mcm.ts";
-import { type TestNode, waitFor } from "./helpers/node.ts";
+import { deployScript, mcm } from "../testing/mcm.ts";
+import { type TestNode, waitFor } from "../testing/node.ts";
 import { uploadRaw } from "./helpers/store.ts";
 import { createModel } from "./helpers/store.ts";
 import {
@@ -20,7 +20,7 @@ import {
   say,
   sseData,
 } from "./helpers/inference.ts";
-import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 import {
   declaredTensorGguf,
   enginePids,

@@ -12,8 +12,8 @@ import {
   namespacesAvailable,
   silentServer,
 } from "./helpers/hostile_host_net.ts";
-import { containerRecord, deployScript, mcm, scriptImage } from "./helpers/mcm.ts";
-import { startTestNode, waitFor } from "./helpers/node.ts";
+import { containerRecord, deployScript, mcm, scriptImage } from "../testing/mcm.ts";
+import { startTestNode, waitFor } from "../testing/node.ts";
 
 const CONFIG = {
   apiKey: "a-test-key-of-enough-length",

@@ -5,11 +5,11 @@
  * down twice runs in a process of its own from then on, so its siblings keep their state.
  */
 import assert from "node:assert/strict";
-import { containerProcesses, storagePathOf } from "./helpers/container_processes.ts";
+import { containerProcesses, storagePathOf } from "../testing/container_processes.ts";
 import { type Container, ContainerSchema } from "../gen/mcm/validators.ts";
-import { expectJson } from "./helpers/contract.ts";
-import { deployScript, mcm, serviceUrl } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor, withTempDir } from "./helpers/node.ts";
+import { expectJson } from "../testing/contract.ts";
+import { deployScript, mcm, serviceUrl } from "../testing/mcm.ts";
+import { startTestNode, type TestNode, waitFor, withTempDir } from "../testing/node.ts";
 import { hits, logText, record, settled } from "./helpers/hostile_process_records.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };

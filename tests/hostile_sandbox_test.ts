@@ -18,8 +18,8 @@ import {
   postContainer,
   scriptImage,
   uploadImage,
-} from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+} from "../testing/mcm.ts";
+import { startTestNode, type TestNode, waitFor } from "../testing/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 const PER_CONTAINER = { ...CONFIG, mcm: { containerProcess: "per-container" } };

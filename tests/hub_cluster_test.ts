@@ -5,8 +5,8 @@
  * an SSE stream), forged routing data refused, a hub killed mid-tunnel, NATS restarted.
  */
 import assert from "node:assert/strict";
-import { messages } from "./helpers/events.ts";
-import { startFileServer } from "./helpers/file_server.ts";
+import { messages } from "../testing/events.ts";
+import { startFileServer } from "../testing/file_server.ts";
 import {
   createModelThrough,
   expectLiveProgress,
@@ -16,18 +16,18 @@ import {
   listedIds,
   startTestHub,
   type TestHub,
-} from "./helpers/hub.ts";
-import { startTestNats } from "./helpers/nats.ts";
+} from "../testing/hub.ts";
+import { startTestNats } from "../testing/nats.ts";
 import {
   clusterUp,
   healthOf,
   hubIdOf,
   startCluster,
   type TestCluster,
-} from "./helpers/hub_cluster.ts";
-import { startBalancer } from "./helpers/balancer.ts";
-import { makeIssuer, type TestIssuer } from "./helpers/identity.ts";
-import { ggufBytes, runEdgenode, sha256Hex, waitFor, withTempDir } from "./helpers/node.ts";
+} from "../testing/hub_cluster.ts";
+import { startBalancer } from "../testing/balancer.ts";
+import { makeIssuer, type TestIssuer } from "../testing/identity.ts";
+import { ggufBytes, runEdgenode, sha256Hex, waitFor, withTempDir } from "../testing/node.ts";
 
 const VANCOUVER = { latitude: 49.2827, longitude: -123.1207 };
 const GASTOWN = { latitude: 49.2844, longitude: -123.1089 };

@@ -7,9 +7,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { expectPings, infoOf, joinHub, startTestHub, viaTunnel } from "./helpers/hub.ts";
-import { makeIssuer } from "./helpers/identity.ts";
-import { ggufBytes, sha256Hex, waitFor, withTempDir } from "./helpers/node.ts";
+import { expectPings, infoOf, joinHub, startTestHub, viaTunnel } from "../testing/hub.ts";
+import { makeIssuer } from "../testing/identity.ts";
+import { ggufBytes, sha256Hex, waitFor, withTempDir } from "../testing/node.ts";
 import { TUNNEL_PROTOCOL } from "../src/tunnel/wire_frames.ts";
 
 /** The hub's health; `rawNodes` is there only when some node is on the raw transport. */

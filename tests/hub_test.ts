@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { DatabaseSync } from "node:sqlite";
-import { startFileServer } from "./helpers/file_server.ts";
+import { startFileServer } from "../testing/file_server.ts";
 import {
   connected,
   expectLiveProgress,
@@ -17,9 +17,9 @@ import {
   listedIds,
   startTestHub,
   type TestHub,
-} from "./helpers/hub.ts";
-import { cliToken, makeIssuer, type TestIssuer } from "./helpers/identity.ts";
-import { ggufBytes, runEdgenode, sha256Hex, waitFor, withTempDir } from "./helpers/node.ts";
+} from "../testing/hub.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "../testing/identity.ts";
+import { ggufBytes, runEdgenode, sha256Hex, waitFor, withTempDir } from "../testing/node.ts";
 
 const VANCOUVER = { latitude: 49.2827, longitude: -123.1207 };
 const GASTOWN = { latitude: 49.2844, longitude: -123.1089 }; // ~0.9 km away

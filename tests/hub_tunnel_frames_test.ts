@@ -7,11 +7,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { expectPings, infoOf, joinHub, startTestHub, viaTunnel } from "./helpers/hub.ts";
+import { expectPings, infoOf, joinHub, startTestHub, viaTunnel } from "../testing/hub.ts";
 import { insightClient } from "../src/sdk/clients.ts";
 import { rpcCall } from "../src/sdk/json_rpc.ts";
-import { cliToken, makeIssuer, type TestIssuer } from "./helpers/identity.ts";
-import { ggufBytes, sha256Hex, startTestNode, waitFor, withTempDir } from "./helpers/node.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "../testing/identity.ts";
+import { ggufBytes, sha256Hex, startTestNode, waitFor, withTempDir } from "../testing/node.ts";
 import { concatBytes } from "../src/tunnel/bytes.ts";
 import type { MuxMessage } from "../src/tunnel/mux_codec.ts";
 import {

@@ -5,7 +5,7 @@
  * and an engine that crashes.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "./helpers/node.ts";
+import { waitFor } from "../testing/node.ts";
 import {
   alive,
   allData,
@@ -19,7 +19,7 @@ import {
   say,
   sseData,
 } from "./helpers/inference.ts";
-import { hugeDeclaredGguf, tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { hugeDeclaredGguf, tinyLlamaGguf } from "../testing/tiny_llama.ts";
 
 /** A model whose context holds long generations (8000 tokens take seconds). */
 const LONG = {

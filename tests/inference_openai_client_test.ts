@@ -10,10 +10,10 @@
  */
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import { ensureTestEngine } from "./helpers/engine.ts";
-import { startTestNode, type TestNode } from "./helpers/node.ts";
+import { ensureTestEngine } from "../testing/engine.ts";
+import { startTestNode, type TestNode } from "../testing/node.ts";
 import { createModel, uploadRaw } from "./helpers/store.ts";
-import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 
 const KEY = "an-openai-client-test-key-0123456789";
 /** The embedding model's vector size (n_embd). */

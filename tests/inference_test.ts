@@ -4,7 +4,7 @@
  * embeddings, and errors in OpenAI's shape under both prefixes.
  */
 import assert from "node:assert/strict";
-import { expectJson } from "./helpers/contract.ts";
+import { expectJson } from "../testing/contract.ts";
 import { ModelSchema } from "../gen/store/validators.ts";
 import {
   api,
@@ -19,7 +19,7 @@ import {
   V1,
 } from "./helpers/inference.ts";
 import { createModel, uploadRaw } from "./helpers/store.ts";
-import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 
 /** Room for the functions' documentation the chat format adds when tools are given. */
 const TINY = tinyLlamaGguf({ contextLength: 2048 });

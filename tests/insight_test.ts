@@ -10,9 +10,9 @@ import {
   InsightErrorSchema,
   NodeListSchema,
 } from "../gen/insight/validators.ts";
-import { cliToken, makeIssuer, rpc, type TestIssuer } from "./helpers/identity.ts";
-import { scriptImage, startContainer, uploadImage } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor, withTempDir } from "./helpers/node.ts";
+import { cliToken, makeIssuer, rpc, type TestIssuer } from "../testing/identity.ts";
+import { scriptImage, startContainer, uploadImage } from "../testing/mcm.ts";
+import { startTestNode, type TestNode, waitFor, withTempDir } from "../testing/node.ts";
 
 function insight(node: TestNode, path: string, init: RequestInit = {}, key = node.apiKey) {
   return fetch(`${node.url}/mesh/insight/v1${path}`, {

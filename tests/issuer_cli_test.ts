@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { createLocalJWKSet, jwtVerify } from "jose";
-import { cliToken, makeIssuer } from "./helpers/identity.ts";
-import { runEdgenode, withTempDir } from "./helpers/node.ts";
+import { cliToken, makeIssuer } from "../testing/identity.ts";
+import { runEdgenode, withTempDir } from "../testing/node.ts";
 
 Deno.test("issuer init writes a 0600 key and a trust file; token signs what was asked", () =>
   withTempDir(async (dir) => {

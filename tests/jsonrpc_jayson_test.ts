@@ -4,7 +4,7 @@
  * an application error. Skipped, with the reason printed, where npx cannot run it.
  */
 import assert from "node:assert/strict";
-import { startTestNode } from "./helpers/node.ts";
+import { startTestNode } from "../testing/node.ts";
 
 const JAYSON = "jayson@5.0.0";
 

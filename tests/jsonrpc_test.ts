@@ -16,8 +16,8 @@ import {
   rpcFails,
   rpcRaw,
   signedToken,
-} from "./helpers/identity.ts";
-import { startTestNode, withTempDir } from "./helpers/node.ts";
+} from "../testing/identity.ts";
+import { startTestNode, withTempDir } from "../testing/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", nodeName: "living-room" };
 

@@ -4,9 +4,9 @@
  * soak` runs it for minutes and checks that memory stays flat.
  */
 import assert from "node:assert/strict";
-import { startFileServer } from "./helpers/file_server.ts";
+import { startFileServer } from "../testing/file_server.ts";
 import { runLoad } from "./helpers/load.ts";
-import { startTestNode } from "./helpers/node.ts";
+import { startTestNode } from "../testing/node.ts";
 
 const SECONDS = Number(Deno.env.get("EDGENODE_LOAD_SECONDS") ?? 5);
 

@@ -4,8 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { ContainerListSchema, ImageListSchema } from "../gen/mcm/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
-import { cliToken, makeIssuer, now, rpc, signedToken } from "./helpers/identity.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
+import { cliToken, makeIssuer, now, rpc, signedToken } from "../testing/identity.ts";
 import {
   buildExample,
   EXAMPLES,
@@ -14,8 +14,8 @@ import {
   postImage,
   serviceUrl,
   startContainer,
-} from "./helpers/mcm.ts";
-import { startTestNode, withTempDir } from "./helpers/node.ts";
+} from "../testing/mcm.ts";
+import { startTestNode, withTempDir } from "../testing/node.ts";
 
 const CLIENT = "bb6fba7d-6321-41c5-ac37-1a7a8a9a4ac0";
 

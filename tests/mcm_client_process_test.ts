@@ -6,9 +6,9 @@
  * reaches that client's containers only; no client's process outlives its node.
  */
 import assert from "node:assert/strict";
-import { alive, containerProcesses } from "./helpers/container_processes.ts";
-import { containerRecord, deployScript, mcm } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+import { alive, containerProcesses } from "../testing/container_processes.ts";
+import { containerRecord, deployScript, mcm } from "../testing/mcm.ts";
+import { startTestNode, type TestNode, waitFor } from "../testing/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 

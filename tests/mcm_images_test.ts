@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import { packTar, type TarEntry } from "modern-tar";
 import { ImageListSchema } from "../gen/mcm/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
-import { buildExample, EXAMPLES, mcm, postImage, uploadImage } from "./helpers/mcm.ts";
-import { listFiles, runEdgenode, startTestNode, withTempDir } from "./helpers/node.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
+import { buildExample, EXAMPLES, mcm, postImage, uploadImage } from "../testing/mcm.ts";
+import { listFiles, runEdgenode, startTestNode, withTempDir } from "../testing/node.ts";
 
 const CONFIG = {
   apiKey: "a-test-key-of-enough-length",

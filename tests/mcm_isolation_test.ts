@@ -4,7 +4,7 @@
  * memory outside the JavaScript heap, CPU burnt after the response, and module loading.
  */
 import assert from "node:assert/strict";
-import { expectError } from "./helpers/contract.ts";
+import { expectError } from "../testing/contract.ts";
 import {
   containerRecord,
   deployScript,
@@ -14,8 +14,8 @@ import {
   scriptImage,
   startContainer,
   uploadImage,
-} from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+} from "../testing/mcm.ts";
+import { startTestNode, type TestNode, waitFor } from "../testing/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 

@@ -12,14 +12,14 @@ import { ChatCompletionSchema } from "../gen/inference/validators.ts";
 import type { ContainerCall } from "../gen/mcm/validators.ts";
 import { CallAnswers, StreamingAnswer } from "../src/mcm/container_calls.ts";
 import { type NodeAnswer, NodeCalls } from "../src/mcm/sandbox/node_calls.ts";
-import { ensureTestEngine } from "./helpers/engine.ts";
-import { deployScript, getJson, mcm } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+import { ensureTestEngine } from "../testing/engine.ts";
+import { deployScript, getJson, mcm } from "../testing/mcm.ts";
+import { startTestNode, type TestNode, waitFor } from "../testing/node.ts";
 import { createModel, uploadRaw } from "./helpers/store.ts";
-import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
-/** The tiny model's n_embd (tests/helpers/tiny_llama.ts). */
+/** The tiny model's n_embd (testing/tiny_llama.ts). */
 const EMBEDDING = 64;
 
 /** POST /chat and /embed: the body is context.ml's options; the callbacks answer. */

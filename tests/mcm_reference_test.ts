@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { packImage } from "../src/cli/image_build.ts";
 import { ImageListSchema } from "../gen/mcm/validators.ts";
-import { expectJson } from "./helpers/contract.ts";
-import { startFileServer } from "./helpers/file_server.ts";
-import { cliToken, makeIssuer, rpc } from "./helpers/identity.ts";
+import { expectJson } from "../testing/contract.ts";
+import { startFileServer } from "../testing/file_server.ts";
+import { cliToken, makeIssuer, rpc } from "../testing/identity.ts";
 import {
   getJson,
   mcm,
@@ -17,8 +17,8 @@ import {
   serviceUrl,
   startContainer,
   uploadImage,
-} from "./helpers/mcm.ts";
-import { sha256Hex, startTestNode, type TestNode, withTempDir } from "./helpers/node.ts";
+} from "../testing/mcm.ts";
+import { sha256Hex, startTestNode, type TestNode, withTempDir } from "../testing/node.ts";
 import { REFERENCE_MIM } from "./helpers/reference_mims.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };

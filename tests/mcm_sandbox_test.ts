@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { ContainerSchema } from "../gen/mcm/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
 import {
   deployExample,
   getJson,
@@ -16,8 +16,8 @@ import {
   serviceUrl,
   startContainer,
   uploadImage,
-} from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+} from "../testing/mcm.ts";
+import { startTestNode, type TestNode, waitFor } from "../testing/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 

@@ -15,9 +15,9 @@ import {
   newSpare,
   openFiles,
   storagePathOf,
-} from "./helpers/container_processes.ts";
-import { mcm, scriptImage, serviceUrl, startContainer, uploadImage } from "./helpers/mcm.ts";
-import { startTestNode, type TestNode, waitFor } from "./helpers/node.ts";
+} from "../testing/container_processes.ts";
+import { mcm, scriptImage, serviceUrl, startContainer, uploadImage } from "../testing/mcm.ts";
+import { startTestNode, type TestNode, waitFor } from "../testing/node.ts";
 
 /** Spares as processes of one container each (per client: mcm_client_process_test.ts). */
 const CONFIG = {

@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import * as v from "valibot";
 import { ContainerListSchema, ImageListSchema, LogListSchema } from "../gen/mcm/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
-import { rpc } from "./helpers/identity.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
+import { rpc } from "../testing/identity.ts";
 import {
   deployExample,
   EXAMPLES,
@@ -14,8 +14,8 @@ import {
   mcm,
   serviceUrl,
   startContainer,
-} from "./helpers/mcm.ts";
-import { runEdgenode, startTestNode, waitFor, withTempDir } from "./helpers/node.ts";
+} from "../testing/mcm.ts";
+import { runEdgenode, startTestNode, waitFor, withTempDir } from "../testing/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 

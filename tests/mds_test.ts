@@ -5,15 +5,15 @@
  */
 import assert from "node:assert/strict";
 import { compactDecrypt, decodeProtectedHeader } from "jose";
-import { cliToken, makeIssuer, rpc } from "./helpers/identity.ts";
+import { cliToken, makeIssuer, rpc } from "../testing/identity.ts";
 import {
   linkLocalNodes,
   nodeIdOf,
   openMdnsClient,
   randomMdnsPort,
   startMeshNode,
-} from "./helpers/mesh.ts";
-import { runEdgenode, waitFor, withTempDir } from "./helpers/node.ts";
+} from "../testing/mesh.ts";
+import { runEdgenode, waitFor, withTempDir } from "../testing/node.ts";
 
 /** The spec's key derivation, written independently of the node's code. */
 async function specKey(token: string, clusters: string): Promise<Uint8Array> {

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { TEST_ENGINE_DIR } from "./helpers/engine.ts";
+import { TEST_ENGINE_DIR } from "../testing/engine.ts";
 import { ModelListSchema } from "../gen/store/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
-import { makeIssuer, rpc } from "./helpers/identity.ts";
-import { runEdgenode, startTestNode, waitFor, withTempDir } from "./helpers/node.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
+import { makeIssuer, rpc } from "../testing/identity.ts";
+import { runEdgenode, startTestNode, waitFor, withTempDir } from "../testing/node.ts";
 
 Deno.test("a fresh data directory gets a 0600 config with a random key, printed once", () =>
   withTempDir(async (dataDir) => {

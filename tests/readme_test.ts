@@ -15,10 +15,10 @@ import assert from "node:assert/strict";
 import * as v from "valibot";
 import { NodeConfigSchema } from "../gen/config/validators.ts";
 import { DENO_DIR } from "./helpers/cli_env.ts";
-import { startFileServer } from "./helpers/file_server.ts";
-import { ggufBytes, withTempDir } from "./helpers/node.ts";
-import { tinyLlamaGguf } from "./helpers/tiny_llama.ts";
-import { ensureTestEngine, TEST_ENGINE_DIR } from "./helpers/engine.ts";
+import { startFileServer } from "../testing/file_server.ts";
+import { ggufBytes, withTempDir } from "../testing/node.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
+import { ensureTestEngine, TEST_ENGINE_DIR } from "../testing/engine.ts";
 import { type ShellBlock, shellBlocks, walkthroughScript } from "./helpers/readme_blocks.ts";
 
 const REPO = new URL("..", import.meta.url).pathname.replace(/\/$/, "");

@@ -12,8 +12,14 @@ import { storeRoutes } from "../gen/store/routes.ts";
 import { secretsEqual } from "../src/http/auth.ts";
 import type { RouteSpec } from "../src/http/routes.ts";
 import { rpcCall } from "../src/sdk/json_rpc.ts";
-import { cliToken, makeIssuer } from "./helpers/identity.ts";
-import { ggufBytes, listFiles, startTestNode, type TestNode, withTempDir } from "./helpers/node.ts";
+import { cliToken, makeIssuer } from "../testing/identity.ts";
+import {
+  ggufBytes,
+  listFiles,
+  startTestNode,
+  type TestNode,
+  withTempDir,
+} from "../testing/node.ts";
 import { readyModel } from "./helpers/store.ts";
 
 const KEY = "a-security-test-key-of-enough-length";

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import { runToEnd } from "./helpers/run.ts";
+import { runToEnd } from "../testing/run.ts";
 
 const REDOCLY = "@redocly/cli@2.77.0";
 const OPENRPC_UTILS = "@open-rpc/schema-utils-js@2.2.1";

@@ -6,9 +6,9 @@
  * (whom they do not stop), with a read-only bind mount in a mount namespace of its own.
  */
 import assert from "node:assert/strict";
-import { makeIssuer } from "./helpers/identity.ts";
-import { LAUNCHER_PERMISSIONS, MAIN, startTestNode, withTempDir } from "./helpers/node.ts";
-import { type Finished, runToEnd } from "./helpers/run.ts";
+import { makeIssuer } from "../testing/identity.ts";
+import { LAUNCHER_PERMISSIONS, MAIN, startTestNode, withTempDir } from "../testing/node.ts";
+import { type Finished, runToEnd } from "../testing/run.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 

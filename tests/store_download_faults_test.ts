@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { ModelSchema } from "../gen/store/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
 import {
   allMessages,
   doneModel,
@@ -12,8 +12,8 @@ import {
   messages,
   startDownload,
   streamError,
-} from "./helpers/events.ts";
-import { startFileServer } from "./helpers/file_server.ts";
+} from "../testing/events.ts";
+import { startFileServer } from "../testing/file_server.ts";
 import {
   ggufBytes,
   listFiles,
@@ -21,7 +21,7 @@ import {
   startTestNode,
   type TestNode,
   waitFor,
-} from "./helpers/node.ts";
+} from "../testing/node.ts";
 import { createModel } from "./helpers/store.ts";
 
 const SLOW = { bytesPerSecond: 256 * 1024 };

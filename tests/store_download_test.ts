@@ -4,11 +4,11 @@
  */
 import assert from "node:assert/strict";
 import { ModelSchema } from "../gen/store/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
-import { allMessages, doneModel, startDownload, streamError } from "./helpers/events.ts";
-import { startFileServer } from "./helpers/file_server.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
+import { allMessages, doneModel, startDownload, streamError } from "../testing/events.ts";
+import { startFileServer } from "../testing/file_server.ts";
 import { ggufWithMetadata, LLAMA3_TEMPLATE } from "./helpers/gguf.ts";
-import { ggufBytes, listFiles, sha256Hex, startTestNode } from "./helpers/node.ts";
+import { ggufBytes, listFiles, sha256Hex, startTestNode } from "../testing/node.ts";
 import { createModel, readyModel, uploadRaw } from "./helpers/store.ts";
 
 Deno.test("a download streams throttled progress, ends with done, and the file is served", async () => {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { ModelSchema } from "../gen/store/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
-import { ggufBytes, sha256Hex, startTestNode, type TestNode } from "./helpers/node.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
+import { ggufBytes, sha256Hex, startTestNode, type TestNode } from "../testing/node.ts";
 import { createModel, readyModel, uploadRaw } from "./helpers/store.ts";
 
 async function get(

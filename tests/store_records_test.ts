@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { DeleteResultSchema, ModelListSchema, ModelSchema } from "../gen/store/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
-import { startTestNode, type TestNode } from "./helpers/node.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
+import { startTestNode, type TestNode } from "../testing/node.ts";
 
 function post(node: TestNode, body: unknown, headers = node.auth()) {
   return fetch(`${node.storeUrl}/models`, {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { ModelListSchema } from "../gen/store/validators.ts";
-import { expectJson } from "./helpers/contract.ts";
+import { expectJson } from "../testing/contract.ts";
 import {
   ggufBytes,
   listFiles,
@@ -10,7 +10,7 @@ import {
   type TestNode,
   waitFor,
   withTempDir,
-} from "./helpers/node.ts";
+} from "../testing/node.ts";
 import { readyModel } from "./helpers/store.ts";
 
 async function models(node: TestNode) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ModelListSchema, ModelSchema } from "../gen/store/validators.ts";
-import { expectError, expectJson } from "./helpers/contract.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
 import {
   ggufBytes,
   listFiles,
@@ -8,7 +8,7 @@ import {
   startTestNode,
   type TestNode,
   waitFor,
-} from "./helpers/node.ts";
+} from "../testing/node.ts";
 import { createModel as create, uploadRaw } from "./helpers/store.ts";
 
 function uploadMultipart(

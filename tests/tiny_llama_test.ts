@@ -1,15 +1,15 @@
 /**
  * The tiny llama GGUF writer: its files are deterministic, read by the registry's header reader,
  * and loaded and run by llama.cpp (the tests' shared engine, installed on first use:
- * tests/helpers/engine.ts). The engine runs in a Deno subprocess
+ * testing/engine.ts). The engine runs in a Deno subprocess
  * of its own (it needs --node-modules-dir=manual, no config and FFI), which prints JSON.
  */
 import assert from "node:assert/strict";
 import { readGgufMetadata } from "../src/store/gguf_metadata.ts";
-import { withTempDir } from "./helpers/node.ts";
-import { runToEnd } from "./helpers/run.ts";
-import { ensureTestEngine } from "./helpers/engine.ts";
-import { hugeDeclaredGguf, tinyLlamaGguf, type TinyLlamaOptions } from "./helpers/tiny_llama.ts";
+import { withTempDir } from "../testing/node.ts";
+import { runToEnd } from "../testing/run.ts";
+import { ensureTestEngine } from "../testing/engine.ts";
+import { hugeDeclaredGguf, tinyLlamaGguf, type TinyLlamaOptions } from "../testing/tiny_llama.ts";
 
 Deno.test("the tiny model is deterministic per seed, small, and read by the header reader", () =>
   withTempDir(async (dir) => {

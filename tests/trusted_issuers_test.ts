@@ -5,9 +5,9 @@
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { exportJWK, generateKeyPair, importPKCS8, type JWK, SignJWT } from "jose";
-import { rpc } from "./helpers/identity.ts";
-import { startFileServer } from "./helpers/file_server.ts";
-import { startTestNode, withTempDir } from "./helpers/node.ts";
+import { rpc } from "../testing/identity.ts";
+import { startFileServer } from "../testing/file_server.ts";
+import { startTestNode, withTempDir } from "../testing/node.ts";
 
 async function run(command: string, args: string[]): Promise<Uint8Array> {
   const output = await new Deno.Command(command, { args, stdout: "piped", stderr: "piped" })

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { cliToken, makeIssuer, rpc } from "../../tests/helpers/identity.ts";
+import { cliToken, makeIssuer, rpc } from "../../testing/identity.ts";
 import {
   announcement,
   describeImpostor,
@@ -19,7 +19,7 @@ import {
   proofFor,
   randomMdnsPort,
   startMeshNode,
-} from "../../tests/helpers/mesh.ts";
+} from "../../testing/mesh.ts";
 import { wrk } from "./tools.ts";
 
 const SIMULATED = 50;

@@ -8,8 +8,8 @@
  *
  * @module
  */
-import { startTestHub, type TestHub } from "../../tests/helpers/hub.ts";
-import { cliToken, makeIssuer, type TestIssuer } from "../../tests/helpers/identity.ts";
+import { startTestHub, type TestHub } from "../../testing/hub.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "../../testing/identity.ts";
 import {
   curlArgs,
   makeModelFile,

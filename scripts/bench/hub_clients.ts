@@ -6,7 +6,7 @@
  * @module
  */
 import { TUNNEL_PROTOCOL } from "../../src/tunnel/wire_frames.ts";
-import { describeImpostor, impostorKey, proofFor } from "../../tests/helpers/mesh.ts";
+import { describeImpostor, impostorKey, proofFor } from "../../testing/mesh.ts";
 
 const [hubUrl, token, countText] = Deno.args;
 const count = Number(countText);

@@ -1,6 +1,6 @@
 /**
  * Hub cluster figures for `deno task bench` (alone: `deno task bench --only cluster`), with a
- * real nats-server (JetStream) and `edgenode hub --nats` processes (tests/helpers/hub_cluster.ts):
+ * real nats-server (JetStream) and `edgenode hub --nats` processes (testing/hub_cluster.ts):
  * - a tunnelled request sent to another hub of the cluster (forwarded hub to hub) next to the
  *   same request sent to the node's own hub: small GETs with wrk, a large upload and download
  *   with curl, and the forwarding hub's peak RSS (it must not grow with the size);
@@ -20,23 +20,12 @@
  */
 import { parseArgs } from "node:util";
 import { Kvm } from "@nats-io/kv";
-import {
-  type HubNode,
-  infoOf,
-  joinHub,
-  startTestHub,
-  type TestHub,
-} from "../../tests/helpers/hub.ts";
-import {
-  clusterUp,
-  healthOf,
-  startCluster,
-  type TestCluster,
-} from "../../tests/helpers/hub_cluster.ts";
-import { startBalancer, type TestBalancer } from "../../tests/helpers/balancer.ts";
-import { cliToken, makeIssuer, type TestIssuer } from "../../tests/helpers/identity.ts";
-import { startTestNats } from "../../tests/helpers/nats.ts";
-import { waitFor } from "../../tests/helpers/node.ts";
+import { type HubNode, infoOf, joinHub, startTestHub, type TestHub } from "../../testing/hub.ts";
+import { clusterUp, healthOf, startCluster, type TestCluster } from "../../testing/hub_cluster.ts";
+import { startBalancer, type TestBalancer } from "../../testing/balancer.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "../../testing/identity.ts";
+import { startTestNats } from "../../testing/nats.ts";
+import { waitFor } from "../../testing/node.ts";
 import {
   curlArgs,
   curlUpload,

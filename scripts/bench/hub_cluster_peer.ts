@@ -23,7 +23,7 @@ import process from "node:process";
 import { connect, createInbox, type Msg } from "@nats-io/transport-node";
 import { backoffDelay } from "../../src/async/backoff.ts";
 import { TUNNEL_PROTOCOL } from "../../src/tunnel/wire_frames.ts";
-import { describeImpostor, impostorKey, proofFor } from "../../tests/helpers/mesh.ts";
+import { describeImpostor, impostorKey, proofFor } from "../../testing/mesh.ts";
 
 const [mode, ...args] = Deno.args;
 

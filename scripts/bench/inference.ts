@@ -5,7 +5,7 @@
  * same model file, prompts, context size and threads (those the node chose: GET /v1/models
  * `info.threads`), temperature 0, 256 tokens (the models never sample EOS).
  *
- * Two models written by tests/helpers/tiny_llama.ts: a small one (4 layers, n_embd 256, 11 MB),
+ * Two models written by testing/tiny_llama.ts: a small one (4 layers, n_embd 256, 11 MB),
  * whose tokens take enough compute (about 4 ms each here) that the path around them is a small
  * share of a token's time, and the tests' tiny one (2 layers, n_embd 64, 0.5 MB; about 0.6 ms a
  * token), where it is a large share. Each round sends one prompt to both sides, the order
@@ -23,9 +23,9 @@
  *
  * @module
  */
-import { ensureTestEngine } from "../../tests/helpers/engine.ts";
-import { startTestNode, type TestNode } from "../../tests/helpers/node.ts";
-import { tinyLlamaGguf, type TinyLlamaOptions } from "../../tests/helpers/tiny_llama.ts";
+import { ensureTestEngine } from "../../testing/engine.ts";
+import { startTestNode, type TestNode } from "../../testing/node.ts";
+import { tinyLlamaGguf, type TinyLlamaOptions } from "../../testing/tiny_llama.ts";
 import type { DirectRun } from "./baselines/inference_engine.ts";
 import { run } from "./tools.ts";
 

@@ -12,8 +12,8 @@
  *
  * @module
  */
-import { postImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
-import { startTestNode } from "../../tests/helpers/node.ts";
+import { postImage, serviceUrl, startContainer } from "../../testing/mcm.ts";
+import { startTestNode } from "../../testing/node.ts";
 import {
   childPids,
   HELLO_BUNDLE,

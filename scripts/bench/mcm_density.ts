@@ -8,8 +8,8 @@
  *
  * @module
  */
-import { postImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
-import { startTestNode } from "../../tests/helpers/node.ts";
+import { postImage, serviceUrl, startContainer } from "../../testing/mcm.ts";
+import { startTestNode } from "../../testing/node.ts";
 import { helloImage, median, pssMib, run, workerdBinary, wrk } from "./tools.ts";
 
 const COUNTS = [1, 20, 100];

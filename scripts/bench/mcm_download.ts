@@ -7,8 +7,8 @@
  * @module
  */
 import { packTar } from "modern-tar";
-import { postImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
-import { startTestNode } from "../../tests/helpers/node.ts";
+import { postImage, serviceUrl, startContainer } from "../../testing/mcm.ts";
+import { startTestNode } from "../../testing/node.ts";
 import { makeModelFile, rssMib, run, timed } from "./tools.ts";
 
 const PULLER = `mimikModule.exports = function (context, req, res) {

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import { containerProcesses } from "../../tests/helpers/container_processes.ts";
-import { postImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
-import { startTestNode } from "../../tests/helpers/node.ts";
+import { containerProcesses } from "../../testing/container_processes.ts";
+import { postImage, serviceUrl, startContainer } from "../../testing/mcm.ts";
+import { startTestNode } from "../../testing/node.ts";
 import { helloImage, median, pssMib, run } from "./tools.ts";
 
 const ROUNDS = 5;

@@ -15,8 +15,8 @@
  *
  * @module
  */
-import { startTestNode } from "../../tests/helpers/node.ts";
-import { makeIssuer } from "../../tests/helpers/identity.ts";
+import { startTestNode } from "../../testing/node.ts";
+import { makeIssuer } from "../../testing/identity.ts";
 import {
   childPids,
   createModel,

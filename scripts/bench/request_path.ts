@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { startTestNode } from "../../tests/helpers/node.ts";
+import { startTestNode } from "../../testing/node.ts";
 import {
   childPids,
   createModel,

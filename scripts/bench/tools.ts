@@ -6,10 +6,10 @@
  *
  * @module
  */
-import { joinHub, startTestHub } from "../../tests/helpers/hub.ts";
-import type { TestIssuer } from "../../tests/helpers/identity.ts";
-import { postImage, scriptImage, serviceUrl, startContainer } from "../../tests/helpers/mcm.ts";
-import type { TestNode } from "../../tests/helpers/node.ts";
+import { joinHub, startTestHub } from "../../testing/hub.ts";
+import type { TestIssuer } from "../../testing/identity.ts";
+import { postImage, scriptImage, serviceUrl, startContainer } from "../../testing/mcm.ts";
+import type { TestNode } from "../../testing/node.ts";
 
 /** Runs a command to completion; its standard output, or an error with its standard error. */
 export async function run(command: string, args: string[]): Promise<string> {

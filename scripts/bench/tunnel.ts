@@ -9,7 +9,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { makeIssuer, type TestIssuer } from "../../tests/helpers/identity.ts";
+import { makeIssuer, type TestIssuer } from "../../testing/identity.ts";
 import { curlArgs, makeModelFile, peakRssMib, run, timed, tunnelPair } from "./tools.ts";
 
 /** One round's figures. */

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { UpstreamTimeout } from "../errors/mod.ts";
-import { startFileServer } from "../../tests/helpers/file_server.ts";
+import { startFileServer } from "../../testing/file_server.ts";
 import { MIN_BYTES_PER_SECOND, openSource } from "./http_source.ts";
 
 v8.setFlagsFromString("--expose-gc");

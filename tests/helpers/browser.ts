@@ -7,7 +7,7 @@
  */
 import "./wsl_probe_guard.ts";
 import { type Browser, chromium } from "playwright-core";
-import { debianPackage } from "./debian.ts";
+import { debianPackage } from "../../testing/debian.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 

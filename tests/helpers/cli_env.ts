@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { LAUNCHER_PERMISSIONS, MAIN } from "./node.ts";
-import { type Finished, runToEnd } from "./run.ts";
+import { LAUNCHER_PERMISSIONS, MAIN } from "../../testing/node.ts";
+import { type Finished, runToEnd } from "../../testing/run.ts";
 
 /** The Deno cache in use: the commands below run without HOME, so they are told where it is. */
 export const DENO_DIR = JSON.parse(

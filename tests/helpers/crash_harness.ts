@@ -15,10 +15,10 @@ import { createHash } from "node:crypto";
 import { DatabaseSync } from "node:sqlite";
 import { packTar } from "modern-tar";
 import { rpcCall } from "../../src/sdk/json_rpc.ts";
-import { startFileServer } from "./file_server.ts";
-import { cliToken, makeIssuer, type TestIssuer } from "./identity.ts";
-import { postImage, startContainer } from "./mcm.ts";
-import { ggufBytes, listFiles, startTestNode, type TestNode, waitFor } from "./node.ts";
+import { startFileServer } from "../../testing/file_server.ts";
+import { cliToken, makeIssuer, type TestIssuer } from "../../testing/identity.ts";
+import { postImage, startContainer } from "../../testing/mcm.ts";
+import { ggufBytes, listFiles, startTestNode, type TestNode, waitFor } from "../../testing/node.ts";
 
 const KEY = "a-crash-test-key-of-enough-length";
 const SERVICE = new TextEncoder().encode(

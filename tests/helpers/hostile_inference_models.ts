@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { GgmlType, GgufWriter } from "./gguf_writer.ts";
+import { GgmlType, GgufWriter } from "../../testing/gguf_writer.ts";
 
 /** `bytes` (a GGUF) with the u32 or i32 value of `key` set to `value`. */
 export function withU32(bytes: Uint8Array, key: string, value: number): Uint8Array {

@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { type Container, ContainerSchema } from "../../gen/mcm/validators.ts";
-import { expectJson } from "./contract.ts";
-import { mcm } from "./mcm.ts";
-import { type TestNode, waitFor } from "./node.ts";
+import { expectJson } from "../../testing/contract.ts";
+import { mcm } from "../../testing/mcm.ts";
+import { type TestNode, waitFor } from "../../testing/node.ts";
 
 /** The container's record, checked against spec/mcm.yaml. */
 export async function record(node: TestNode, id: string): Promise<Container> {

@@ -13,8 +13,8 @@ import {
   ModelListSchema,
   OpenAiErrorSchema,
 } from "../../gen/inference/validators.ts";
-import { ensureTestEngine } from "./engine.ts";
-import { startTestNode, type TestNode } from "./node.ts";
+import { ensureTestEngine } from "../../testing/engine.ts";
+import { startTestNode, type TestNode } from "../../testing/node.ts";
 import { createModel, uploadRaw } from "./store.ts";
 
 /** The API's default prefix. */

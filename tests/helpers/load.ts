@@ -7,9 +7,9 @@
  * @module
  */
 import { rpcCall } from "../../src/sdk/json_rpc.ts";
-import { allMessages, startDownload } from "./events.ts";
-import type { FileServer } from "./file_server.ts";
-import { ggufBytes, type TestNode } from "./node.ts";
+import { allMessages, startDownload } from "../../testing/events.ts";
+import type { FileServer } from "../../testing/file_server.ts";
+import { ggufBytes, type TestNode } from "../../testing/node.ts";
 import { readyModel } from "./store.ts";
 
 /** How many clients of each kind. */

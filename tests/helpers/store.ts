@@ -6,8 +6,8 @@
 import { ModelSchema } from "../../gen/store/validators.ts";
 import type { Model } from "../../gen/store/validators.ts";
 import type { components } from "../../gen/store/types.ts";
-import { expectJson, wire } from "./contract.ts";
-import type { TestNode } from "./node.ts";
+import { expectJson, wire } from "../../testing/contract.ts";
+import type { TestNode } from "../../testing/node.ts";
 
 type NewModel = components["schemas"]["CreateModelRequest"];
 

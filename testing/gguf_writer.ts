@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { concatBytes } from "../../src/tunnel/bytes.ts";
+import { concatBytes } from "../src/tunnel/bytes.ts";
 
 /** GGUF value types (gguf_type). */
 export const GgufType = {

@@ -7,7 +7,7 @@
 import { debianServer, freePort, type GuardedProcess, logTail, spawnGuarded } from "./nats.ts";
 
 /** The shipped config. */
-export const HAPROXY_CONFIG = new URL("../../deploy/haproxy-hub.cfg", import.meta.url).pathname;
+export const HAPROXY_CONFIG = new URL("../deploy/haproxy-hub.cfg", import.meta.url).pathname;
 
 /** HAProxy running in front of test backends. */
 export interface TestBalancer extends AsyncDisposable {

@@ -5,8 +5,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { insightClient } from "../../src/sdk/clients.ts";
-import { rpcCall } from "../../src/sdk/json_rpc.ts";
+import { insightClient } from "../src/sdk/clients.ts";
+import { rpcCall } from "../src/sdk/json_rpc.ts";
 import { doneModel, messages } from "./events.ts";
 import { cliToken, type TestIssuer } from "./identity.ts";
 import { nodeIdOf } from "./mesh.ts";

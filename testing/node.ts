@@ -4,13 +4,13 @@
  *
  * @module
  */
-import { EXECUTABLE_FLAGS } from "../../src/program/executable_flags.ts";
-import { storeClient } from "../../src/sdk/clients.ts";
+import { EXECUTABLE_FLAGS } from "../src/program/executable_flags.ts";
+import { storeClient } from "../src/sdk/clients.ts";
 import { type Finished, runToEnd } from "./run.ts";
 import { TEST_ENGINE_DIR } from "./engine.ts";
 
 /** The program's entry point. */
-export const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
+export const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
 /** The permissions of `deno task edgenode`. */
 export const LAUNCHER_PERMISSIONS = [
   "--no-prompt",

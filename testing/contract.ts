@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import * as v from "valibot";
-import { ErrorSchema } from "../../gen/store/validators.ts";
+import { ErrorSchema } from "../gen/store/validators.ts";
 
 /** Options an SDK call takes from `wire`. */
 export interface WireOptions {

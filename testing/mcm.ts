@@ -6,13 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { packTar } from "modern-tar";
-import { ContainerSchema, ImageSchema } from "../../gen/mcm/validators.ts";
-import { mcmClient } from "../../src/sdk/clients.ts";
+import { ContainerSchema, ImageSchema } from "../gen/mcm/validators.ts";
+import { mcmClient } from "../src/sdk/clients.ts";
 import { expectJson, wire } from "./contract.ts";
 import { runEdgenode, type TestNode } from "./node.ts";
 
 /** The repository's examples folder. */
-export const EXAMPLES = new URL("../../examples/", import.meta.url).pathname;
+export const EXAMPLES = new URL("../examples/", import.meta.url).pathname;
 
 /** `edgenode image build DIR -o OUT`; returns the archive's bytes. */
 export async function buildExample(dir: string, out: string, name?: string): Promise<Uint8Array> {

@@ -7,14 +7,14 @@
  */
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { installFolder, isInstalled } from "../../src/inference/engine_install.ts";
+import { installFolder, isInstalled } from "../src/inference/engine_install.ts";
 import { runToEnd } from "./run.ts";
 
 /** The engine folder of the test nodes. */
 export const TEST_ENGINE_DIR: string = Deno.env.get("EDGENODE_ENGINE_DIR") ??
   join(tmpdir(), "edgenode-test-engine");
 
-const INSTALLER = new URL("../../src/inference/engine_install.ts", import.meta.url).pathname;
+const INSTALLER = new URL("../src/inference/engine_install.ts", import.meta.url).pathname;
 
 let installing: Promise<string> | undefined;
 

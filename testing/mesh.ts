@@ -11,7 +11,7 @@ import { Buffer } from "node:buffer";
 import dgram from "node:dgram";
 import dnsPacket from "dns-packet";
 import { CompactSign, exportJWK, generateKeyPair, type JWK } from "jose";
-import { insightClient, mdsClient } from "../../src/sdk/clients.ts";
+import { insightClient, mdsClient } from "../src/sdk/clients.ts";
 import { startTestNode, type TestNode, type TestNodeOptions } from "./node.ts";
 
 /** A random port for one test's mDNS group, away from the real 5353. */

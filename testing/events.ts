@@ -5,7 +5,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { downloadEvents, type DownloadMessage } from "../../src/sdk/download_events.ts";
+import { downloadEvents, type DownloadMessage } from "../src/sdk/download_events.ts";
 import { wire } from "./contract.ts";
 import type { TestNode } from "./node.ts";
 
