@@ -20,14 +20,9 @@ import {
   randomMdnsPort,
   startMeshNode,
 } from "../../testing/mesh.ts";
-import { wrk } from "./tools.ts";
+import { median, wrk } from "./tools.ts";
 
 const SIMULATED = 50;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
 
 async function until(condition: () => Promise<boolean>, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;

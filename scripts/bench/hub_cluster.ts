@@ -30,6 +30,7 @@ import {
   curlArgs,
   curlUpload,
   makeModelFile,
+  median,
   p99,
   peakRssMib,
   rssMib,
@@ -149,11 +150,6 @@ async function idle(pid: number, ms = 120_000): Promise<void> {
     if (Date.now() > deadline) throw new Error(`pid ${pid} still busy after ${ms} ms`);
     before = now;
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 const mbps = (mib: number, seconds: number) => (mib * 1.048576 / seconds).toFixed(0);

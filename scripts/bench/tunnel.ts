@@ -10,7 +10,7 @@
  */
 import { parseArgs } from "node:util";
 import { makeIssuer, type TestIssuer } from "../../testing/identity.ts";
-import { curlArgs, makeModelFile, peakRssMib, run, timed, tunnelPair } from "./tools.ts";
+import { curlArgs, makeModelFile, median, peakRssMib, run, timed, tunnelPair } from "./tools.ts";
 
 /** One round's figures. */
 interface Round {
@@ -74,11 +74,6 @@ async function round(dir: string, issuer: TestIssuer, mib: number, file: string)
     await pair.close();
     await Deno.remove(`${dir}/pair`, { recursive: true }).catch(() => {});
   }
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 if (import.meta.main) {
