@@ -9,7 +9,8 @@ import { insightRoutes } from "../../gen/insight/routes.ts";
 import type { InfoResponse } from "../../gen/insight/validators.ts";
 import type { LinkLocal } from "../discovery/link_local.ts";
 import type { HubLink } from "../hub_client/hub_link.ts";
-import { Forbidden, Invalid, Unavailable } from "../errors/mod.ts";
+import { requireHub } from "../hub_client/require_hub.ts";
+import { Forbidden, Invalid } from "../errors/mod.ts";
 import { type ErrorFormat, statusCodeError } from "../http/errors.ts";
 import { json } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
@@ -32,16 +33,6 @@ function requireStoredToken(identity: Identity, what: string): void {
       `${what} needs a stored account token, and it is ${state}: PUT /token with a valid one`,
     );
   }
-}
-
-/** The node's hub link, or 503 when no hub is configured. */
-export function requireHub(hub: HubLink | undefined, what: string): HubLink {
-  if (!hub) {
-    throw new Unavailable(
-      `${what} needs a hub, and none is configured: set hub.url in the node's config`,
-    );
-  }
-  return hub;
 }
 
 /** The handlers of every insight operation. */

@@ -12,8 +12,8 @@ import type { Handlers } from "../http/routes.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import type { LinkLocal } from "../discovery/link_local.ts";
 import type { HubLink } from "../hub_client/hub_link.ts";
-import { requireHub } from "../insight/routes.ts";
-import { encryptListing } from "./listing_crypto.ts";
+import { requireHub } from "../hub_client/require_hub.ts";
+import { encryptListing } from "../crypto/listing_crypto.ts";
 import { localLinkListing, mdsNode } from "./listing.ts";
 
 export { mdsRoutes };
