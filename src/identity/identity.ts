@@ -51,23 +51,19 @@ export class Identity {
   readonly #key: NodeKey;
   readonly #state: NodeState;
   readonly #verifier: TokenVerifier;
-  /** The node's name. */
-  readonly name: string;
-  /** The edgenode version it runs. */
-  readonly version: string;
 
   private constructor(
     key: NodeKey,
     state: NodeState,
     verifier: TokenVerifier,
-    name: string,
-    version: string,
+    /** The node's name. */
+    readonly name: string,
+    /** The edgenode version it runs. */
+    readonly version: string,
   ) {
     this.#key = key;
     this.#state = state;
     this.#verifier = verifier;
-    this.name = name;
-    this.version = version;
   }
 
   /**

@@ -5,4 +5,5 @@
  * @module
  */
 export * from "./listing.ts";
+export * from "./mesh_handlers.ts";
 export * from "./routes.ts";
