@@ -12,3 +12,5 @@
  */
 export { ConfigError } from "./config_error.ts";
 export { type EnvReader, readJsonFile, readTrustFiles, realConfigPath } from "./config_files.ts";
+export { closestName } from "./closest_name.ts";
+export * from "./file_errors.ts";

@@ -48,7 +48,7 @@ export async function machineCharacteristics(
 
 /** A function that describes this node as it is now (the account can change at any time). */
 export function selfDescriber(
-  identity: Identity,
+  identity: Pick<Identity, "nodeId" | "accountId" | "name" | "version">,
   characteristics: Characteristic[],
   addresses: () => Address[],
   services: () => SelfDescription["services"] = () => [],

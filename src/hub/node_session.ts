@@ -7,7 +7,7 @@
 import * as v from "valibot";
 import type { HelloMessage, UpdateMessage } from "../../gen/hub/validators.ts";
 import { type NodeDescription, NodeDescriptionSchema } from "../../gen/mds/validators.ts";
-import { newChallenge, ProofError, verifyProof } from "../discovery/peer_proof.ts";
+import { newChallenge, ProofError, verifyProof } from "../identity/node_proof.ts";
 import { Unavailable, UpstreamFailed } from "../errors/mod.ts";
 import { SCOPES } from "../identity/identity.ts";
 import { TokenError, type TokenVerifier } from "../identity/token_verifier.ts";

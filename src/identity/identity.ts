@@ -9,7 +9,7 @@ import type { DatabaseSync } from "node:sqlite";
 import { type JWK, SignJWT } from "jose";
 import type { TrustedIssuer } from "../../gen/config/validators.ts";
 import type { NodeDescription } from "../../gen/mds/validators.ts";
-import { signProof } from "../discovery/peer_proof.ts";
+import { signProof } from "./node_proof.ts";
 import { loadNodeKey, type NodeKey } from "./node_key.ts";
 import { type GpsFix, NodeState } from "./node_state.ts";
 import { TokenError, TokenVerifier, type VerifiedToken } from "./token_verifier.ts";
@@ -51,23 +51,19 @@ export class Identity {
   readonly #key: NodeKey;
   readonly #state: NodeState;
   readonly #verifier: TokenVerifier;
-  /** The node's name. */
-  readonly name: string;
-  /** The edgenode version it runs. */
-  readonly version: string;
 
   private constructor(
     key: NodeKey,
     state: NodeState,
     verifier: TokenVerifier,
-    name: string,
-    version: string,
+    /** The node's name. */
+    readonly name: string,
+    /** The edgenode version it runs. */
+    readonly version: string,
   ) {
     this.#key = key;
     this.#state = state;
     this.#verifier = verifier;
-    this.name = name;
-    this.version = version;
   }
 
   /**

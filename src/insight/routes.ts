@@ -7,15 +7,14 @@
  */
 import { insightRoutes } from "../../gen/insight/routes.ts";
 import type { InfoResponse } from "../../gen/insight/validators.ts";
-import type { LinkLocal } from "../discovery/link_local.ts";
-import type { HubLink } from "../hub_client/hub_link.ts";
-import { Forbidden, Invalid, Unavailable } from "../errors/mod.ts";
+import { requireHub } from "../hub_client/require_hub.ts";
+import { Forbidden, Invalid } from "../errors/mod.ts";
 import { type ErrorFormat, statusCodeError } from "../http/errors.ts";
 import { json } from "../http/reply.ts";
-import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 import { insightNode } from "../mds/listing.ts";
+import type { MeshHandlers } from "../mds/mesh_handlers.ts";
 
 export { insightRoutes };
 
@@ -34,65 +33,53 @@ function requireStoredToken(identity: Identity, what: string): void {
   }
 }
 
-/** The node's hub link, or 503 when no hub is configured. */
-export function requireHub(hub: HubLink | undefined, what: string): HubLink {
-  if (!hub) {
-    throw new Unavailable(
-      `${what} needs a hub, and none is configured: set hub.url in the node's config`,
-    );
-  }
-  return hub;
-}
-
 /** The handlers of every insight operation. */
-export function insightHandlers(
-  identity: Identity,
-  linkLocal: LinkLocal,
-  hub: HubLink | undefined,
-): Handlers<typeof insightRoutes> {
-  return {
-    putToken: async ({ body }) => {
-      try {
-        await identity.storeToken(body.token, body.expiresAt);
-      } catch (error) {
-        // A token given as the body is input, not the caller's credential.
-        if (error instanceof TokenError) throw new Invalid(error.message);
-        throw error;
+export const insightHandlers: MeshHandlers<typeof insightRoutes> = (
+  identity,
+  linkLocal,
+  hub,
+) => ({
+  putToken: async ({ body }) => {
+    try {
+      await identity.storeToken(body.token, body.expiresAt);
+    } catch (error) {
+      // A token given as the body is input, not the caller's credential.
+      if (error instanceof TokenError) throw new Invalid(error.message);
+      throw error;
+    }
+    return json(200, { status: "ok" as const });
+  },
+  getInfo: async ({ query }) => {
+    const types = query.types.split(",").map((type) => type.trim());
+    for (const [i, type] of types.entries()) {
+      if (!(INFO_TYPES as readonly string[]).includes(type)) {
+        throw new Invalid(`unknown type '${type}': use ${INFO_TYPES.join(", ")}`);
       }
-      return json(200, { status: "ok" as const });
-    },
-    getInfo: async ({ query }) => {
-      const types = query.types.split(",").map((type) => type.trim());
-      for (const [i, type] of types.entries()) {
-        if (!(INFO_TYPES as readonly string[]).includes(type)) {
-          throw new Invalid(`unknown type '${type}': use ${INFO_TYPES.join(", ")}`);
-        }
-        if (types.indexOf(type) !== i) throw new Invalid(`type '${type}' is repeated`);
+      if (types.indexOf(type) !== i) throw new Invalid(`type '${type}' is repeated`);
+    }
+    const relayed = types.filter((type) => type === "bep" || type === "sep").join(" and ");
+    if (relayed) {
+      requireStoredToken(identity, relayed);
+      requireHub(hub, relayed);
+    }
+    const data: InfoResponse["data"] = {};
+    for (const type of types) {
+      if (type === "bep") data.bep = hub!.bep();
+      if (type === "sep") data.sep = await hub!.sep();
+      if (type === "self") data.self = insightNode(linkLocal.self());
+      if (type === "supernode") {
+        const { id, name, addresses } = linkLocal.supernode();
+        data.supernode = { id, name, addresses };
       }
-      const relayed = types.filter((type) => type === "bep" || type === "sep").join(" and ");
-      if (relayed) {
-        requireStoredToken(identity, relayed);
-        requireHub(hub, relayed);
-      }
-      const data: InfoResponse["data"] = {};
-      for (const type of types) {
-        if (type === "bep") data.bep = hub!.bep();
-        if (type === "sep") data.sep = await hub!.sep();
-        if (type === "self") data.self = insightNode(linkLocal.self());
-        if (type === "supernode") {
-          const { id, name, addresses } = linkLocal.supernode();
-          data.supernode = { id, name, addresses };
-        }
-      }
-      return json(200, { data });
-    },
-    listNodes: async ({ query }) => {
-      if (query.type === "linkLocal") {
-        return json(200, { data: linkLocal.members().map(insightNode) });
-      }
-      requireStoredToken(identity, `type=${query.type}`);
-      const nodes = await requireHub(hub, `type=${query.type}`).list(query.type);
-      return json(200, { data: nodes.map(insightNode) });
-    },
-  };
-}
+    }
+    return json(200, { data });
+  },
+  listNodes: async ({ query }) => {
+    if (query.type === "linkLocal") {
+      return json(200, { data: linkLocal.members().map(insightNode) });
+    }
+    requireStoredToken(identity, `type=${query.type}`);
+    const nodes = await requireHub(hub, `type=${query.type}`).list(query.type);
+    return json(200, { data: nodes.map(insightNode) });
+  },
+});

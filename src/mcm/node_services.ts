@@ -22,7 +22,7 @@ import type { HubLink } from "../hub_client/hub_link.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 import { localLinkListing, mdsNode } from "../mds/listing.ts";
-import { decryptListing } from "../mds/listing_crypto.ts";
+import { decryptListing } from "../crypto/listing_crypto.ts";
 import { CallRefused } from "./container_channel.ts";
 import type { InferenceService } from "../inference/inference_service.ts";
 import { MlCalls } from "./ml_calls.ts";

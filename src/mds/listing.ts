@@ -38,8 +38,11 @@ export function mdsNode(node: NodeDescription, roles: string[]): MdsNode {
   };
 }
 
-/** The decrypted linkLocal listing: supernode first, with its role. */
-export function localLinkListing(linkLocal: LinkLocal): LocalLinkListing {
+/** What a listing reads of link-local discovery: its network, members and supernode. */
+export type LinkLocalView = Pick<LinkLocal, "networkId" | "members" | "supernode">;
+
+/** The decrypted linkLocal listing: the members as discovery orders them, the supernode with its role. */
+export function localLinkListing(linkLocal: LinkLocalView): LocalLinkListing {
   const supernode = linkLocal.supernode();
   return {
     localLinkNetwork: {

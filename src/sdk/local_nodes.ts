@@ -9,7 +9,7 @@ import {
   type LocalLinkListing as GenLocalLinkListing,
   LocalLinkListingSchema,
 } from "../../gen/mds/validators.ts";
-import { decryptListing } from "../mds/listing_crypto.ts";
+import { decryptListing } from "../crypto/listing_crypto.ts";
 import { nodeError, nodeFetch } from "./node_errors.ts";
 
 /**

@@ -15,3 +15,5 @@ export { openDatabase } from "./database.ts";
 export { KeyedLock } from "./keyed_lock.ts";
 export { lockDataDir } from "./data_dir_lock.ts";
 export { checkWritable } from "./writable_check.ts";
+export * from "./file_sinks.ts";
+export * from "./versioned_files.ts";

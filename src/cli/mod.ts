@@ -1,0 +1,16 @@
+/**
+ * The client commands of `edgenode`: models, account, nodes, images, deployments, containers and
+ * the local issuer, each on the SDK; and the context they share (the node they talk to, output).
+ *
+ * @module
+ */
+export * from "./account_commands.ts";
+export * from "./cli_context.ts";
+export * from "./container_commands.ts";
+export * from "./deploy_command.ts";
+export * from "./image_commands.ts";
+export * from "./issuer_commands.ts";
+export * from "./models_commands.ts";
+export * from "./node_commands.ts";
+export * from "./nodes.ts";
+export * from "./run_command.ts";

@@ -1,0 +1,21 @@
+/**
+ * The HTTP edge of node and hub: the request pipeline, route mounting from the generated tables,
+ * typed answers, the one table from domain errors to statuses and the error shapes, auth, input
+ * validation, file responses with ranges, upload bodies, the JSON cache, event streams and CORS.
+ * Domain packages import it only where they answer HTTP.
+ *
+ * @module
+ */
+export * from "./auth.ts";
+export * from "./byob_reader.ts";
+export * from "./cors.ts";
+export * from "./error_statuses.ts";
+export * from "./errors.ts";
+export * from "./file_response.ts";
+export * from "./input.ts";
+export * from "./json_cache.ts";
+export * from "./pipeline.ts";
+export * from "./reply.ts";
+export * from "./routes.ts";
+export * from "./sse.ts";
+export * from "./upload_body.ts";

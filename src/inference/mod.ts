@@ -1,0 +1,10 @@
+/**
+ * Inference on the node's models: the service that loads them into engine processes and
+ * queues calls fairly, the OpenAI-compatible format, usage per caller, and its routes.
+ *
+ * @module
+ */
+export * from "./caller_usage.ts";
+export * from "./inference_service.ts";
+export * from "./openai_format.ts";
+export * from "./routes.ts";

@@ -1,0 +1,13 @@
+/**
+ * The model registry: its routes, the records, the files, provisioning (upload and download),
+ * shared transfers with progress, the HTTP source (resume, retries, stall watchdog), GGUF
+ * metadata and recovery after a crash.
+ *
+ * @module
+ */
+export * from "./model_files.ts";
+export * from "./model_records.ts";
+export * from "./provisioning.ts";
+export * from "./registry.ts";
+export * from "./routes.ts";
+export * from "./transfers.ts";
