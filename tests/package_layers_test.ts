@@ -14,6 +14,7 @@
  * Moving a package or adding one is a change to this table, made on purpose.
  */
 import assert from "node:assert/strict";
+import { cycles, moduleGraph, repositoryEdges } from "./helpers/import_graph.ts";
 
 /** The packages, lowest first: a package may import only packages before it. */
 const LAYERS = [
@@ -122,11 +123,6 @@ const PENDING: readonly { from: Package; to: Package; why: string }[] = [
   { from: "cli", to: "node", why: "the CLI takes ConfigError and resolvePaths from node/config" },
 ];
 
-interface ModuleInfo {
-  specifier: string;
-  dependencies?: { code?: { specifier?: string }; type?: { specifier?: string } }[];
-}
-
 /** One import between src/ files, as paths below src/. */
 interface Edge {
   from: string;
@@ -147,29 +143,13 @@ function packageOf(path: string): string {
 
 /** Every import between two src/ files reachable from the entry points, each once. */
 async function sourceEdges(entries: string[]): Promise<Edge[]> {
-  const edges = new Map<string, Edge>();
-  for (const entry of entries) {
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: ["info", "--json", entry],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.ok(output.success, new TextDecoder().decode(output.stderr));
-    const { modules } = JSON.parse(new TextDecoder().decode(output.stdout)) as {
-      modules: ModuleInfo[];
-    };
-    for (const module of modules) {
-      const from = belowSrc(module.specifier);
-      if (from === undefined) continue;
-      for (const dependency of module.dependencies ?? []) {
-        for (const specifier of [dependency.code?.specifier, dependency.type?.specifier]) {
-          const to = belowSrc(specifier);
-          if (to !== undefined) edges.set(`${from} ${to}`, { from, to });
-        }
-      }
-    }
-  }
-  return [...edges.values()];
+  const files = repositoryEdges(await moduleGraph(entries.map((e) => new URL(e, SRC).href)));
+  return [...files].filter(([from]) => from.startsWith("src/")).flatMap(([from, targets]) =>
+    targets.filter((to) => to.startsWith("src/")).map((to) => ({
+      from: from.slice(4),
+      to: to.slice(4),
+    }))
+  );
 }
 
 /** The imports from one package into another, grouped by the pair of packages `a -> b`. */
@@ -215,20 +195,7 @@ function packageCycles(pairs: Iterable<string>): string[][] {
     const [from, to] = pair.split(" -> ");
     next.set(from, [...next.get(from) ?? [], to]);
   }
-  const found: string[][] = [];
-  const done = new Set<string>();
-  const stack: string[] = [];
-  const visit = (pkg: string) => {
-    const at = stack.indexOf(pkg);
-    if (at !== -1) return void found.push([...stack.slice(at), pkg]);
-    if (done.has(pkg)) return;
-    stack.push(pkg);
-    for (const to of next.get(pkg) ?? []) visit(to);
-    stack.pop();
-    done.add(pkg);
-  };
-  for (const pkg of next.keys()) visit(pkg);
-  return found;
+  return cycles(next);
 }
 
 /** `a -> b: file -> file, …` for the report of an edge. */
@@ -238,7 +205,7 @@ function showPair(pair: string, edges: Edge[]): string {
 
 let graph: Promise<Edge[]> | undefined;
 /** The imports among src/ files of the node, hub, CLI and the single executable (read once). */
-const sourceGraph = () => graph ??= sourceEdges(["src/main.ts", "src/executable.ts"]);
+const sourceGraph = () => graph ??= sourceEdges(["main.ts", "executable.ts"]);
 
 Deno.test("the table of packages is layered: each allows only packages below it", () => {
   const wrong = LAYERS.flatMap((pkg, rank) =>
