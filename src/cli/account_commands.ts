@@ -10,10 +10,11 @@ import { ConfigError } from "../config/config_error.ts";
 import { insightClient } from "../sdk/clients.ts";
 import { humanTime } from "../sdk/human_units.ts";
 import { answer, type Env, invocation, printJson } from "./cli_context.ts";
+import type { Command } from "./command.ts";
 import { readSecretFile } from "./user_files.ts";
 
 /** The help lines of this command. */
-export const ACCOUNT_HELP = `  edgenode account-token --token-file FILE | - | TOKEN
+const HELP = `  edgenode account-token --token-file FILE | - | TOKEN
       Stores the node's account token (scope edge:clusters, for the node's account): the hub
       and the account-wide answers need it. '-' reads it from standard input; a file or stdin
       keeps it out of shell history.
@@ -34,7 +35,7 @@ function described(token: string): string {
 }
 
 /** `edgenode account-token ...`. */
-export async function accountTokenCommand(args: string[], env: Env): Promise<number> {
+async function accountToken(args: string[], env: Env): Promise<number> {
   const { values, positionals, connection, json } = invocation(args, {
     "token-file": { type: "string" },
     clear: { type: "boolean" },
@@ -57,3 +58,10 @@ export async function accountTokenCommand(args: string[], env: Env): Promise<num
   else console.log(`stored the account token${described(token)}`);
   return 0;
 }
+
+/** `edgenode account-token`. */
+export const ACCOUNT_TOKEN_COMMAND: Command = {
+  name: "account-token",
+  help: HELP,
+  run: accountToken,
+};

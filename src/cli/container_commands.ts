@@ -7,10 +7,11 @@
 import type { Container, LogLine } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { answer, type Env, printJson, printTable, runSubcommand } from "./cli_context.ts";
+import type { Command } from "./command.ts";
 import { deploymentInvocation } from "./deployment_target.ts";
 
 /** The help lines of these commands. */
-export const CONTAINERS_HELP = `  edgenode containers ls
+const HELP = `  edgenode containers ls
       The containers: name, id, image, state, restarts, URL (with deploy's credential).
   edgenode containers logs NAME|ID
       The container's recent log lines (its console.* and the node's notes on it), oldest first.
@@ -98,12 +99,15 @@ const SUBCOMMANDS = new Map<string, (args: string[], env: Env) => Promise<number
 ]);
 
 /** `edgenode containers ...`. */
-export function containersCommand(args: string[], env: Env): Promise<number> {
-  return runSubcommand(
-    "containers",
-    SUBCOMMANDS,
-    args,
-    env,
-    "usage: edgenode containers ls|logs NAME|rm NAME [--purge]",
-  );
-}
+export const CONTAINERS_COMMAND: Command = {
+  name: "containers",
+  help: HELP,
+  run: (args, env) =>
+    runSubcommand(
+      "containers",
+      SUBCOMMANDS,
+      args,
+      env,
+      "usage: edgenode containers ls|logs NAME|rm NAME [--purge]",
+    ),
+};

@@ -8,6 +8,7 @@ import { basename } from "node:path";
 import type { Container } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { answer, type Env, printJson } from "./cli_context.ts";
+import type { Command } from "./command.ts";
 import {
   CREDENTIAL_HELP,
   deploymentInvocation,
@@ -18,7 +19,7 @@ import { pushImage } from "./image_commands.ts";
 import { readUserFile } from "./user_files.ts";
 
 /** The help lines of `deploy`. */
-export const DEPLOY_HELP =
+const HELP =
   `  edgenode deploy DIR|FILE|IMAGE.tar [--name NAME] [--image-name NAME] [--base-path /PATH]
                   [--env KEY=VALUE]... [--keep-env] [--key-file FILE]
       Builds (unless given a .tar), uploads and starts a container; prints its env's keys and
@@ -86,7 +87,7 @@ function report(target: DeploymentTarget, container: Container, previous?: Conta
 }
 
 /** `edgenode deploy ...`. */
-export async function deployCommand(args: string[], env: Env): Promise<number> {
+async function deploy(args: string[], env: Env): Promise<number> {
   const parsed = await deploymentInvocation(args, {
     name: { type: "string" },
     "image-name": { type: "string" },
@@ -130,3 +131,6 @@ export async function deployCommand(args: string[], env: Env): Promise<number> {
   else report(target, container, previous);
   return 0;
 }
+
+/** `edgenode deploy`. */
+export const DEPLOY_COMMAND: Command = { name: "deploy", help: HELP, run: deploy };

@@ -10,17 +10,20 @@ import type { Image } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { humanBytes, humanTime } from "../sdk/human_units.ts";
 import { answer, type Env, printJson, printTable, runSubcommand } from "./cli_context.ts";
+import type { Command } from "./command.ts";
 import { deploymentInvocation, type DeploymentTarget } from "./deployment_target.ts";
 import { buildImage } from "./image_build.ts";
 import { readUserFile } from "./user_files.ts";
 
-/** The help lines of these commands. */
-export const IMAGE_HELP = `  edgenode image build DIR|FILE [-o OUT.tar] [--name NAME]
+/** The help lines of `image`. */
+const IMAGE_HELP = `  edgenode image build DIR|FILE [-o OUT.tar] [--name NAME]
       Bundles a microservice (esbuild; imports must stay inside the project folder) into the
       reference's image format. Default output: NAME.tar.
   edgenode image push IMAGE.tar [--name NAME]
-      Uploads an image (POST /mcm/v1/images), with deploy's credential.
-  edgenode images ls
+      Uploads an image (POST /mcm/v1/images), with deploy's credential.`;
+
+/** The help lines of `images`. */
+const IMAGES_HELP = `  edgenode images ls
       The images on the node: name, id, size, containers using it, upload time (with
       deploy's credential).
   edgenode images rm NAME|ID
@@ -131,8 +134,8 @@ const SUBCOMMANDS = new Map<string, (args: string[], env: Env) => Promise<number
   ["rm", remove],
 ]);
 
-/** `edgenode image ...` and `edgenode images ...` (the same commands). */
-export function imageCommand(args: string[], env: Env): Promise<number> {
+/** `edgenode image ...` and `edgenode images ...` (the same subcommands, helped apart). */
+function image(args: string[], env: Env): Promise<number> {
   return runSubcommand(
     "image",
     SUBCOMMANDS,
@@ -141,3 +144,9 @@ export function imageCommand(args: string[], env: Env): Promise<number> {
     "usage: edgenode image build|push|ls|rm ... ('edgenode image --help')",
   );
 }
+
+/** `edgenode image` and `edgenode images`. */
+export const IMAGE_COMMANDS: readonly Command[] = [
+  { name: "image", help: IMAGE_HELP, run: image },
+  { name: "images", help: IMAGES_HELP, run: image },
+];

@@ -8,14 +8,7 @@ import { parseArgs } from "node:util";
 import { ConfigError } from "../config/config_error.ts";
 import { initIssuer, parseTtl, signToken } from "../identity/issuer.ts";
 import type { Env } from "./cli_context.ts";
-
-/** The help lines of these commands. */
-export const ISSUER_HELP = `  edgenode issuer init [--dir DIR] [--issuer NAME]
-      Creates a local token issuer (default dir $EDGENODE_ISSUER_DIR or ~/.edgenode-issuer)
-      and its trust file DIR/trust.json for --trust.
-  edgenode token --account ID --scope "SCOPES" [--ttl 24h] [--node NODE_ID] [--dir DIR]
-      Prints an edge access token signed by the local issuer. Scopes: edge:account:associate,
-      edge:account:unassociate, edge:clusters, edge:mcm.`;
+import type { Command } from "./command.ts";
 
 /** The issuer's folder: --dir, $EDGENODE_ISSUER_DIR, or ~/.edgenode-issuer. */
 function issuerDir(dir: string | undefined, env: Env): string {
@@ -27,7 +20,7 @@ function issuerDir(dir: string | undefined, env: Env): string {
 }
 
 /** `edgenode issuer init ...`. */
-export async function issuerCommand(args: string[], env: Env): Promise<number> {
+async function issuerInit(args: string[], env: Env): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== "init") {
     throw new ConfigError(`unknown issuer command '${sub ?? ""}'; try 'issuer init'`);
@@ -45,7 +38,7 @@ export async function issuerCommand(args: string[], env: Env): Promise<number> {
 }
 
 /** `edgenode token ...`: prints a token signed by the local issuer. */
-export async function tokenCommand(args: string[], env: Env): Promise<number> {
+async function token(args: string[], env: Env): Promise<number> {
   const { values } = parseArgs({
     args,
     options: {
@@ -72,3 +65,20 @@ export async function tokenCommand(args: string[], env: Env): Promise<number> {
   );
   return 0;
 }
+
+/** `edgenode issuer` and `edgenode token`: they need no node. */
+export const ISSUER_COMMANDS: readonly Command[] = [{
+  name: "issuer",
+  help: `  edgenode issuer init [--dir DIR] [--issuer NAME]
+      Creates a local token issuer (default dir $EDGENODE_ISSUER_DIR or ~/.edgenode-issuer)
+      and its trust file DIR/trust.json for --trust.`,
+  local: true,
+  run: issuerInit,
+}, {
+  name: "token",
+  help: `  edgenode token --account ID --scope "SCOPES" [--ttl 24h] [--node NODE_ID] [--dir DIR]
+      Prints an edge access token signed by the local issuer. Scopes: edge:account:associate,
+      edge:account:unassociate, edge:clusters, edge:mcm.`,
+  local: true,
+  run: token,
+}];

@@ -17,6 +17,7 @@ import {
   runSubcommand,
   type Subcommands,
 } from "./cli_context.ts";
+import type { Command } from "./command.ts";
 import {
   CONFIG_OPTIONS,
   CONFIG_USAGE,
@@ -28,7 +29,7 @@ import {
 import { cat, pull, push, requireModel, type TransferInvocation } from "./model_transfers.ts";
 
 /** The help lines of these commands. */
-export const MODELS_HELP = `  edgenode models ls [--kind K] [--ready]
+const HELP = `  edgenode models ls [--kind K] [--ready]
   edgenode models show ID
   edgenode models add ID --kind llm|vlm|embed|onnx [--version V] [--ctx N] [--gpu-layers N]
                       [--template HINT] [--provider cpu|cuda|coreml|tensorrt]
@@ -218,12 +219,15 @@ const SUBCOMMANDS: Subcommands = new Map([
 ]);
 
 /** `edgenode models ARGS`. */
-export function modelsCommand(args: string[], env: Env): Promise<number> {
-  return runSubcommand(
-    "models",
-    SUBCOMMANDS,
-    args,
-    env,
-    "usage: edgenode models ls|show|add|push|pull|set|rm|cat ... ('edgenode models --help')",
-  );
-}
+export const MODELS_COMMAND: Command = {
+  name: "models",
+  help: HELP,
+  run: (args, env) =>
+    runSubcommand(
+      "models",
+      SUBCOMMANDS,
+      args,
+      env,
+      "usage: edgenode models ls|show|add|push|pull|set|rm|cat ... ('edgenode models --help')",
+    ),
+};

@@ -8,14 +8,8 @@ import { ConfigError } from "../config/config_error.ts";
 import { insightClient } from "../sdk/clients.ts";
 import { rpcCall } from "../sdk/json_rpc.ts";
 import { answer, type Env, invocation, printJson, printTable, reach } from "./cli_context.ts";
-
-/** The help lines of these commands. */
-export const NODE_HELP =
-  `  edgenode me                                    the node's id, name, account and version
-  edgenode associate TOKEN                       associates the node with the token's account
-  edgenode unassociate TOKEN                     (a token with edge:account:unassociate)
-  edgenode info [--types self,supernode,bep,sep]
-  edgenode nodes [--type linkLocal|account|proximity]`;
+import type { Command } from "./command.ts";
+import { NODES_HELP, nodesDecryptCommand } from "./nodes.ts";
 
 function exactly(positionals: string[], count: number, usage: string): string[] {
   if (positionals.length !== count) throw new ConfigError(`usage: edgenode ${usage}`);
@@ -23,7 +17,7 @@ function exactly(positionals: string[], count: number, usage: string): string[] 
 }
 
 /** `edgenode me`, `associate`, `unassociate`. */
-export async function identityCommand(
+async function identity(
   command: "me" | "associate" | "unassociate",
   args: string[],
   env: Env,
@@ -59,7 +53,7 @@ function nodeRow(node: Record<string, unknown>): string[] {
 }
 
 /** `edgenode info`. */
-export async function infoCommand(args: string[], env: Env): Promise<number> {
+async function showInfo(args: string[], env: Env): Promise<number> {
   const { values, connection, json } = invocation(args, { types: { type: "string" } }, env);
   const info = await answer(
     insightClient(connection).GET("/info", {
@@ -83,7 +77,7 @@ export async function infoCommand(args: string[], env: Env): Promise<number> {
 }
 
 /** `edgenode nodes` (the listing; `nodes decrypt` is cli/nodes.ts). */
-export async function listNodesCommand(args: string[], env: Env): Promise<number> {
+async function listNodes(args: string[], env: Env): Promise<number> {
   const { values, connection, json } = invocation(args, { type: { type: "string" } }, env);
   const type = (values.type as string | undefined) ?? "linkLocal";
   if (!["linkLocal", "account", "proximity"].includes(type)) {
@@ -100,3 +94,28 @@ export async function listNodesCommand(args: string[], env: Env): Promise<number
   printTable(["ID", "NAME", "ACCOUNT", "ADDRESS"], nodes.map(nodeRow));
   return 0;
 }
+
+/** `edgenode me|associate|unassociate|info|nodes`. */
+export const NODE_COMMANDS: readonly Command[] = [{
+  name: "me",
+  help: "  edgenode me                                    the node's id, name, account and version",
+  run: (args, env) => identity("me", args, env),
+}, {
+  name: "associate",
+  help:
+    "  edgenode associate TOKEN                       associates the node with the token's account",
+  run: (args, env) => identity("associate", args, env),
+}, {
+  name: "unassociate",
+  help: "  edgenode unassociate TOKEN                     (a token with edge:account:unassociate)",
+  run: (args, env) => identity("unassociate", args, env),
+}, {
+  name: "info",
+  help: "  edgenode info [--types self,supernode,bep,sep]",
+  run: showInfo,
+}, {
+  name: "nodes",
+  help: `  edgenode nodes [--type linkLocal|account|proximity]\n${NODES_HELP}`,
+  run: (args, env) =>
+    args[0] === "decrypt" ? nodesDecryptCommand(args.slice(1)) : listNodes(args, env),
+}];

@@ -20,9 +20,10 @@ import { storeClient } from "../sdk/clients.ts";
 import { errorMessage, nodeError, nodeFetch } from "../sdk/node_errors.ts";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { clientError, type Env, invocation, printJson, reach } from "./cli_context.ts";
+import type { Command } from "./command.ts";
 
 /** The help lines of this command. */
-export const RUN_HELP =
+const HELP =
   `  edgenode run MODEL [PROMPT] [--system TEXT] [--temperature T] [--max-tokens N] [--interactive]
       Chats with a model of the node, the answer streamed as it comes. With a PROMPT or piped
       input (stdin, then PROMPT) it answers once; on a terminal without one it holds a chat:
@@ -234,7 +235,7 @@ async function converse(chat: Chat, system: Message[], first: string): Promise<n
 }
 
 /** `edgenode run MODEL [PROMPT]`. */
-export async function runCommand(args: string[], env: Env): Promise<number> {
+async function run(args: string[], env: Env): Promise<number> {
   const { values, positionals, connection, json } = invocation(args, {
     system: { type: "string" },
     temperature: { type: "string" },
@@ -297,3 +298,6 @@ export async function runCommand(args: string[], env: Env): Promise<number> {
     Deno.removeSignalListener("SIGINT", onInterrupt);
   }
 }
+
+/** `edgenode run`. */
+export const RUN_COMMAND: Command = { name: "run", help: HELP, run };

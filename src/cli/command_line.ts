@@ -1,0 +1,112 @@
+/**
+ * The command line made from one table of commands (src/cli/command.ts): which command runs,
+ * the program's help and each command's, "did you mean" for a mistyped name, and the exit code
+ * of an error (2 for what the user must fix, 1 otherwise).
+ *
+ * @example
+ * ```ts
+ * import { helpCommand, programHelp, runCommandLine, versionCommand } from "./command_line.ts";
+ * import type { Command } from "./command.ts";
+ *
+ * const commands: Command[] = [
+ *   versionCommand("1.0.0"),
+ *   helpCommand(() => programHelp("1.0.0", commands)),
+ * ];
+ * await runCommandLine(commands, ["version"], () => undefined); // prints 1.0.0, resolves to 0
+ * ```
+ *
+ * @module
+ */
+import { closestName } from "../config/closest_name.ts";
+import { ConfigError } from "../config/config_error.ts";
+import { type Env, GLOBAL_HELP } from "./cli_context.ts";
+import type { Command } from "./command.ts";
+
+/** Reads an environment variable of this process (undefined when unset or not allowed). */
+export function processEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined; // Not allowed to read it: as if unset.
+  }
+}
+
+/** `edgenode help`: every command's usage, in the table's order. */
+export function programHelp(version: string, commands: readonly Command[]): string {
+  const usage = commands.flatMap((command) => command.help ?? []).join("\n");
+  return `edgenode ${version}: turns this machine into an edge node.
+
+Usage:
+${usage}
+
+${GLOBAL_HELP}
+
+Environment: EDGENODE_API_KEY overrides the config file's key; EDGENODE_DATA_DIR sets the data
+directory. Exit codes: 0 done, 1 failed, 2 bad usage or configuration, 130 interrupted.`;
+}
+
+/** `edgenode CMD --help`: the command's usage, with the global flags unless it is local. */
+export function commandHelp(command: Command & { help: string }): string {
+  const usage = `Usage:\n${command.help}`;
+  return command.local ? usage : `${usage}\n\n${GLOBAL_HELP}`;
+}
+
+/** `edgenode version` (and `--version`). */
+export function versionCommand(version: string): Command {
+  return {
+    name: "version",
+    aliases: ["--version"],
+    help: "  edgenode version      Prints the version.",
+    local: true,
+    run: () => Promise.resolve((console.log(version), 0)),
+  };
+}
+
+/** `edgenode help` (and `--help`, `-h`, and no command at all), printing `text()`. */
+export function helpCommand(text: () => string): Command {
+  return {
+    name: "help",
+    aliases: ["--help", "-h"],
+    help: "  edgenode help         Prints this help.",
+    local: true,
+    run: () => Promise.resolve((console.log(text()), 0)),
+  };
+}
+
+function unknownCommand(name: string, commands: readonly Command[]): number {
+  const names = commands.filter((command) => command.help).map((command) => command.name);
+  const near = closestName(name, names);
+  console.error(
+    `edgenode: unknown command '${name}'${
+      near ? `; did you mean '${near}'?` : ""
+    } ('edgenode help' lists the commands)`,
+  );
+  return 2;
+}
+
+/**
+ * Runs the command `args[0]` names (`help` when none) with the rest, and resolves to the exit
+ * code: `NAME --help` prints its usage instead, and an error is printed and exits 2 when the
+ * user must fix something (a ConfigError or a bad flag), 1 otherwise.
+ */
+export async function runCommandLine(
+  commands: readonly Command[],
+  args: string[],
+  env: Env,
+): Promise<number> {
+  const [name = "help", ...rest] = args;
+  const command = commands.find((each) => each.name === name || each.aliases?.includes(name));
+  if (!command) return unknownCommand(name, commands);
+  if (command.help && name === command.name && (rest.includes("--help") || rest.includes("-h"))) {
+    console.log(commandHelp({ ...command, help: command.help }));
+    return 0;
+  }
+  try {
+    return await command.run(rest, env);
+  } catch (error) {
+    const usage = error instanceof ConfigError ||
+      String((error as { code?: unknown }).code ?? "").startsWith("ERR_PARSE_ARGS");
+    console.error(`edgenode: ${(error as Error).message}`);
+    return usage ? 2 : 1;
+  }
+}
