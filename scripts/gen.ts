@@ -1,8 +1,8 @@
 /**
  * Generates `gen/<service>/` from every `spec/<service>.yaml`:
  * - `validators.ts`: valibot schemas for every component schema;
- * - `types.ts`: the `paths`, `operations` and `components` types openapi-fetch reads, built on
- *   the valibot schemas' types (scripts/gen/types_emitter.ts);
+ * - `types.ts`: the `paths`, `operations` and `components` types openapi-fetch reads, made by
+ *   openapi-typescript (scripts/gen/openapi_types.ts);
  * - `routes.ts`: the route table the server registers its handlers from.
  *
  * An OpenRPC spec (JSON-RPC) gives `validators.ts` and `methods.ts`, the method table.
@@ -28,14 +28,17 @@ import { emitDashboardAssets } from "./gen/dashboard_emitter.ts";
 import { emitDefaults } from "./gen/defaults_emitter.ts";
 import { emitSandboxSources } from "./gen/sandbox_emitter.ts";
 import { emitEngineSources } from "./gen/engine_emitter.ts";
-import { emitTypes } from "./gen/types_emitter.ts";
+import { emitOpenApiTypes } from "./gen/openapi_types.ts";
 import { type Documents, Resolver } from "./gen/refs.ts";
 import { emitValidators } from "./gen/valibot_emitter.ts";
 
 const SPEC_DIR = new URL("../spec/", import.meta.url);
 const ROOT = new URL("../", import.meta.url);
 
-/** The files of gen/<service>/ that spec/<service>.yaml gives (`documents` holds every spec). */
+/**
+ * The files of gen/<service>/ that spec/<service>.yaml gives (`documents` holds every spec), but
+ * `types.ts` (openapi-typescript's, emitOpenApiTypes).
+ */
 export function generate(service: string, documents: Documents): Map<string, string> {
   const specFile = `spec/${service}.yaml`;
   const resolver = new Resolver(documents, `${service}.yaml`);
@@ -53,7 +56,6 @@ export function generate(service: string, documents: Documents): Map<string, str
   }
   const defaults = emitDefaults(schemas, specFile, resolver);
   return new Map([
-    [`${service}/types.ts`, emitTypes(spec, specFile, resolver)],
     [`${service}/validators.ts`, validators],
     ...(defaults ? [[`${service}/defaults.ts`, defaults] as [string, string]] : []),
     ...(Object.keys(spec.paths ?? {}).length > 0
@@ -87,6 +89,13 @@ async function main(check: boolean): Promise<number> {
     ["bundles/engine_sources.ts", await emitEngineSources()] as [string, string],
     ["bundles/dashboard_assets.ts", await emitDashboardAssets()] as [string, string],
   ];
+  for (const service of services.filter((name) => !documents[`${name}.yaml`].openrpc)) {
+    const specFile = `spec/${service}.yaml`;
+    outputs.push([
+      `gen/${service}/types.ts`,
+      await emitOpenApiTypes(new URL(specFile, ROOT), specFile),
+    ]);
+  }
   {
     for (const [file, content] of outputs) {
       const url = new URL(file, ROOT);
