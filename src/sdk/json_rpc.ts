@@ -7,7 +7,7 @@
 import * as v from "valibot";
 import { jsonrpcMethods } from "../../gen/jsonrpc/methods.ts";
 import type { NodeConnection } from "./clients.ts";
-import { nodeFetch, notANode } from "./node_errors.ts";
+import { NodeError, nodeFetch, notANode } from "./node_errors.ts";
 
 /**
  * The node's JSON-RPC methods, as spec/jsonrpc.yaml gives them.
@@ -24,16 +24,19 @@ export type RpcMethod = keyof RpcMethods;
  */
 export type RpcResult<M extends RpcMethod> = v.InferOutput<RpcMethods[M]["result"]>;
 
-/** An error answer: the JSON-RPC code and the node's message. */
-export class RpcError extends Error {
+/**
+ * An error answer: the JSON-RPC code and the node's message. A NodeError too, of the HTTP
+ * status that carried it (200, as JSON-RPC answers its errors), so a client handles both alike.
+ */
+export class RpcError extends NodeError {
   /** Always "RpcError". */
   override name = "RpcError";
   /** The JSON-RPC error code (the node's application codes, or the protocol's). */
   readonly code: number;
 
-  /** An error of `code` with the node's `message`. */
-  constructor(code: number, message: string) {
-    super(message);
+  /** An error of `code` with the node's `message`, in an answer of HTTP `status`. */
+  constructor(code: number, message: string, status = 200) {
+    super(status, message);
     this.code = code;
   }
 }
@@ -62,6 +65,6 @@ export async function rpcCall<M extends RpcMethod>(
     | { result?: unknown; error?: { code: number; message: string } }
     | undefined;
   if (!answer) throw notANode(response, `calling ${method}`);
-  if (answer.error) throw new RpcError(answer.error.code, answer.error.message);
+  if (answer.error) throw new RpcError(answer.error.code, answer.error.message, response.status);
   return v.parse(jsonrpcMethods[method].result, answer.result) as RpcResult<M>;
 }

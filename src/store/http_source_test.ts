@@ -44,19 +44,23 @@ async function until(condition: () => boolean, what: string, ms = 3000): Promise
   }
 }
 
+/** The source of `url` for a transfer that nobody aborts. */
+function openUnaborted(url: string, stallMs: number, retries: number) {
+  return openSource(url, { signal: new AbortController().signal, stallMs, retries });
+}
+
+/** The UpstreamTimeout that reading all of `chunks` ends in, with collections meanwhile. */
+async function readTimeout(chunks: AsyncIterable<Uint8Array>): Promise<UpstreamTimeout> {
+  const error = await withGc(8000, () => readAll(chunks)).then(() => undefined, (error) => error);
+  assert.ok(error instanceof UpstreamTimeout, String(error));
+  return error;
+}
+
 Deno.test("resumed attempts that stall are cut and retried, then 504, through collections", async () => {
   await using server = startFileServer();
   const url = server.serve("/m", new Uint8Array(256 * 1024), { stalls: [64 * 1024, 0, 0] });
-  const source = await openSource(url, {
-    signal: new AbortController().signal,
-    stallMs: 300,
-    retries: 2,
-  });
-  const error = await withGc(8000, () => readAll(source.chunks)).then(
-    () => undefined,
-    (error) => error,
-  );
-  assert.ok(error instanceof UpstreamTimeout, String(error));
+  const source = await openUnaborted(url, 300, 2);
+  const error = await readTimeout(source.chunks);
   assert.match(error.message, /the source sent no data for 0.3 s/);
   assert.deepEqual(server.requests.map((r) => r.range), [null, "bytes=65536-", "bytes=65536-"]);
   await until(() => server.open === 0, "every stalled connection to be closed");
@@ -65,11 +69,7 @@ Deno.test("resumed attempts that stall are cut and retried, then 504, through co
 Deno.test("two stalls in a row are resumed and the file completes", async () => {
   await using server = startFileServer();
   const url = server.serve("/m", new Uint8Array(256 * 1024), { stalls: [64 * 1024, 64 * 1024] });
-  const source = await openSource(url, {
-    signal: new AbortController().signal,
-    stallMs: 300,
-    retries: 5,
-  });
+  const source = await openUnaborted(url, 300, 5);
   assert.equal(await withGc(8000, () => readAll(source.chunks)), 256 * 1024);
   assert.deepEqual(server.requests.map((r) => r.range), [null, "bytes=65536-", "bytes=131072-"]);
   await until(() => server.open === 0, "every stalled connection to be closed");
@@ -105,11 +105,7 @@ Deno.test("cancel() during a resumed attempt closes its connection", async () =>
     stalls: [64 * 1024],
     bytesPerSecond: 1024 * 1024, // a 64 KiB chunk every 62 ms, far inside the stall time
   });
-  const source = await openSource(url, {
-    signal: new AbortController().signal,
-    stallMs: 1000,
-    retries: 5,
-  });
+  const source = await openUnaborted(url, 1000, 5);
   const iterator = source.chunks[Symbol.asyncIterator]();
   await withGc(8000, async () => {
     let size = 0;
@@ -127,16 +123,8 @@ Deno.test("a trickle below the minimum rate is cut, resumed, and fails naming th
     trickleBytesPerSecond: 20,
     failures: 9,
   });
-  const source = await openSource(url, {
-    signal: new AbortController().signal,
-    stallMs: 400,
-    retries: 1,
-  });
-  const error = await withGc(8000, () => readAll(source.chunks)).then(
-    () => undefined,
-    (error) => error,
-  );
-  assert.ok(error instanceof UpstreamTimeout, String(error));
+  const source = await openUnaborted(url, 400, 1);
+  const error = await readTimeout(source.chunks);
   assert.match(
     error.message,
     new RegExp(`sent \\d+ B/s over 0.4 s, below the minimum of ${MIN_BYTES_PER_SECOND} B/s`),
@@ -148,11 +136,7 @@ Deno.test("a trickle below the minimum rate is cut, resumed, and fails naming th
 Deno.test("a source at a steady rate above the minimum is never cut", async () => {
   await using server = startFileServer();
   const url = server.serve("/m", new Uint8Array(96 * 1024), { bytesPerSecond: 256 * 1024 });
-  const source = await openSource(url, {
-    signal: new AbortController().signal,
-    stallMs: 400,
-    retries: 0,
-  });
+  const source = await openUnaborted(url, 400, 0);
   assert.equal(await readAll(source.chunks), 96 * 1024);
   assert.equal(server.requests.length, 1);
 });

@@ -26,7 +26,7 @@ function collect(message: Uint8Array, heads: "req" | "res") {
 const join = (...frames: (string | Uint8Array)[]) => concatBytes(frames as Uint8Array[]);
 
 Deno.test("wire frames: heads, inline bodies, data, credit, end and abort round-trip", () => {
-  const req = binaryCodec.head({
+  const sent = {
     t: "req",
     s: 7,
     method: "POST",
@@ -34,7 +34,8 @@ Deno.test("wire frames: heads, inline bodies, data, credit, end and abort round-
     port: 8083,
     headers: [["x-a", "1"]],
     body: false,
-  }, new Uint8Array([1, 2, 3]));
+  } as const;
+  const req = binaryCodec.head(sent, new Uint8Array([1, 2, 3]));
   const message = join(
     req,
     binaryCodec.data(7, new Uint8Array([9, 8])),
@@ -44,16 +45,7 @@ Deno.test("wire frames: heads, inline bodies, data, credit, end and abort round-
   );
   const [head, data, credit, end, abort] = collect(message, "req");
   const request = head as WireRequest;
-  assert.deepEqual({ ...request, inline: [...request.inline!] }, {
-    t: "req",
-    s: 7,
-    method: "POST",
-    path: "/a?b=c",
-    port: 8083,
-    headers: [["x-a", "1"]],
-    body: false,
-    inline: [1, 2, 3],
-  });
+  assert.deepEqual({ ...request, inline: [...request.inline!] }, { ...sent, inline: [1, 2, 3] });
   assert.deepEqual(data, { stream: 7, bytes: [9, 8] });
   assert.deepEqual([credit, end, abort], [
     { t: "credit", s: 7, n: 1024 },
