@@ -185,24 +185,24 @@ export async function answer<T>(
 export type Subcommands = ReadonlyMap<string, (args: string[], env: Env) => Promise<number>>;
 
 /**
- * Runs subcommand `args[0]` of `command`; without one, refuses with `usage`; with an unknown
- * one, names the subcommands there are and the nearest.
+ * The run of a command made of `subcommands`: runs subcommand `args[0]` of `command`; without
+ * one, refuses with `usage`; with an unknown one, names the subcommands there are and the nearest.
  */
-export function runSubcommand(
+export function subcommandsOf(
   command: string,
   subcommands: Subcommands,
-  args: string[],
-  env: Env,
   usage: string,
-): Promise<number> {
-  const [sub, ...rest] = args;
-  const run = sub === undefined ? undefined : subcommands.get(sub);
-  if (run) return run(rest, env);
-  if (sub === undefined) throw new ConfigError(usage);
-  const names = [...subcommands.keys()];
-  const near = closestName(sub, names);
-  throw new ConfigError(
-    `unknown ${command} command '${sub}'${near ? `; did you mean '${near}'?` : ""} ` +
-      `(${names.join(", ")})`,
-  );
+): (args: string[], env: Env) => Promise<number> {
+  return (args, env) => {
+    const [sub, ...rest] = args;
+    const run = sub === undefined ? undefined : subcommands.get(sub);
+    if (run) return run(rest, env);
+    if (sub === undefined) throw new ConfigError(usage);
+    const names = [...subcommands.keys()];
+    const near = closestName(sub, names);
+    throw new ConfigError(
+      `unknown ${command} command '${sub}'${near ? `; did you mean '${near}'?` : ""} ` +
+        `(${names.join(", ")})`,
+    );
+  };
 }

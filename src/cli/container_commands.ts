@@ -5,8 +5,7 @@
  * @module
  */
 import type { Container, LogLine } from "../../gen/mcm/validators.ts";
-import { ConfigError } from "../config/config_error.ts";
-import { answer, type Env, printJson, printTable, runSubcommand } from "./cli_context.ts";
+import { answer, type Env, printJson, printTable, subcommandsOf } from "./cli_context.ts";
 import type { Command } from "./command.ts";
 import { deploymentInvocation } from "./deployment_target.ts";
 
@@ -38,8 +37,10 @@ function logText(line: LogLine): string {
 }
 
 async function list(args: string[], env: Env): Promise<number> {
-  const { positionals, target, json } = await deploymentInvocation(args, {}, env);
-  if (positionals.length !== 0) throw new ConfigError("usage: edgenode containers ls");
+  const { target, json } = await deploymentInvocation(args, env, {
+    positionals: 0,
+    usage: "containers ls",
+  });
   const containers = await answer(
     target.client.GET("/mcm/v1/containers"),
     "listing the containers",
@@ -53,8 +54,10 @@ async function list(args: string[], env: Env): Promise<number> {
 }
 
 async function logs(args: string[], env: Env): Promise<number> {
-  const { positionals, target, json } = await deploymentInvocation(args, {}, env);
-  if (positionals.length !== 1) throw new ConfigError("usage: edgenode containers logs NAME|ID");
+  const { positionals, target, json } = await deploymentInvocation(args, env, {
+    positionals: 1,
+    usage: "containers logs NAME|ID",
+  });
   const lines = await answer(
     target.client.GET("/mcm/v1/containers/{id}/logs", {
       params: { path: { id: positionals[0] } },
@@ -67,14 +70,11 @@ async function logs(args: string[], env: Env): Promise<number> {
 }
 
 async function remove(args: string[], env: Env): Promise<number> {
-  const { values, positionals, target, json } = await deploymentInvocation(
-    args,
-    { purge: { type: "boolean" } },
-    env,
-  );
-  if (positionals.length !== 1) {
-    throw new ConfigError("usage: edgenode containers rm NAME|ID [--purge]");
-  }
+  const { values, positionals, target, json } = await deploymentInvocation(args, env, {
+    positionals: 1,
+    usage: "containers rm NAME|ID [--purge]",
+    options: { purge: { type: "boolean" } },
+  });
   const purge = (values as { purge?: boolean }).purge === true;
   const container = await answer(
     target.client.DELETE("/mcm/v1/containers/{id}", {
@@ -102,12 +102,9 @@ const SUBCOMMANDS = new Map<string, (args: string[], env: Env) => Promise<number
 export const CONTAINERS_COMMAND: Command = {
   name: "containers",
   help: HELP,
-  run: (args, env) =>
-    runSubcommand(
-      "containers",
-      SUBCOMMANDS,
-      args,
-      env,
-      "usage: edgenode containers ls|logs NAME|rm NAME [--purge]",
-    ),
+  run: subcommandsOf(
+    "containers",
+    SUBCOMMANDS,
+    "usage: edgenode containers ls|logs NAME|rm NAME [--purge]",
+  ),
 };

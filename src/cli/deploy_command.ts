@@ -88,23 +88,22 @@ function report(target: DeploymentTarget, container: Container, previous?: Conta
 
 /** `edgenode deploy ...`. */
 async function deploy(args: string[], env: Env): Promise<number> {
-  const parsed = await deploymentInvocation(args, {
-    name: { type: "string" },
-    "image-name": { type: "string" },
-    "base-path": { type: "string" },
-    env: { type: "string", multiple: true },
-    "keep-env": { type: "boolean" },
-  }, env);
+  const parsed = await deploymentInvocation(args, env, {
+    positionals: 1,
+    usage: "deploy DIR|FILE|IMAGE.tar [--name NAME] [--base-path /PATH] [--env K=V]...",
+    options: {
+      name: { type: "string" },
+      "image-name": { type: "string" },
+      "base-path": { type: "string" },
+      env: { type: "string", multiple: true },
+      "keep-env": { type: "boolean" },
+    },
+  });
   const { positionals, target } = parsed;
   const values = parsed.values as Record<string, string | undefined> & {
     env?: string[];
     "keep-env"?: boolean;
   };
-  if (positionals.length !== 1) {
-    throw new ConfigError(
-      "usage: edgenode deploy DIR|FILE|IMAGE.tar [--name NAME] [--base-path /PATH] [--env K=V]...",
-    );
-  }
   const given = envOf(values.env ?? []);
   if (values["base-path"]) given[BASE_PATH] = values["base-path"];
   const input = positionals[0];

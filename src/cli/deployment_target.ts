@@ -25,10 +25,23 @@ export interface DeploymentTarget {
   client: McmClient;
 }
 
-/** Parses a deployment command's arguments: the global flags, `--key`, `--key-file`, `options`. */
+/** What a deployment command takes besides the global flags and the credential. */
+export interface DeploymentArguments<O> {
+  /** How many positional arguments: exactly these, else a ConfigError with `usage`. */
+  positionals: number;
+  /** The command's usage, after `usage: edgenode `. */
+  usage: string;
+  /** Its own flags, if any. */
+  options?: O;
+}
+
+/**
+ * Parses a deployment command's arguments: the global flags, `--key`, `--key-file`, the
+ * command's own `options` and its `positionals`.
+ */
 export async function deploymentInvocation<
   O extends Record<string, { type: "string" | "boolean"; multiple?: boolean }>,
->(args: string[], options: O, env: Env) {
+>(args: string[], env: Env, { positionals, usage, options }: DeploymentArguments<O>) {
   const parsed = invocation(
     args,
     { ...options, key: { type: "string" }, "key-file": { type: "string" } },
@@ -48,6 +61,7 @@ export async function deploymentInvocation<
       "no credential: set EDGENODE_KEY (or EDGENODE_API_KEY), or pass --key-file FILE",
     );
   }
+  if (parsed.positionals.length !== positionals) throw new ConfigError(`usage: edgenode ${usage}`);
   const node = parsed.connection.url;
   const target: DeploymentTarget = { node, key, client: mcmClient({ url: node, credential: key }) };
   return { ...parsed, target };

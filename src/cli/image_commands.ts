@@ -9,7 +9,7 @@ import { parseArgs } from "node:util";
 import type { Image } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { humanBytes, humanTime } from "../sdk/human_units.ts";
-import { answer, type Env, printJson, printTable, runSubcommand } from "./cli_context.ts";
+import { answer, type Env, printJson, printTable, subcommandsOf } from "./cli_context.ts";
 import type { Command } from "./command.ts";
 import { deploymentInvocation, type DeploymentTarget } from "./deployment_target.ts";
 import { buildImage } from "./image_build.ts";
@@ -81,14 +81,11 @@ async function build(args: string[]): Promise<number> {
 }
 
 async function push(args: string[], env: Env): Promise<number> {
-  const { values, positionals, target, json } = await deploymentInvocation(
-    args,
-    { name: { type: "string" } },
-    env,
-  );
-  if (positionals.length !== 1) {
-    throw new ConfigError("usage: edgenode image push IMAGE.tar [--name NAME]");
-  }
+  const { values, positionals, target, json } = await deploymentInvocation(args, env, {
+    positionals: 1,
+    usage: "image push IMAGE.tar [--name NAME]",
+    options: { name: { type: "string" } },
+  });
   const tar = await readUserFile(positionals[0]);
   const name = (values as Record<string, string | undefined>).name;
   const image = await pushImage(tar, basename(positionals[0]), name, target);
@@ -98,8 +95,10 @@ async function push(args: string[], env: Env): Promise<number> {
 }
 
 async function list(args: string[], env: Env): Promise<number> {
-  const { positionals, target, json } = await deploymentInvocation(args, {}, env);
-  if (positionals.length !== 0) throw new ConfigError("usage: edgenode images ls");
+  const { target, json } = await deploymentInvocation(args, env, {
+    positionals: 0,
+    usage: "images ls",
+  });
   const images = await answer(target.client.GET("/mcm/v1/images"), "listing the images");
   if (json) return printJson(images), 0;
   printTable(
@@ -116,8 +115,10 @@ async function list(args: string[], env: Env): Promise<number> {
 }
 
 async function remove(args: string[], env: Env): Promise<number> {
-  const { positionals, target, json } = await deploymentInvocation(args, {}, env);
-  if (positionals.length !== 1) throw new ConfigError("usage: edgenode images rm NAME|ID");
+  const { positionals, target, json } = await deploymentInvocation(args, env, {
+    positionals: 1,
+    usage: "images rm NAME|ID",
+  });
   const image = await answer(
     target.client.DELETE("/mcm/v1/images/{id}", { params: { path: { id: positionals[0] } } }),
     `removing image ${positionals[0]}`,
@@ -135,15 +136,11 @@ const SUBCOMMANDS = new Map<string, (args: string[], env: Env) => Promise<number
 ]);
 
 /** `edgenode image ...` and `edgenode images ...` (the same subcommands, helped apart). */
-function image(args: string[], env: Env): Promise<number> {
-  return runSubcommand(
-    "image",
-    SUBCOMMANDS,
-    args,
-    env,
-    "usage: edgenode image build|push|ls|rm ... ('edgenode image --help')",
-  );
-}
+const image = subcommandsOf(
+  "image",
+  SUBCOMMANDS,
+  "usage: edgenode image build|push|ls|rm ... ('edgenode image --help')",
+);
 
 /** `edgenode image` and `edgenode images`. */
 export const IMAGE_COMMANDS: readonly Command[] = [

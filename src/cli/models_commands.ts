@@ -14,8 +14,8 @@ import {
   printJson,
   printTable,
   reach,
-  runSubcommand,
   type Subcommands,
+  subcommandsOf,
 } from "./cli_context.ts";
 import type { Command } from "./command.ts";
 import {
@@ -222,12 +222,9 @@ const SUBCOMMANDS: Subcommands = new Map([
 export const MODELS_COMMAND: Command = {
   name: "models",
   help: HELP,
-  run: (args, env) =>
-    runSubcommand(
-      "models",
-      SUBCOMMANDS,
-      args,
-      env,
-      "usage: edgenode models ls|show|add|push|pull|set|rm|cat ... ('edgenode models --help')",
-    ),
+  run: subcommandsOf(
+    "models",
+    SUBCOMMANDS,
+    "usage: edgenode models ls|show|add|push|pull|set|rm|cat ... ('edgenode models --help')",
+  ),
 };
