@@ -85,6 +85,12 @@ export function invocation<
   };
 }
 
+/** The positionals when there are exactly `count`; else a ConfigError "usage: edgenode USAGE". */
+export function exactly(positionals: string[], count: number, usage: string): string[] {
+  if (positionals.length !== count) throw new ConfigError(`usage: edgenode ${usage}`);
+  return positionals;
+}
+
 /** Prints a value as JSON (the `--json` output of every command). */
 export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, null, 2));

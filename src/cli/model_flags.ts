@@ -59,9 +59,3 @@ export function givenRecordFlags(values: Record<string, unknown>): string[] {
     .filter((name) => values[name] !== undefined)
     .map((name) => `--${name}`);
 }
-
-/** The positionals when there are exactly `count`; the usage line otherwise. */
-export function exactly(positionals: string[], count: number, usage: string): string[] {
-  if (positionals.length !== count) throw new ConfigError(`usage: edgenode models ${usage}`);
-  return positionals;
-}

@@ -10,8 +10,8 @@ import { type NodeConnection, PREFIXES, type StoreClient } from "../sdk/clients.
 import { humanBytes } from "../sdk/human_units.ts";
 import { findModel, type Model, pullModel } from "../sdk/models.ts";
 import { nodeError, nodeFetch } from "../sdk/node_errors.ts";
-import { answer, clientError, printJson, Progress, reach } from "./cli_context.ts";
-import { configOf, DEFAULT_VERSION, exactly, givenRecordFlags, type Kind } from "./model_flags.ts";
+import { answer, clientError, exactly, printJson, Progress, reach } from "./cli_context.ts";
+import { configOf, DEFAULT_VERSION, givenRecordFlags, type Kind } from "./model_flags.ts";
 import { openUserFile } from "./user_files.ts";
 
 /** What the transfer commands are given. */
@@ -53,7 +53,7 @@ export async function requireModel(store: StoreClient, id: string): Promise<Mode
 
 /** `models push ID FILE`: uploads the file into an existing record. */
 export async function push({ positionals, values, store, json }: TransferInvocation) {
-  const [id, path] = exactly(positionals, 2, "push ID FILE [--sha256 HEX]");
+  const [id, path] = exactly(positionals, 2, "models push ID FILE [--sha256 HEX]");
   (await openUserFile(path)).close(); // A missing file is said before the node is asked.
   await requireModel(store, id);
   const { body, total } = await fileWithProgress(path, `push ${id}`);
@@ -77,7 +77,11 @@ export async function push({ positionals, values, store, json }: TransferInvocat
  * ready model is left alone unless --force is given.
  */
 export async function pull({ positionals, values, store, json }: TransferInvocation) {
-  const [id, url] = exactly(positionals, 2, "pull ID URL [--mmproj URL] [--sha256 HEX] [--force]");
+  const [id, url] = exactly(
+    positionals,
+    2,
+    "models pull ID URL [--mmproj URL] [--sha256 HEX] [--force]",
+  );
   for (const [flag, given] of [["URL", url], ["--mmproj", values.mmproj]]) {
     if (typeof given === "string" && !/^https?:\/\//i.test(given)) {
       throw new ConfigError(
@@ -147,7 +151,7 @@ export async function pull({ positionals, values, store, json }: TransferInvocat
 
 /** `models cat ID`: the model file to standard output; a reader that goes away ends it quietly. */
 export async function cat({ positionals, connection }: TransferInvocation) {
-  const [id] = exactly(positionals, 1, "cat ID > FILE");
+  const [id] = exactly(positionals, 1, "models cat ID > FILE");
   const response = await reach(
     nodeFetch(connection.url)(
       `${connection.url}${PREFIXES.store}/models/${encodeURIComponent(id)}?alt=media`,

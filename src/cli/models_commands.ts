@@ -10,6 +10,7 @@ import { findModel, type Model } from "../sdk/models.ts";
 import {
   answer,
   type Env,
+  exactly,
   invocation,
   printJson,
   printTable,
@@ -23,7 +24,6 @@ import {
   CONFIG_USAGE,
   configOf,
   DEFAULT_VERSION,
-  exactly,
   type Kind,
 } from "./model_flags.ts";
 import { cat, pull, push, requireModel, type TransferInvocation } from "./model_transfers.ts";
@@ -80,7 +80,7 @@ function printModel(model: Model): void {
 
 /** `models add`: creates a record; an existing one is refused, never reset. */
 async function add({ positionals, values, store, json }: TransferInvocation) {
-  const [id] = exactly(positionals, 1, `add ID --kind K [--version V] ${CONFIG_USAGE}`);
+  const [id] = exactly(positionals, 1, `models add ID --kind K [--version V] ${CONFIG_USAGE}`);
   const kind = values.kind as Kind | undefined;
   if (!kind) throw new ConfigError("--kind is required: llm, vlm, embed or onnx");
   const before = await reach(findModel(store, id));
@@ -110,7 +110,7 @@ async function add({ positionals, values, store, json }: TransferInvocation) {
  * kind is the create-or-update POST, with the record's own values for what was not given.
  */
 async function set({ positionals, values, store, json }: TransferInvocation) {
-  const [id] = exactly(positionals, 1, `set ID [--version V] [--kind K] ${CONFIG_USAGE}`);
+  const [id] = exactly(positionals, 1, `models set ID [--version V] [--kind K] ${CONFIG_USAGE}`);
   const model = await changed(id, values, store);
   if (json) printJson(model);
   else printModel(model);
@@ -173,7 +173,7 @@ function models(
 }
 
 async function list({ positionals, values, store, json }: TransferInvocation) {
-  exactly(positionals, 0, "ls [--kind K] [--ready]");
+  exactly(positionals, 0, "models ls [--kind K] [--ready]");
   const kind = values.kind as Kind | undefined;
   const ready = values.ready as boolean | undefined;
   const list = await answer(
@@ -186,7 +186,7 @@ async function list({ positionals, values, store, json }: TransferInvocation) {
 }
 
 async function show({ positionals, store, json }: TransferInvocation) {
-  const [id] = exactly(positionals, 1, "show ID");
+  const [id] = exactly(positionals, 1, "models show ID");
   const model = await answer(
     store.GET("/models/{id}", { params: { path: { id }, query: {} } }),
     `reading ${id}`,
@@ -197,7 +197,7 @@ async function show({ positionals, store, json }: TransferInvocation) {
 }
 
 async function remove({ positionals, store, json }: TransferInvocation) {
-  const [id] = exactly(positionals, 1, "rm ID");
+  const [id] = exactly(positionals, 1, "models rm ID");
   const deleted = await answer(
     store.DELETE("/models/{id}", { params: { path: { id } } }),
     `deleting ${id}`,

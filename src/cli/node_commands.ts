@@ -7,14 +7,17 @@
 import { ConfigError } from "../config/config_error.ts";
 import { insightClient } from "../sdk/clients.ts";
 import { rpcCall } from "../sdk/json_rpc.ts";
-import { answer, type Env, invocation, printJson, printTable, reach } from "./cli_context.ts";
+import {
+  answer,
+  type Env,
+  exactly,
+  invocation,
+  printJson,
+  printTable,
+  reach,
+} from "./cli_context.ts";
 import type { Command } from "./command.ts";
 import { NODES_HELP, nodesDecryptCommand } from "./nodes.ts";
-
-function exactly(positionals: string[], count: number, usage: string): string[] {
-  if (positionals.length !== count) throw new ConfigError(`usage: edgenode ${usage}`);
-  return positionals;
-}
 
 /** `edgenode me`, `associate`, `unassociate`. */
 async function identity(
