@@ -11,12 +11,12 @@ export interface components {
              * @description Address to listen on. Default 0.0.0.0 (every interface).
              * @default 0.0.0.0
              */
-            host: string;
+            host?: string;
             /**
              * @description Port to listen on. Default 8083; 0 picks a free port.
              * @default 8083
              */
-            port: number;
+            port?: number;
             /**
              * @description Path prefixes the model registry answers under. Default ["/ai/store/v1",
              *     "/mimik-ai/store/v1"]: the second is the reference's path, so that clients written for
@@ -26,24 +26,24 @@ export interface components {
              *       "/mimik-ai/store/v1"
              *     ]
              */
-            storePrefixes: string[];
+            storePrefixes?: string[];
             /**
              * @description When true, GET and HEAD need the API key too. Default false (as the spec).
              * @default false
              */
-            readsRequireKey: boolean;
+            readsRequireKey?: boolean;
             /** @description Largest model file accepted. Default unlimited (the disk is the limit). */
             maxModelFileBytes?: number;
             /**
              * @description A download that receives no byte for this long is retried. Default 30.
              * @default 30
              */
-            downloadStallSeconds: number;
+            downloadStallSeconds?: number;
             /**
              * @description Retries of a dropped or stalled download (from where it stopped). Default 5.
              * @default 5
              */
-            downloadRetries: number;
+            downloadRetries?: number;
             /**
              * @description Hosts (`name` or `name:port`) downloads may come from, redirects included. Absent: any
              *     host. When set, the node's Deno permission to connect is narrowed to them too.
@@ -61,7 +61,7 @@ export interface components {
              *       "/mimik-mesh/insight/v1"
              *     ]
              */
-            insightPrefixes: string[];
+            insightPrefixes?: string[];
             /**
              * @description Issuers whose edge access tokens (JWTs) the node accepts, each with its public keys:
              *     inline `jwks`, a `jwksFile` path, or a `jwksUrl` fetched and cached. `edgenode serve
@@ -80,7 +80,7 @@ export interface components {
              * @description Serve the OpenAI-compatible API. Default true.
              * @default true
              */
-            enabled: boolean;
+            enabled?: boolean;
             /**
              * @description Path prefixes the API answers under. Default the reference's "/mimik-ai/openai/v1" and
              *     "/v1", the base path OpenAI clients expect.
@@ -89,7 +89,7 @@ export interface components {
              *       "/v1"
              *     ]
              */
-            prefixes: string[];
+            prefixes?: string[];
             /**
              * @description Where the engine (node-llama-cpp and this platform's llama.cpp build, about 85 MB) is
              *     installed with npm on first use. Default `<dataDir>/engine`; the environment variable
@@ -101,12 +101,12 @@ export interface components {
              *     this process may use (more threads than that make llama.cpp far slower, not faster).
              * @default 0
              */
-            threads: number;
+            threads?: number;
             /**
              * @description A model unused this long is unloaded. 0 keeps models loaded. Default 300.
              * @default 300
              */
-            idleUnloadSeconds: number;
+            idleUnloadSeconds?: number;
             /**
              * @description Requests that may wait per model while one runs, for the node's key holder (the API's
              *     callers) and, in places of their own, for microservices (`context.ml`); one more is
@@ -114,13 +114,13 @@ export interface components {
              *     microservices' take turns round robin by client. Default 16.
              * @default 16
              */
-            queueLimit: number;
+            queueLimit?: number;
             /**
              * @description Of a model's places for microservices, the most one client (all its containers) may
              *     hold; more get 429. Default 4.
              * @default 4
              */
-            clientQueueLimit: number;
+            clientQueueLimit?: number;
             /**
              * @description Engine time a container's detached `context.ml` calls (made outside any request it
              *     serves, or with a signal of their own) may use, refilled evenly over
@@ -129,13 +129,13 @@ export interface components {
              *     it is stopped. 0: no detached calls. Default 60.
              * @default 60
              */
-            detachedEngineSeconds: number;
+            detachedEngineSeconds?: number;
             /**
              * @description Seconds over which a spent `detachedEngineSeconds` budget refills. Default 600 (a
              *     container's detached calls may hold a model 10% of the time on average).
              * @default 600
              */
-            detachedWindowSeconds: number;
+            detachedWindowSeconds?: number;
             /**
              * @description Try each model file's first load in a throwaway engine process before the shared
              *     engine loads it, so that a file that crashes llama.cpp ends only that process (the
@@ -143,7 +143,7 @@ export interface components {
              *     load about 0.4 s more and, while it runs, about 100 MiB. Default true.
              * @default true
              */
-            probeLoads: boolean;
+            probeLoads?: boolean;
             /**
              * @description Give each chat model (llm, vlm) a second sequence that only the node's key holder (the
              *     API's callers) uses, so that its request runs beside a microservice's generation
@@ -156,14 +156,14 @@ export interface components {
              *     true.
              * @default true
              */
-            reservedSequence: boolean;
+            reservedSequence?: boolean;
             /**
              * @description Memory the models may take (weights plus context, estimated from the GGUF header
              *     before loading): a load over it, or over the machine's free memory, is 507. Default 0:
              *     the free memory alone.
              * @default 0
              */
-            memoryLimitMb: number;
+            memoryLimitMb?: number;
         };
         /** @description The node's web page (spec/dashboard.yaml). */
         DashboardConfig: {
@@ -171,12 +171,12 @@ export interface components {
              * @description Serve the page and its status endpoint. Default true.
              * @default true
              */
-            enabled: boolean;
+            enabled?: boolean;
             /**
              * @description Where the page is served. Default "/".
              * @default /
              */
-            path: string;
+            path?: string;
         };
         /** @description Microservice deployment (spec/mcm.yaml). */
         McmConfig: {
@@ -186,32 +186,32 @@ export interface components {
              * @description Memory of a container (its whole process, beside 128 MiB for the runtime) unless its MCM.MEMORY_MB says. Default 128.
              * @default 128
              */
-            memoryMb: number;
+            memoryMb?: number;
             /**
              * @description Largest image archive accepted. Default 67108864 (64 MiB).
              * @default 67108864
              */
-            maxImageBytes: number;
+            maxImageBytes?: number;
             /**
              * @description Largest entry (index.js) of an image. Default 16777216 (16 MiB).
              * @default 16777216
              */
-            maxBundleBytes: number;
+            maxBundleBytes?: number;
             /**
              * @description Largest request body passed to a microservice. Default 16777216 (16 MiB).
              * @default 16777216
              */
-            maxRequestBodyBytes: number;
+            maxRequestBodyBytes?: number;
             /**
              * @description Storage (context.storage) of one container at most. Default 64.
              * @default 64
              */
-            storageMb: number;
+            storageMb?: number;
             /**
              * @description Containers at most. Default 32.
              * @default 32
              */
-            maxContainers: number;
+            maxContainers?: number;
             /**
              * @description How containers map to processes. `per-client`: the containers of one client (and of
              *     the same process flags: MCM.MEMORY_MB) share one process, each in a sandboxed worker
@@ -223,7 +223,7 @@ export interface components {
              * @default per-client
              * @enum {string}
              */
-            containerProcess: "per-client" | "per-container";
+            containerProcess?: "per-client" | "per-container";
             /**
              * @description Container processes kept started ahead of need, so that a deploy, a redeploy or a
              *     restart takes one instead of starting a process (0: none). Per client
@@ -234,7 +234,7 @@ export interface components {
              *     Default 1.
              * @default 1
              */
-            spareContainers: number;
+            spareContainers?: number;
             /**
              * @description The address classes microservices' outbound requests may reach: `public` (the
              *     internet), `private` (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7: the LAN and
@@ -248,7 +248,7 @@ export interface components {
              *       "private"
              *     ]
              */
-            outboundNetworks: ("public" | "private" | "loopback" | "link-local" | "node")[];
+            outboundNetworks?: ("public" | "private" | "loopback" | "link-local" | "node")[];
             /**
              * @description Outbound requests (fetch, context.http.request, storage file reads) one container
              *     may have open at once, each holding a socket of its process; a container's
@@ -259,7 +259,7 @@ export interface components {
              *     data) and the moment its container stops. Default 32.
              * @default 32
              */
-            maxOutboundRequests: number;
+            maxOutboundRequests?: number;
             /**
              * @description Hosts (`name` or `name:port`) microservices may reach with context.http.request and
              *     fetch. Absent: any host.
@@ -279,12 +279,12 @@ export interface components {
              * @description Address to listen on. Default 0.0.0.0.
              * @default 0.0.0.0
              */
-            host: string;
+            host?: string;
             /**
              * @description Port to listen on. Default 8090; 0 picks a free port.
              * @default 8090
              */
-            port: number;
+            port?: number;
             /**
              * @description The URL clients reach the hub at (the bep and sep url). Default: the origin nodes
              *     used to connect.
@@ -296,17 +296,17 @@ export interface components {
              * @description Radius of the proximity listing around the caller's last fix. Default 10.
              * @default 10
              */
-            proximityKm: number;
+            proximityKm?: number;
             /**
              * @description The hub pings every node this often and drops one silent for two intervals. Default 30.
              * @default 30
              */
-            pingSeconds: number;
+            pingSeconds?: number;
             /**
              * @description Node connections held at most; more are refused with 503. Default 10000.
              * @default 10000
              */
-            maxConnections: number;
+            maxConnections?: number;
             /**
              * @description The raw tunnel transport's port (spec/hub.yaml, "The raw transport"). Default: the
              *     HTTP port + 1 (any free port when the HTTP port is 0); 0 turns the raw transport off,
@@ -355,7 +355,7 @@ export interface components {
              *     servers). Default 1.
              * @default 1
              */
-            replicas: number;
+            replicas?: number;
         };
         /** @description Link-local discovery (spec/mds.yaml describes the protocol). */
         Discovery: {
@@ -363,7 +363,7 @@ export interface components {
              * @description Announce and discover over multicast DNS. Default true.
              * @default true
              */
-            mdns: boolean;
+            mdns?: boolean;
             /**
              * @description Interfaces to announce on: names (`eth0`, `lo`) or IPv4 addresses. Default every
              *     non-internal IPv4 interface, or loopback when there is none.
@@ -373,18 +373,18 @@ export interface components {
              * @description The UDP port of multicast DNS. Default 5353; another one makes a separate group.
              * @default 5353
              */
-            port: number;
+            port?: number;
             /**
              * @description Re-announce interval; records live 3 of them. Default 30.
              * @default 30
              */
-            announceSeconds: number;
+            announceSeconds?: number;
             /**
              * @description Base URLs of nodes to check directly (`http://10.0.0.5:8083`), for networks that
              *     block multicast. Verified like discovered peers, every announce interval.
              * @default []
              */
-            peers: string[];
+            peers?: string[];
         };
         TrustedIssuer: {
             /** @description The `iss` claim of its tokens. */
@@ -394,7 +394,7 @@ export interface components {
             jwksUrl?: string;
         };
         Jwks: {
-            keys: Record<string, never>[];
+            keys: Record<string, unknown>[];
         };
     };
     responses: never;

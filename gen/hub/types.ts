@@ -80,7 +80,7 @@ export interface components {
             /** @constant */
             t: "update";
             /** @description A NodeDescription (spec/mds.yaml), validated with the mds validators. */
-            node: Record<string, never>;
+            node: Record<string, unknown>;
             gps?: components["schemas"]["GpsPoint"];
         };
         ListMessage: {
@@ -116,7 +116,7 @@ export interface components {
             /** @constant */
             t: "listed";
             id: number;
-            nodes?: Record<string, never>[];
+            nodes?: Record<string, unknown>[];
             error?: string;
         };
         /**

@@ -181,7 +181,7 @@ export interface components {
             function: {
                 name: string;
                 description?: string;
-                parameters?: Record<string, never>;
+                parameters?: Record<string, unknown>;
             };
         };
         ToolChoice: ("none" | "auto" | "required") | {
@@ -196,7 +196,7 @@ export interface components {
             type: "text" | "json_object" | "json_schema";
             json_schema?: {
                 name: string;
-                schema?: Record<string, never>;
+                schema?: Record<string, unknown>;
             };
         };
         ChatCompletionRequest: {
@@ -223,7 +223,7 @@ export interface components {
             object: "chat.completion";
             created: number;
             model: string;
-            choices: Record<string, never>[];
+            choices: Record<string, unknown>[];
             usage: components["schemas"]["Usage"];
         };
         Usage: {

@@ -267,7 +267,7 @@ export interface components {
             type?: string;
             data?: string;
             token?: string;
-            request?: Record<string, never>;
+            request?: Record<string, unknown>;
         };
         /**
          * @description Part of the node's answer to a ContainerCall that streams (`chat` with `stream: true`:
