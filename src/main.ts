@@ -6,23 +6,24 @@
  * @module
  */
 import meta from "../deno.json" with { type: "json" };
-import { ACCOUNT_TOKEN_COMMAND } from "./cli/account_commands.ts";
-import type { Command } from "./cli/command.ts";
 import {
+  ACCOUNT_TOKEN_COMMAND,
+  type Command,
+  CONTAINERS_COMMAND,
+  DEPLOY_COMMAND,
   helpCommand,
+  hubCommand,
+  IMAGE_COMMANDS,
+  ISSUER_COMMANDS,
+  MODELS_COMMAND,
+  NODE_COMMANDS,
   processEnv,
   programHelp,
+  RUN_COMMAND,
   runCommandLine,
+  serveCommand,
   versionCommand,
-} from "./cli/command_line.ts";
-import { CONTAINERS_COMMAND } from "./cli/container_commands.ts";
-import { DEPLOY_COMMAND } from "./cli/deploy_command.ts";
-import { IMAGE_COMMANDS } from "./cli/image_commands.ts";
-import { ISSUER_COMMANDS } from "./cli/issuer_commands.ts";
-import { MODELS_COMMAND } from "./cli/models_commands.ts";
-import { NODE_COMMANDS } from "./cli/node_commands.ts";
-import { RUN_COMMAND } from "./cli/run_command.ts";
-import { hubCommand, serveCommand } from "./cli/server_commands.ts";
+} from "./cli/mod.ts";
 import { launchHub, runHub } from "./hub/hub_launcher.ts";
 import { launch, runNode } from "./node/launcher.ts";
 import { runContainerProcess } from "./program/container_workers.ts";
