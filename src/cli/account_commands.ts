@@ -9,7 +9,8 @@ import { decodeJwt } from "jose";
 import { ConfigError } from "../config/config_error.ts";
 import { insightClient } from "../sdk/clients.ts";
 import { humanTime } from "../sdk/human_units.ts";
-import { answer, type Env, invocation, printJson } from "./cli_context.ts";
+import { answer, type Env, invocation } from "./cli_context.ts";
+import { printJson } from "./output.ts";
 import type { Command } from "./command.ts";
 import { readSecretFile } from "./user_files.ts";
 

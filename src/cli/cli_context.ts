@@ -1,11 +1,10 @@
 /**
  * What the client commands share: the global flags (`--node`, `--api-key`, `--json`), the API
- * key found the way users expect (flag, environment, the local node's config file), and output
- * (tables and progress on a terminal, plain lines or JSON otherwise).
+ * key found the way users expect (flag, environment, the local node's config file), their
+ * arguments' checks, and the node's failures said so that the user can act (output.ts prints).
  *
  * @module
  */
-import { humanBytes } from "../sdk/human_units.ts";
 import { parseArgs } from "node:util";
 import { closestName } from "../config/closest_name.ts";
 import { ConfigError, resolvePaths } from "../node/config.ts";
@@ -89,64 +88,6 @@ export function invocation<
 export function exactly(positionals: string[], count: number, usage: string): string[] {
   if (positionals.length !== count) throw new ConfigError(`usage: edgenode ${usage}`);
   return positionals;
-}
-
-/** Prints a value as JSON (the `--json` output of every command). */
-export function printJson(value: unknown): void {
-  console.log(JSON.stringify(value, null, 2));
-}
-
-/** Prints rows as a table with a header, columns padded to their widest cell. */
-export function printTable(header: string[], rows: string[][]): void {
-  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((r) => r[i].length)));
-  const line = (cells: string[]) =>
-    cells.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd();
-  console.log(line(header));
-  for (const row of rows) console.log(line(row));
-}
-
-/** Progress of a transfer: a redrawn bar on a terminal, a line every 10% otherwise. */
-export class Progress {
-  readonly #label: string;
-  readonly #terminal = Deno.stderr.isTerminal();
-  readonly #started = performance.now();
-  #lastTenth = -1;
-  #lastDraw = 0;
-
-  constructor(label: string) {
-    this.#label = label;
-  }
-
-  /** Reports `done` of `total` bytes (total unknown: undefined). */
-  update(done: number, total: number | undefined): void {
-    const seconds = (performance.now() - this.#started) / 1000;
-    const rate = seconds > 0 ? done / seconds : 0;
-    if (this.#terminal) {
-      const now = performance.now();
-      if (now - this.#lastDraw < 100 && done !== total) return;
-      this.#lastDraw = now;
-      const fraction = total ? Math.min(1, done / total) : 0;
-      const bar = total ? `[${"#".repeat(Math.round(fraction * 20)).padEnd(20)}] ` : "";
-      const eta = total && rate > 0 ? ` ETA ${Math.ceil((total - done) / rate)} s` : "";
-      const text =
-        `${this.#label} ${bar}${humanBytes(done)}${total ? ` / ${humanBytes(total)}` : ""}` +
-        `  ${humanBytes(rate)}/s${eta}`;
-      Deno.stderr.writeSync(new TextEncoder().encode(`\r\x1b[2K${text}`));
-    } else if (total) {
-      const tenth = Math.floor((10 * done) / total);
-      if (tenth > this.#lastTenth) {
-        this.#lastTenth = tenth;
-        console.error(
-          `${this.#label} ${tenth * 10}% (${humanBytes(done)} of ${humanBytes(total)})`,
-        );
-      }
-    }
-  }
-
-  /** Ends the bar's line. */
-  finish(): void {
-    if (this.#terminal) Deno.stderr.writeSync(new TextEncoder().encode("\n"));
-  }
 }
 
 /** How to point the client at another node. */

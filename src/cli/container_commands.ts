@@ -5,7 +5,8 @@
  * @module
  */
 import type { Container, LogLine } from "../../gen/mcm/validators.ts";
-import { answer, type Env, printJson, printTable, subcommandsOf } from "./cli_context.ts";
+import { answer, type Env, subcommandsOf } from "./cli_context.ts";
+import { printJson, printTable } from "./output.ts";
 import type { Command } from "./command.ts";
 import { deploymentInvocation } from "./deployment_target.ts";
 

@@ -7,7 +7,8 @@
 import { basename } from "node:path";
 import type { Container } from "../../gen/mcm/validators.ts";
 import { ConfigError } from "../config/config_error.ts";
-import { answer, type Env, printJson } from "./cli_context.ts";
+import { answer, type Env } from "./cli_context.ts";
+import { printJson } from "./output.ts";
 import type { Command } from "./command.ts";
 import {
   CREDENTIAL_HELP,

@@ -17,5 +17,6 @@ export * from "./issuer_commands.ts";
 export * from "./models_commands.ts";
 export * from "./node_commands.ts";
 export * from "./nodes.ts";
+export * from "./output.ts";
 export * from "./run_command.ts";
 export * from "./server_commands.ts";

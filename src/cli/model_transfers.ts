@@ -10,7 +10,8 @@ import { type NodeConnection, PREFIXES, type StoreClient } from "../sdk/clients.
 import { humanBytes } from "../sdk/human_units.ts";
 import { findModel, type Model, pullModel } from "../sdk/models.ts";
 import { nodeError, nodeFetch } from "../sdk/node_errors.ts";
-import { answer, clientError, exactly, printJson, Progress, reach } from "./cli_context.ts";
+import { answer, clientError, exactly, reach } from "./cli_context.ts";
+import { printJson, Progress } from "./output.ts";
 import { configOf, DEFAULT_VERSION, givenRecordFlags, type Kind } from "./model_flags.ts";
 import { openUserFile } from "./user_files.ts";
 

@@ -12,12 +12,11 @@ import {
   type Env,
   exactly,
   invocation,
-  printJson,
-  printTable,
   reach,
   type Subcommands,
   subcommandsOf,
 } from "./cli_context.ts";
+import { printJson, printTable } from "./output.ts";
 import type { Command } from "./command.ts";
 import {
   CONFIG_OPTIONS,

@@ -7,15 +7,8 @@
 import { ConfigError } from "../config/config_error.ts";
 import { insightClient } from "../sdk/clients.ts";
 import { rpcCall } from "../sdk/json_rpc.ts";
-import {
-  answer,
-  type Env,
-  exactly,
-  invocation,
-  printJson,
-  printTable,
-  reach,
-} from "./cli_context.ts";
+import { answer, type Env, exactly, invocation, reach } from "./cli_context.ts";
+import { printJson, printTable } from "./output.ts";
 import type { Command } from "./command.ts";
 import { NODES_HELP, nodesDecryptCommand } from "./nodes.ts";
 

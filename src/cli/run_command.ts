@@ -19,7 +19,8 @@ import { ConfigError } from "../config/config_error.ts";
 import { storeClient } from "../sdk/clients.ts";
 import { errorMessage, nodeError, nodeFetch } from "../sdk/node_errors.ts";
 import { EventSourceParserStream } from "eventsource-parser/stream";
-import { clientError, type Env, invocation, printJson, reach } from "./cli_context.ts";
+import { clientError, type Env, invocation, reach } from "./cli_context.ts";
+import { printJson } from "./output.ts";
 import type { Command } from "./command.ts";
 
 /** The help lines of this command. */
