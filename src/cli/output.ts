@@ -28,6 +28,7 @@ export class Progress {
   #lastTenth = -1;
   #lastDraw = 0;
 
+  /** A transfer's progress, its lines starting with `label`. */
   constructor(label: string) {
     this.#label = label;
   }

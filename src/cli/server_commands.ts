@@ -12,9 +12,13 @@ import type { Command } from "./command.ts";
 
 /** The flags `serve` and `hub` share (the node's ServeFlags). */
 export interface ListenerFlags {
+  /** `--host`: the address to listen on. */
   host?: string;
+  /** `--port`: the port to listen on (0 to 65535). */
   port?: number;
+  /** `--data-dir`: the data directory. */
   dataDir?: string;
+  /** `--config`: the config file, instead of the data directory's. */
   config?: string;
   /** Trust files (`{ issuer, jwks }`) to add to the trusted issuers. */
   trust?: string[];
@@ -22,6 +26,7 @@ export interface ListenerFlags {
 
 /** The flags of `hub` (the hub's HubFlags). */
 export interface HubCommandFlags extends ListenerFlags {
+  /** `--public-url`: where nodes reach the hub. */
   publicUrl?: string;
   /** `--nats`: NATS server URLs, comma-separated. */
   nats?: string;
