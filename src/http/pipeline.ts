@@ -103,6 +103,14 @@ export function splitUrl(url: string): { path: string; search: string } {
     : { path: url.slice(start, query), search: url.slice(query) };
 }
 
+/** How one route answers besides its step. */
+export interface RouteOptions {
+  /** The shape of the 403 and 405 answers on this route; the pipeline's by default. */
+  errorFormat?: ErrorFormat;
+  /** Whether the route is for local callers only: 403 to requests that came through the hub. */
+  local?: boolean;
+}
+
 /** Routes and the steps around them, for one server. */
 export class Pipeline {
   readonly #tree = new RouteTree<{ step: Step; format: ErrorFormat; local: boolean }>();
@@ -119,17 +127,15 @@ export class Pipeline {
 
   /**
    * Answers `method` on `pattern` (`:name` segments are parameters) with `step`; other methods on
-   * the same pattern get a 405 in `format` (the pipeline's by default). A `local` route answers
-   * 403 to requests `isRemote` says came from elsewhere (through the hub).
+   * the same pattern get a 405 in `options.errorFormat` (the pipeline's by default). A `local`
+   * route answers 403 to requests `isRemote` says came from elsewhere (through the hub).
    */
-  route(
-    method: string,
-    pattern: string,
-    step: Step,
-    format?: ErrorFormat,
-    local = false,
-  ): void {
-    this.#tree.add(method, pattern, { step, format: format ?? this.#format, local });
+  route(method: string, pattern: string, step: Step, options: RouteOptions = {}): void {
+    this.#tree.add(method, pattern, {
+      step,
+      format: options.errorFormat ?? this.#format,
+      local: options.local === true,
+    });
   }
 
   /**

@@ -24,7 +24,7 @@ function pipeline(): Pipeline {
     () => new Response("x", { headers: { "Access-Control-Allow-Origin": "https://a.example" } }),
   );
   pipeline.route("GET", "/fetched", () => Response.redirect("http://127.0.0.1/elsewhere", 302));
-  pipeline.route("PUT", "/formatted", () => new Response(), statusCodeError);
+  pipeline.route("PUT", "/formatted", () => new Response(), { errorFormat: statusCodeError });
   pipeline.route("GET", "/readable", () => new Response("r"));
   return pipeline;
 }

@@ -159,7 +159,10 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
       }
     };
     for (const prefix of options.prefixes) {
-      pipeline.route(route.method, prefix + route.path, step, format, options.local === true);
+      pipeline.route(route.method, prefix + route.path, step, {
+        errorFormat: format,
+        local: options.local,
+      });
     }
   }
 }

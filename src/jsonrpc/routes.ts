@@ -62,14 +62,12 @@ export function mountJsonRpc(pipeline: Pipeline, identity: Identity): void {
       if (request.headers.has("content-type")) requireContentType(request, JSONRPC_CONTENT_TYPES);
       return endpoint(request);
     },
-    undefined,
-    true,
+    { local: true },
   );
   pipeline.route(
     "GET",
     `${JSONRPC_PATH}/jwks`,
     () => jsonResponse(identity.jwks()),
-    undefined,
-    true,
+    { local: true },
   );
 }
