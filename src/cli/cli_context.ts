@@ -7,7 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import { closestName } from "../config/closest_name.ts";
-import { ConfigError, resolvePaths } from "../node/config.ts";
+import { ConfigError, resolvePaths } from "../config/mod.ts";
 import type { NodeConnection } from "../sdk/clients.ts";
 import { NodeError, nodeError, NodeUnreachableError, NotANodeError } from "../sdk/node_errors.ts";
 

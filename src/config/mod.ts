@@ -14,3 +14,15 @@ export { ConfigError } from "./config_error.ts";
 export { type EnvReader, readJsonFile, readTrustFiles, realConfigPath } from "./config_files.ts";
 export { closestName } from "./closest_name.ts";
 export * from "./file_errors.ts";
+export {
+  type FilePlaces,
+  HUB_FILES,
+  issuerAccess,
+  makeDataDir,
+  NODE_FILES,
+  type PathFlags,
+  readConfigIfAny,
+  resolveLinks,
+  resolvePaths,
+  trustedIssuersOf,
+} from "./server_settings.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 import meta from "../../deno.json" with { type: "json" };
-import { type EnvReader, realConfigPath } from "../config/mod.ts";
+import { type EnvReader, issuerAccess, resolveLinks } from "../config/mod.ts";
 import { netAddress } from "../program/permission_set.ts";
 import { HUB_ENV_VARS } from "../program/env_vars.ts";
 import { NO_PERMISSIONS, type PermissionSet } from "../program/permission_set.ts";
@@ -19,10 +19,7 @@ import { type HubFlags, type HubSettings, loadHubSettings } from "./hub_settings
 
 /** The Deno permissions of a hub with these settings. */
 export function hubPermissions(settings: HubSettings): PermissionSet {
-  const jwksFiles = settings.trustedIssuers.flatMap((t) => (t.jwksFile ? [t.jwksFile] : []));
-  const jwksHosts = settings.trustedIssuers.flatMap((t) =>
-    t.jwksUrl ? [new URL(t.jwksUrl).host] : []
-  );
+  const jwks = issuerAccess(settings.trustedIssuers);
   // Port 0 (any free port) cannot be named in a permission; the host alone allows it.
   const ports = [settings.port, ...settings.tunnelPort === undefined ? [] : [settings.tunnelPort]];
   const listen = ports.includes(0)
@@ -35,14 +32,14 @@ export function hubPermissions(settings: HubSettings): PermissionSet {
       settings.dataDir,
       settings.configPath,
       ...settings.trustFiles,
-      ...jwksFiles,
+      ...jwks.files,
       ...cluster ? clusterFiles(cluster) : [],
     ],
     write: [settings.dataDir],
     // In a cluster the hub connects to NATS (and the servers NATS names) and to the other hubs
     // at the addresses they publish, unknown when it starts; it follows only what was sealed
     // with the cluster key (./cluster/cluster_key.ts).
-    net: cluster ? true : [...listen, ...jwksHosts],
+    net: cluster ? true : [...listen, ...jwks.hosts],
     env: HUB_ENV_VARS,
     sys: cluster ? ["hostname"] : [],
   };
@@ -51,8 +48,7 @@ export function hubPermissions(settings: HubSettings): PermissionSet {
 /** Runs the hub, narrowed as a node is, and returns its exit code. */
 export async function launchHub(flags: HubFlags, env: EnvReader): Promise<number> {
   const settings = await loadHubSettings(flags, env);
-  settings.dataDir = await Deno.realPath(settings.dataDir);
-  settings.configPath = await realConfigPath(settings.configPath);
+  await resolveLinks(settings);
   // Held while this launcher lives, that is while its hub runs.
   using _lock = await lockDataDir(settings.dataDir);
   await checkWritable(settings.dataDir, { trees: [], files: databaseFiles("hub.db") });

@@ -6,19 +6,25 @@
  * @module
  */
 import { HubConfigDefaults } from "../../gen/config/defaults.ts";
-import { join, resolve } from "node:path";
-import { type HubConfig, HubConfigSchema } from "../../gen/config/validators.ts";
+import { HubConfigSchema } from "../../gen/config/validators.ts";
 import type { TrustedIssuer } from "../../gen/config/validators.ts";
-import { ConfigError, type EnvReader, readJsonFile, readTrustFiles } from "../config/mod.ts";
+import {
+  ConfigError,
+  type EnvReader,
+  HUB_FILES,
+  makeDataDir,
+  type PathFlags,
+  readConfigIfAny,
+  resolvePaths,
+  trustedIssuersOf,
+} from "../config/mod.ts";
 import { type ClusterSettings, clusterSettings } from "./cluster/cluster_settings.ts";
 import { rawPortOf } from "./raw_listener.ts";
 
 /** Flags of `edgenode hub`. */
-export interface HubFlags {
+export interface HubFlags extends PathFlags {
   host?: string;
   port?: number;
-  dataDir?: string;
-  config?: string;
   publicUrl?: string;
   trust?: string[];
   /** `--nats`: NATS server URLs, comma-separated. */
@@ -49,26 +55,14 @@ export const HUB_DEFAULTS = HubConfigDefaults;
 
 /** Loads the hub's settings, creating its data directory. */
 export async function loadHubSettings(flags: HubFlags, env: EnvReader): Promise<HubSettings> {
-  const home = env("HOME") ?? env("USERPROFILE");
-  const chosen = flags.dataDir ?? env("EDGENODE_HUB_DIR") ??
-    (home ? join(home, ".edgenode-hub") : undefined);
-  if (!chosen) throw new ConfigError("no hub data directory: pass --data-dir");
-  const dataDir = resolve(chosen);
-  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const configPath = resolve(flags.config ?? join(dataDir, "hub.json"));
-  let file: HubConfig = {};
-  try {
-    file = await readJsonFile(configPath, HubConfigSchema, "hub config file");
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-    if (flags.config) throw new ConfigError(`config file ${configPath} does not exist`);
-  }
+  const { dataDir, configPath } = resolvePaths(flags, env, HUB_FILES);
+  await makeDataDir(dataDir);
+  const file = await readConfigIfAny(configPath, HubConfigSchema, "hub config file", flags) ?? {};
   const publicUrl = flags.publicUrl ?? file.publicUrl;
   if (publicUrl !== undefined && !/^https?:\/\/[^/?#]+\/?$/.test(publicUrl)) {
     throw new ConfigError(`--public-url must be a base URL like https://hub.example.com`);
   }
-  const trustFiles = (flags.trust ?? []).map((path) => resolve(path));
-  const trustedIssuers = [...(file.trustedIssuers ?? []), ...await readTrustFiles(trustFiles)];
+  const { trustedIssuers, trustFiles } = await trustedIssuersOf(flags.trust, file.trustedIssuers);
   if (trustedIssuers.length === 0) {
     throw new ConfigError(
       "the hub trusts no token issuer, so no node could connect: pass --trust FILE " +

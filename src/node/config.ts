@@ -6,7 +6,16 @@
  */
 import { Buffer } from "node:buffer";
 import { join, resolve } from "node:path";
-import { ConfigError, type EnvReader, readJsonFile, readTrustFiles } from "../config/mod.ts";
+import {
+  ConfigError,
+  type EnvReader,
+  makeDataDir,
+  NODE_FILES,
+  type PathFlags,
+  readConfigIfAny,
+  resolvePaths,
+  trustedIssuersOf,
+} from "../config/mod.ts";
 import type { DiscoverySettings } from "../discovery/link_local.ts";
 import type { McmSettings } from "../mcm/deployments.ts";
 import type { InferenceSettings } from "../inference/inference_service.ts";
@@ -16,14 +25,12 @@ import {
   type TrustedIssuer,
 } from "../../gen/config/validators.ts";
 import { NodeConfigDefaults } from "../../gen/config/defaults.ts";
-import { osReason, unreadable, warnIfReadableByOthers } from "../config/file_errors.ts";
+import { warnIfReadableByOthers } from "../config/file_errors.ts";
 
 /** Flags of `edgenode serve`. */
-export interface ServeFlags {
+export interface ServeFlags extends PathFlags {
   host?: string;
   port?: number;
-  dataDir?: string;
-  config?: string;
   /** Trust files (`{ issuer, jwks }`) to add to the trusted issuers. */
   trust?: string[];
 }
@@ -61,30 +68,25 @@ export interface Settings {
 /** The defaults of every optional setting: spec/config.yaml's `default`s. */
 export const DEFAULTS = NodeConfigDefaults;
 
-export { ConfigError, type EnvReader, readJsonFile, readTrustFiles };
-
-/** The data directory and config file paths, before anything is read. */
-export function resolvePaths(
-  flags: ServeFlags,
-  env: EnvReader,
-): { dataDir: string; configPath: string } {
-  const home = env("HOME") ?? env("USERPROFILE");
-  const dataDir = flags.dataDir ?? env("EDGENODE_DATA_DIR") ??
-    (home ? join(home, ".edgenode") : undefined);
-  if (!dataDir) {
-    throw new ConfigError("no data directory: pass --data-dir or set EDGENODE_DATA_DIR");
-  }
-  const absolute = resolve(dataDir);
-  return { dataDir: absolute, configPath: resolve(flags.config ?? join(absolute, "config.json")) };
-}
-
 /** A new random API key: 32 bytes, base64url. */
 export function generateApiKey(): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 }
 
-function readConfigFile(path: string): Promise<NodeConfig> {
-  return readJsonFile(path, NodeConfigSchema, "config file");
+/** The config file, or a fresh one with a new key when there is none at the default place. */
+async function configOrFresh(
+  configPath: string,
+  flags: ServeFlags,
+): Promise<{ file: NodeConfig; generatedKey?: string }> {
+  const file = await readConfigIfAny(configPath, NodeConfigSchema, "config file", flags);
+  if (file) return { file };
+  const generatedKey = generateApiKey();
+  const fresh = { apiKey: generatedKey };
+  await Deno.writeTextFile(configPath, JSON.stringify(fresh, null, 2) + "\n", {
+    createNew: true,
+    mode: 0o600,
+  });
+  return { file: fresh, generatedKey };
 }
 
 /**
@@ -96,30 +98,9 @@ export async function loadSettings(
   flags: ServeFlags,
   env: EnvReader,
 ): Promise<{ settings: Settings; generatedKey?: string }> {
-  const { dataDir, configPath } = resolvePaths(flags, env);
-  const trustFiles = (flags.trust ?? []).map((path) => resolve(path));
-  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 }).catch((error) => {
-    // Only a permission is fixed by making it: a file in the way or a read-only disk is not.
-    const fix = error instanceof Deno.errors.PermissionDenied
-      ? "make it for the user edgenode runs as, or pass another --data-dir"
-      : "pass another --data-dir";
-    throw new ConfigError(`cannot make the data directory ${dataDir} (${osReason(error)}): ${fix}`);
-  });
-  let file: NodeConfig;
-  let generatedKey: string | undefined;
-  try {
-    file = await readConfigFile(configPath);
-  } catch (error) {
-    if (error instanceof Deno.errors.PermissionDenied) throw unreadable(configPath, error);
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-    if (flags.config) throw new ConfigError(`config file ${configPath} does not exist`);
-    generatedKey = generateApiKey();
-    file = { apiKey: generatedKey };
-    await Deno.writeTextFile(configPath, JSON.stringify(file, null, 2) + "\n", {
-      createNew: true,
-      mode: 0o600,
-    });
-  }
+  const { dataDir, configPath } = resolvePaths(flags, env, NODE_FILES);
+  await makeDataDir(dataDir);
+  const { file, generatedKey } = await configOrFresh(configPath, flags);
   await warnIfReadableByOthers(configPath);
   const apiKey = env("EDGENODE_API_KEY") || file.apiKey;
   if (!apiKey) {
@@ -127,10 +108,20 @@ export async function loadSettings(
       `${configPath} has no "apiKey": add one (32 or more random characters) or set EDGENODE_API_KEY`,
     );
   }
-  const settings: Settings = {
-    dataDir,
-    configPath,
-    apiKey,
+  const trust = await trustedIssuersOf(flags.trust, file.trustedIssuers);
+  const settings = settingsOf(file, flags, env, { dataDir, configPath, apiKey, ...trust });
+  return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };
+}
+
+/** The settings of a config file under the flags and environment, defaults filled in. */
+function settingsOf(
+  file: NodeConfig,
+  flags: ServeFlags,
+  env: EnvReader,
+  known: Pick<Settings, "dataDir" | "configPath" | "apiKey" | "trustedIssuers" | "trustFiles">,
+): Settings {
+  return {
+    ...known,
     host: flags.host ?? file.host ?? DEFAULTS.host,
     port: flags.port ?? file.port ?? DEFAULTS.port,
     storePrefixes: file.storePrefixes ?? [...DEFAULTS.storePrefixes],
@@ -141,8 +132,6 @@ export async function loadSettings(
     downloadHosts: file.downloadHosts,
     nodeName: file.nodeName,
     insightPrefixes: file.insightPrefixes ?? [...DEFAULTS.insightPrefixes],
-    trustedIssuers: [...(file.trustedIssuers ?? []), ...await readTrustFiles(trustFiles)],
-    trustFiles,
     discovery: {
       mdns: file.discovery?.mdns ?? DEFAULTS.discovery.mdns,
       interfaces: file.discovery?.interfaces,
@@ -154,7 +143,7 @@ export async function loadSettings(
     mcm: {
       ...DEFAULTS.mcm,
       ...file.mcm,
-      apiKey: file.mcm?.apiKey ?? apiKey,
+      apiKey: file.mcm?.apiKey ?? known.apiKey,
       outboundHosts: file.mcm?.outboundHosts,
       outboundNetworks: [...(file.mcm?.outboundNetworks ?? DEFAULTS.mcm.outboundNetworks)],
     },
@@ -167,9 +156,8 @@ export async function loadSettings(
       ...file.inference,
       prefixes: [...(file.inference?.prefixes ?? DEFAULTS.inference.prefixes)],
       engineDir: resolve(
-        env("EDGENODE_ENGINE_DIR") || file.inference?.engineDir || join(dataDir, "engine"),
+        env("EDGENODE_ENGINE_DIR") || file.inference?.engineDir || join(known.dataDir, "engine"),
       ),
     },
   };
-  return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };
 }

@@ -14,7 +14,7 @@ import { MDNS_GROUP } from "../discovery/mdns_socket.ts";
 import { NODE_ENV_VARS } from "../program/env_vars.ts";
 import { netAddress, type PermissionSet } from "../program/permission_set.ts";
 import { launcherSettings, runNarrowed, runUntilStopped } from "../program/self_program.ts";
-import { realConfigPath } from "../config/mod.ts";
+import { issuerAccess, resolveLinks } from "../config/mod.ts";
 import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { databaseFiles } from "../storage/database.ts";
 import { checkWritable } from "../storage/writable_check.ts";
@@ -29,10 +29,7 @@ import { startNode } from "./server.ts";
  * other hosts can then not be checked (Deno permissions have no address ranges).
  */
 export function nodePermissions(settings: Settings): PermissionSet {
-  const jwksFiles = settings.trustedIssuers.flatMap((t) => (t.jwksFile ? [t.jwksFile] : []));
-  const jwksHosts = settings.trustedIssuers.flatMap((t) =>
-    t.jwksUrl ? [new URL(t.jwksUrl).host] : []
-  );
+  const jwks = issuerAccess(settings.trustedIssuers);
   const { discovery } = settings;
   const mdns = discovery.mdns
     ? [netAddress("0.0.0.0", discovery.port), netAddress(MDNS_GROUP, discovery.port)]
@@ -44,7 +41,7 @@ export function nodePermissions(settings: Settings): PermissionSet {
       settings.dataDir,
       settings.configPath,
       ...settings.trustFiles,
-      ...jwksFiles,
+      ...jwks.files,
       settings.inference.engineDir,
     ],
     write: [settings.dataDir],
@@ -52,7 +49,7 @@ export function nodePermissions(settings: Settings): PermissionSet {
       ? [
         netAddress(settings.host, settings.port),
         ...settings.downloadHosts,
-        ...jwksHosts,
+        ...jwks.hosts,
         ...mdns,
         ...discovery.peers.map((url) => new URL(url).host),
         ...(settings.hub ? [new URL(settings.hub.url).host] : []),
@@ -74,8 +71,7 @@ export async function launch(
   env: (name: string) => string | undefined,
 ): Promise<number> {
   const { settings, generatedKey } = await loadSettings(flags, env);
-  // Permission paths must be the real ones: a symlinked data directory would otherwise not match.
-  settings.dataDir = await Deno.realPath(settings.dataDir);
+  await resolveLinks(settings);
   // Held while this launcher lives, that is while its node runs.
   using _lock = await lockDataDir(settings.dataDir);
   // What the node writes: the database, the model store (src/store/model_files.ts) and the
@@ -84,7 +80,6 @@ export async function launch(
     trees: ["models", "mcm", "inference"],
     files: databaseFiles("edgenode.db"),
   });
-  settings.configPath = await realConfigPath(settings.configPath);
   if (generatedKey) {
     console.log(
       `Generated a new API key (saved in ${settings.configPath}, shown only now):\n  ${generatedKey}`,
