@@ -79,8 +79,11 @@ class Context implements RequestContext {
 
 /** How a pipeline answers what no route does, and how it shapes errors and CORS. */
 export interface PipelineOptions {
-  /** Answers requests no route matches (the microservices, else a 404). */
-  notFound: Step;
+  /**
+   * Answers requests no route matches (the microservices, else a 404); also set by
+   * `Pipeline.notFound`. A plain 404 by default.
+   */
+  notFound?: Step;
   /** Whether a request came from elsewhere (through the hub): `local` routes refuse it. */
   isRemote?: (context: RequestContext) => boolean;
   /** Runs before the route lookup; a Response it returns is the answer. */
@@ -117,12 +120,23 @@ export class Pipeline {
   readonly #options: PipelineOptions;
   readonly #format: ErrorFormat;
   readonly #preflight: Record<string, string>;
+  #notFound: Step;
 
   /** A pipeline with no routes yet. */
   constructor(options: PipelineOptions) {
     this.#options = options;
     this.#format = options.errorFormat ?? errorResponse;
     this.#preflight = preflightHeaders(options.allowHeaders ?? []);
+    this.#notFound = options.notFound ??
+      (({ request, path }) => this.#format(404, `no route for ${request.method} ${path}`));
+  }
+
+  /**
+   * Answers what no route does with `step` from now on (as Hono's `app.notFound`): a server whose
+   * fallback depends on what was mounted sets it once its services are.
+   */
+  notFound(step: Step): void {
+    this.#notFound = step;
   }
 
   /**
@@ -213,7 +227,7 @@ export class Pipeline {
         },
       );
     }
-    return this.#options.notFound(context);
+    return this.#notFound(context);
   }
 
   #failed(error: unknown, request: Request): Response {
