@@ -24,5 +24,6 @@ export {
   readConfigIfAny,
   resolveLinks,
   resolvePaths,
+  settingsFiles,
   trustedIssuersOf,
 } from "./server_settings.ts";

@@ -125,6 +125,20 @@ export function issuerAccess(
 }
 
 /**
+ * The files a server reads whatever its job: its data directory, its config file, the trust
+ * files it was given and its issuers' JWKS files.
+ */
+export function settingsFiles(settings: {
+  dataDir: string;
+  configPath: string;
+  trustFiles: readonly string[];
+  trustedIssuers: readonly TrustedIssuer[];
+}): string[] {
+  const { dataDir, configPath, trustFiles, trustedIssuers } = settings;
+  return [dataDir, configPath, ...trustFiles, ...issuerAccess(trustedIssuers).files];
+}
+
+/**
  * The settings' data directory and config file with their links resolved: permission paths must
  * be the real ones, or a symlinked data directory would not match.
  */

@@ -73,3 +73,21 @@ export async function startServices(
     if (service[Symbol.asyncDispose]) stack.use(service as AsyncDisposable);
   }
 }
+
+/** A server that is serving: where it listens, and how it stops. */
+export interface RunningServer {
+  /** The address it listens on, with the port actually bound. */
+  hostname: string;
+  port: number;
+  /** Ends everything it holds, in reverse order of creation. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * The server listening at `addr`, owning what `stack` holds: moved out of it, so that leaving the
+ * start's scope ends nothing, and only `shutdown` does.
+ */
+export function runningServer(addr: Deno.NetAddr, stack: AsyncDisposableStack): RunningServer {
+  const resources = stack.move();
+  return { hostname: addr.hostname, port: addr.port, shutdown: () => resources.disposeAsync() };
+}

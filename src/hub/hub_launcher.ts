@@ -5,7 +5,7 @@
  * @module
  */
 import meta from "../../deno.json" with { type: "json" };
-import { type EnvReader, issuerAccess, resolveLinks } from "../config/mod.ts";
+import { type EnvReader, issuerAccess, resolveLinks, settingsFiles } from "../config/mod.ts";
 import { netAddress } from "../program/permission_set.ts";
 import { HUB_ENV_VARS } from "../program/env_vars.ts";
 import { NO_PERMISSIONS, type PermissionSet } from "../program/permission_set.ts";
@@ -19,7 +19,7 @@ import { type HubFlags, type HubSettings, loadHubSettings } from "./hub_settings
 
 /** The Deno permissions of a hub with these settings. */
 export function hubPermissions(settings: HubSettings): PermissionSet {
-  const jwks = issuerAccess(settings.trustedIssuers);
+  const jwksHosts = issuerAccess(settings.trustedIssuers).hosts;
   // Port 0 (any free port) cannot be named in a permission; the host alone allows it.
   const ports = [settings.port, ...settings.tunnelPort === undefined ? [] : [settings.tunnelPort]];
   const listen = ports.includes(0)
@@ -28,18 +28,12 @@ export function hubPermissions(settings: HubSettings): PermissionSet {
   const cluster = settings.cluster;
   return {
     ...NO_PERMISSIONS,
-    read: [
-      settings.dataDir,
-      settings.configPath,
-      ...settings.trustFiles,
-      ...jwks.files,
-      ...cluster ? clusterFiles(cluster) : [],
-    ],
+    read: [...settingsFiles(settings), ...cluster ? clusterFiles(cluster) : []],
     write: [settings.dataDir],
     // In a cluster the hub connects to NATS (and the servers NATS names) and to the other hubs
     // at the addresses they publish, unknown when it starts; it follows only what was sealed
     // with the cluster key (./cluster/cluster_key.ts).
-    net: cluster ? true : [...listen, ...jwks.hosts],
+    net: cluster ? true : [...listen, ...jwksHosts],
     env: HUB_ENV_VARS,
     sys: cluster ? ["hostname"] : [],
   };

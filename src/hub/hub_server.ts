@@ -9,6 +9,7 @@
 import { statusCodeError } from "../http/errors.ts";
 import { Pipeline } from "../http/pipeline.ts";
 import { mountRoutes } from "../http/routes.ts";
+import { type RunningServer, runningServer } from "../http/service.ts";
 import { TokenVerifier } from "../identity/token_verifier.ts";
 import { netAddress } from "../program/permission_set.ts";
 import { openDatabase } from "../storage/database.ts";
@@ -28,11 +29,7 @@ import { NodeSession } from "./node_session.ts";
 import { listenRaw } from "./raw_listener.ts";
 
 /** A hub that is serving. */
-export interface RunningHub {
-  hostname: string;
-  port: number;
-  shutdown(): Promise<void>;
-}
+export type RunningHub = RunningServer;
 
 /** The hub's parts: its database (on the stack: closed last), token checks and sessions. */
 async function buildHub(
@@ -93,12 +90,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
   }
   const pinger = setInterval(() => nodes.keepAlive(Date.now()), settings.pingSeconds * 1000);
   stack.defer(() => clearInterval(pinger));
-  const running = stack.move();
-  return {
-    hostname: addr.hostname,
-    port: addr.port,
-    shutdown: () => running.disposeAsync(),
-  };
+  return runningServer(addr, stack);
 }
 
 /** Where the other hubs of a cluster reach this one. */

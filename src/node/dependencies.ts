@@ -190,20 +190,21 @@ export async function buildDependencies(
   const store = await openStore(settings, db, stack);
   const { engine } = store;
   const inference = settings.inference.enabled ? engine : undefined;
-  let nodeServices: NodeServices | undefined;
+  // Filled below: the containers' calls reach it only once the node is up.
+  const answering: { services?: NodeServices } = {};
   const mcm = await openMcm(
     settings,
     db,
     { identity, engine, listening },
     reserved,
-    () => nodeServices!,
+    () => answering.services!,
   );
   const discovery = await openDiscovery(
     settings,
     { identity, deployments: mcm.deployments, listening },
     pipeline,
   );
-  nodeServices = new NodeServices(
+  answering.services = new NodeServices(
     identity,
     discovery.linkLocal,
     discovery.hub,

@@ -14,7 +14,7 @@ import { MDNS_GROUP } from "../discovery/mdns_socket.ts";
 import { NODE_ENV_VARS } from "../program/env_vars.ts";
 import { netAddress, type PermissionSet } from "../program/permission_set.ts";
 import { launcherSettings, runNarrowed, runUntilStopped } from "../program/self_program.ts";
-import { issuerAccess, resolveLinks } from "../config/mod.ts";
+import { issuerAccess, resolveLinks, settingsFiles } from "../config/mod.ts";
 import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { databaseFiles } from "../storage/database.ts";
 import { checkWritable } from "../storage/writable_check.ts";
@@ -37,13 +37,7 @@ export function nodePermissions(settings: Settings): PermissionSet {
   return {
     // The engine folder: to see whether the inference engine is installed (a process of its
     // own installs it, and another runs it: src/inference/engine_process.ts).
-    read: [
-      settings.dataDir,
-      settings.configPath,
-      ...settings.trustFiles,
-      ...jwks.files,
-      settings.inference.engineDir,
-    ],
+    read: [...settingsFiles(settings), settings.inference.engineDir],
     write: [settings.dataDir],
     net: settings.downloadHosts
       ? [

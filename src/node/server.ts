@@ -5,20 +5,21 @@
  *
  * @module
  */
-import { mountServices, reservedPrefixes, routeHint, startServices } from "../http/service.ts";
+import {
+  mountServices,
+  reservedPrefixes,
+  routeHint,
+  type RunningServer,
+  runningServer,
+  startServices,
+} from "../http/service.ts";
 import { microserviceGateway } from "../mcm/gateway.ts";
 import type { Settings } from "./config.ts";
 import { buildDependencies, type NodeDependencies } from "./dependencies.ts";
 import { nodeServiceList } from "./service_list.ts";
 
-/** A node that is serving. */
-export interface RunningNode {
-  /** The address it listens on, with the port actually bound. */
-  hostname: string;
-  port: number;
-  /** Stops accepting requests, lets running ones finish, closes the database. */
-  shutdown(): Promise<void>;
-}
+/** A node that is serving: its shutdown lets running requests finish and closes the database. */
+export type RunningNode = RunningServer;
 
 /**
  * What stops after the server, in the order of the stack (the last put is the first ended):
@@ -60,10 +61,5 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   }
   // First ended: each service's own (the registry's downloads, which would hold the server open).
   await startServices(services, stack);
-  const running = stack.move();
-  return {
-    hostname: addr.hostname,
-    port: addr.port,
-    shutdown: () => running.disposeAsync(),
-  };
+  return runningServer(addr, stack);
 }
