@@ -120,7 +120,6 @@ const ALLOWED: Record<Package, readonly Package[]> = {
  */
 const PENDING: readonly { from: Package; to: Package; why: string }[] = [
   { from: "program", to: "mcm", why: "container_workers moves into mcm's sandbox" },
-  { from: "cli", to: "node", why: "the CLI takes ConfigError and resolvePaths from node/config" },
 ];
 
 /** One import between src/ files, as paths below src/. */

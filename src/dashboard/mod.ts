@@ -5,3 +5,4 @@
  * @module
  */
 export * from "./routes.ts";
+export * from "./service.ts";

@@ -17,5 +17,6 @@ export * from "./json_cache.ts";
 export * from "./pipeline.ts";
 export * from "./reply.ts";
 export * from "./routes.ts";
+export * from "./service.ts";
 export * from "./sse.ts";
 export * from "./upload_body.ts";

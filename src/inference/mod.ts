@@ -8,3 +8,4 @@ export * from "./caller_usage.ts";
 export * from "./inference_service.ts";
 export * from "./openai_format.ts";
 export * from "./routes.ts";
+export * from "./service.ts";

@@ -6,3 +6,4 @@
  * @module
  */
 export * from "./routes.ts";
+export * from "./service.ts";

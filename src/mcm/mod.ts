@@ -7,7 +7,9 @@
  */
 export * from "./bundle_files.ts";
 export * from "./deployments.ts";
+export * from "./gateway.ts";
 export * from "./images.ts";
 export * from "./mcm_records.ts";
 export * from "./node_services.ts";
 export * from "./routes.ts";
+export * from "./service.ts";

@@ -7,3 +7,4 @@
 export * from "./listing.ts";
 export * from "./mesh_handlers.ts";
 export * from "./routes.ts";
+export * from "./service.ts";

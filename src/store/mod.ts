@@ -10,4 +10,5 @@ export * from "./model_records.ts";
 export * from "./provisioning.ts";
 export * from "./registry.ts";
 export * from "./routes.ts";
+export * from "./service.ts";
 export * from "./transfers.ts";
