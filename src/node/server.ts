@@ -2,6 +2,12 @@
  * Assembles a node: its parts (./dependencies.ts), its services (./service_list.ts) mounted on
  * one pipeline, microservices behind what no service answers, and the HTTP server. Everything
  * that must be ended is on one stack, so a start that fails and a shutdown unwind the same way.
+ * Put on it in this order, ended in the reverse one:
+ *
+ * 1. the database, 2. the model files (as they open, in ./dependencies.ts);
+ * 3. link-local discovery, 4. the inference engine, 5. the containers (afterTheServer);
+ * 6. the HTTP server; 7. the hub link;
+ * 8. each service's own end (the registry's downloads), which comes first of all.
  *
  * @module
  */
@@ -56,7 +62,7 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   await linkLocal.start(settings.host);
   if (hub) {
     hub.start();
-    // Before the server: the hub stops sending requests through the tunnel first.
+    // Before the server: no more requests come through the hub while the server drains.
     stack.defer(() => hub.stop());
   }
   // First ended: each service's own (the registry's downloads, which would hold the server open).
