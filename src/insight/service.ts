@@ -4,24 +4,14 @@
  *
  * @module
  */
-import type { LinkLocal } from "../discovery/link_local.ts";
-import type { HubLink } from "../hub_client/hub_link.ts";
 import { mountRoutes } from "../http/routes.ts";
 import type { Service } from "../http/service.ts";
-import type { Identity } from "../identity/identity.ts";
+import type { MeshDependencies } from "../mds/service.ts";
 import { insightError, insightHandlers, insightRoutes } from "./routes.ts";
-
-/** What insight answers from. */
-export interface InsightDependencies {
-  identity: Identity;
-  linkLocal: LinkLocal;
-  /** The hub link; undefined when the node has no hub. */
-  hub?: HubLink;
-}
 
 /** Insight's service under `prefixes`, behind `apiKey`. */
 export function insightService(
-  deps: InsightDependencies,
+  deps: MeshDependencies,
   settings: { prefixes: readonly string[]; apiKey: string },
 ): Service {
   const { prefixes, apiKey } = settings;

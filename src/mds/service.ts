@@ -10,8 +10,8 @@ import type { Service } from "../http/service.ts";
 import type { Identity } from "../identity/identity.ts";
 import { mdsHandlers, mdsRoutes } from "./routes.ts";
 
-/** What the listing answers from. */
-export interface MdsDependencies {
+/** What the mesh services (the listing here, insight above) answer from. */
+export interface MeshDependencies {
   identity: Identity;
   linkLocal: LinkLocal;
   /** The hub link; undefined when the node has no hub. */
@@ -19,7 +19,7 @@ export interface MdsDependencies {
 }
 
 /** The node listing's service, with `apiKey` for the operations that need it. */
-export function mdsService(deps: MdsDependencies, settings: { apiKey: string }): Service {
+export function mdsService(deps: MeshDependencies, settings: { apiKey: string }): Service {
   return {
     name: "mds",
     prefixes: ["/mds"],
