@@ -6,7 +6,7 @@
  */
 import * as v from "valibot";
 import { type NodeDescription, PingAnswerSchema } from "../../gen/mds/validators.ts";
-import { readText } from "../http/input.ts";
+import { readText } from "../streams/mod.ts";
 import { newChallenge, ProofError, verifyProof } from "../identity/node_proof.ts";
 
 /** A proof with 1024 services fits easily; anything larger is not a node. */

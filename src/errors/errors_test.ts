@@ -3,14 +3,18 @@ import {
   Cancelled,
   Conflict,
   DomainError,
-  type ErrorDetails,
+  type DomainErrorClass,
+  errorOfKind,
   type ErrorKind,
+  isErrorKind,
   Forbidden,
   Invalid,
+  NoMemory,
   NoSpace,
   NotFound,
   RangeNotSatisfiable,
   TooLarge,
+  TooMany,
   Unauthenticated,
   Unavailable,
   Unprocessable,
@@ -18,8 +22,6 @@ import {
   UpstreamFailed,
   UpstreamTimeout,
 } from "./mod.ts";
-
-type DomainErrorClass = new (message: string, details?: ErrorDetails) => DomainError;
 
 const CLASSES: [DomainErrorClass, string, ErrorKind][] = [
   [Invalid, "Invalid", "invalid"],
@@ -36,6 +38,8 @@ const CLASSES: [DomainErrorClass, string, ErrorKind][] = [
   [Unavailable, "Unavailable", "unavailable"],
   [UpstreamTimeout, "UpstreamTimeout", "upstream_timeout"],
   [NoSpace, "NoSpace", "no_space"],
+  [NoMemory, "NoMemory", "no_memory"],
+  [TooMany, "TooMany", "too_many"],
 ];
 
 Deno.test("domain errors: each class has its kind and name, and is a DomainError and an Error", () => {
@@ -70,4 +74,23 @@ Deno.test("domain errors: details are kept as given", () => {
   assert.deepEqual(new Unauthenticated("send a token", { scheme: "Basic" }).details, {
     scheme: "Basic",
   });
+});
+
+Deno.test("errorOfKind: each kind makes its class again, message and details kept", () => {
+  for (const [Class, name, kind] of CLASSES) {
+    const details = { resource: "model", id: name, field: "model" };
+    const error = errorOfKind(kind, `what to fix about ${name}`, details);
+    assert.ok(error instanceof Class, name);
+    assert.equal(error.kind, kind);
+    assert.equal(error.message, `what to fix about ${name}`);
+    assert.deepEqual(error.details, details);
+  }
+  assert.deepEqual(errorOfKind("invalid", "x").details, {});
+});
+
+Deno.test("isErrorKind: the kinds of the classes, nothing else", () => {
+  for (const [, , kind] of CLASSES) assert.ok(isErrorKind(kind), kind);
+  for (const other of ["", "toString", "__proto__", "Invalid", 400, undefined, null]) {
+    assert.ok(!isErrorKind(other), String(other));
+  }
 });

@@ -35,8 +35,19 @@ export type ErrorKind =
   | "no_memory"
   | "too_many";
 
-/** Facts an edge may pass on beside the message (a retry delay, the size of a file). */
+/**
+ * Facts an edge may pass on beside the message (a retry delay, the size of a file, the field at
+ * fault): an edge reads these, never the message's words.
+ */
 export interface ErrorDetails {
+  /** The input field at fault, as a dotted path of the JSON body (OpenAI's `param`). */
+  field?: string;
+  /** What kind of thing was not found or is at fault (e.g. "model"), with `id`. */
+  resource?: string;
+  /** The id of the `resource`. */
+  id?: string;
+  /** The limit the input went over (e.g. "context": the model's context window). */
+  exceeded?: string;
   /** Seconds after which trying again may succeed. */
   retryAfterSeconds?: number;
   /** The whole size of the resource, for a range that does not fit it. */
@@ -155,4 +166,52 @@ export class NoMemory extends DomainError {
 export class TooMany extends DomainError {
   override name = "TooMany";
   readonly kind = "too_many";
+}
+
+/** A domain error class: a message and details make one. */
+export type DomainErrorClass = new (message: string, details?: ErrorDetails) => DomainError;
+
+/** The class of each kind; a channel that carries kinds rebuilds its errors with it. */
+const CLASS_OF: Readonly<Record<ErrorKind, DomainErrorClass>> = {
+  invalid: Invalid,
+  unauthenticated: Unauthenticated,
+  forbidden: Forbidden,
+  not_found: NotFound,
+  conflict: Conflict,
+  too_large: TooLarge,
+  unsupported_type: UnsupportedType,
+  unprocessable: Unprocessable,
+  range_not_satisfiable: RangeNotSatisfiable,
+  cancelled: Cancelled,
+  upstream_failed: UpstreamFailed,
+  unavailable: Unavailable,
+  upstream_timeout: UpstreamTimeout,
+  no_space: NoSpace,
+  no_memory: NoMemory,
+  too_many: TooMany,
+};
+
+/** Whether `kind` names a kind of domain error (a channel's input is checked with it). */
+export function isErrorKind(kind: unknown): kind is ErrorKind {
+  return typeof kind === "string" && Object.hasOwn(CLASS_OF, kind);
+}
+
+/**
+ * The domain error of a kind, as a process on the other side of a channel (the inference engine,
+ * a container) sent it: the kind, the message and the details make the same error again.
+ *
+ * @example
+ * ```ts
+ * import { errorOfKind, NotFound } from "./mod.ts";
+ *
+ * const error = errorOfKind("not_found", "no model 'm'", { resource: "model", id: "m" });
+ * console.assert(error instanceof NotFound && error.details.id === "m");
+ * ```
+ */
+export function errorOfKind(
+  kind: ErrorKind,
+  message: string,
+  details: ErrorDetails = {},
+): DomainError {
+  return new CLASS_OF[kind](message, details);
 }

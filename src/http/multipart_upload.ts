@@ -22,7 +22,7 @@ import busboy from "busboy";
 import { Buffer } from "node:buffer";
 import type { Readable } from "node:stream";
 import { DomainError, Invalid } from "../errors/mod.ts";
-import { byobReader } from "./byob_reader.ts";
+import { byobReader } from "../streams/mod.ts";
 
 /** The file part of a multipart body, as it arrives. */
 export interface MultipartUpload {

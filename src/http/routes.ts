@@ -11,7 +11,8 @@ import { Invalid } from "../errors/mod.ts";
 import { requireApiKey } from "./auth.ts";
 import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
 import type { StatusOverrides } from "./error_statuses.ts";
-import { readJson, requireContentType, validate } from "./input.ts";
+import { readJson, requireContentType } from "./input.ts";
+import { validate } from "../streams/mod.ts";
 import type { Pipeline, RequestContext } from "./pipeline.ts";
 import type { RepliesOf } from "./reply.ts";
 

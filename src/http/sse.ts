@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { type ErrorPayload, errorPayload } from "./errors.ts";
 
 /** How often an idle stream gets a keep-alive comment. */
 export const KEEP_ALIVE_MS = 15_000;
@@ -65,26 +66,69 @@ export function eventStream(onDisconnect: () => void): EventStream {
   };
 }
 
+/** How a stream's failure becomes its last message: the service's error shape. */
+export type StreamErrorFormat = (payload: ErrorPayload) => unknown;
+
+/** The standard error message of a stream: `{ error: { code, message } }`. */
+export const streamErrorMessage: StreamErrorFormat = ({ body }) => ({ error: body });
+
+/** How runStream ends a stream. */
+export interface RunStreamOptions {
+  /** The shape of the error message (streamErrorMessage by default). */
+  onError?: StreamErrorFormat;
+  /** What runs, for the log line of an unexpected failure. */
+  what?: string;
+  /** Text sent as it is after everything else, error or not (OpenAI's `[DONE]`). */
+  last?: string;
+}
+
 /**
- * An event stream answer that sends each event of `source` as one message (`encode` turns an
- * event into what is sent), and ends with it. A client that goes cancels `source`.
+ * Runs `run`, the producer of an open stream, as Hono's `streamSSE(c, run, onError)` does: what
+ * it throws becomes the stream's last message through errorPayload and `onError`, and the
+ * stream closes when it is done either way.
  */
-export function sseResponse<T>(
-  source: ReadableStream<T>,
-  encode: (event: T) => unknown = (event) => event,
+export function runStream(
+  stream: EventStream,
+  run: (stream: EventStream) => Promise<void>,
+  options: RunStreamOptions = {},
+): Promise<void> {
+  const { onError = streamErrorMessage, what = "event stream", last } = options;
+  return run(stream).catch((error) => {
+    stream.send(onError(errorPayload(error, what)));
+  }).finally(() => {
+    if (last !== undefined) stream.sendText(last);
+    stream.close();
+  });
+}
+
+/** An event of a source that failed, sent as the error message of the stream. */
+export interface Failed {
+  /** What went wrong (a domain error, or anything else: logged, answered 500). */
+  failed: unknown;
+}
+
+/**
+ * An event stream answer that sends each event of `source` as one message and ends with it. An
+ * event `{ failed }` and a source that errors become the standard error message (errorPayload);
+ * `what` names the work for the log line of an unexpected failure. A client that goes cancels
+ * `source`.
+ */
+export function sseResponse<T extends object>(
+  source: ReadableStream<T | Failed>,
+  what = "event stream",
 ): Response {
   const reader = source.getReader();
   const stream = eventStream(() => {
     reader.cancel().catch(() => {});
   });
-  (async () => {
+  runStream(stream, async () => {
     for (let read = await reader.read(); !read.done; read = await reader.read()) {
-      if (!stream.send(encode(read.value))) return;
+      const event = read.value;
+      const message = "failed" in event
+        ? streamErrorMessage(errorPayload(event.failed, what))
+        : event;
+      if (!stream.send(message)) return;
     }
-    stream.close();
-  })().catch((error) => {
-    console.error("event stream source failed:", error);
-    stream.close();
-  });
+  }, { what });
   return stream.response;
 }

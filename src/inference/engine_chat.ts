@@ -11,7 +11,8 @@
  *
  * @module
  */
-import { type LoadedModel, LoadRefused, type Nlc } from "./engine_models.ts";
+import { Invalid } from "../errors/mod.ts";
+import type { LoadedModel, Nlc } from "./engine_models.ts";
 import type {
   ChatJob,
   ChatResult,
@@ -119,10 +120,10 @@ function tooLong(loaded: LoadedModel, messages: EngineMessage[]): void {
   if (text.length * 3 < contextSize) return;
   const tokens = loaded.model.tokenize(text).length;
   if (tokens < contextSize) return;
-  throw new LoadRefused(
-    400,
+  throw new Invalid(
     `the prompt is ${tokens} tokens, more than ${contextWords(contextSize)}; send a shorter ` +
       "prompt, or raise the model's gguf.initContextSize",
+    { exceeded: "context" },
   );
 }
 
@@ -239,11 +240,11 @@ export async function runChat(
       /did not return a history that fits|failed to compress chat history|no tokens to evaluate/i
         .test(`${error}`)
     ) {
-      throw new LoadRefused(
-        400,
+      throw new Invalid(
         `the prompt does not fit ${contextWords(loaded.info.contextSize)} ` +
           "(with the tools' descriptions and the system message); send a shorter prompt or " +
           "fewer tools, or raise the model's gguf.initContextSize",
+        { exceeded: "context" },
       );
     }
     throw error;

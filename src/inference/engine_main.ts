@@ -11,11 +11,11 @@
  *
  * @module
  */
+import { DomainError, Invalid, NotFound } from "../errors/mod.ts";
 import { runChat } from "./engine_chat.ts";
 import {
   type LoadedModel,
   loadModel,
-  LoadRefused,
   type Nlc,
   unloadModel,
 } from "./engine_models.ts";
@@ -85,14 +85,16 @@ const models = new Map<string, LoadedModel>();
 const loading = new Map<string, Promise<LoadedModel>>();
 const running = new Map<number, AbortController>();
 
+/** Sends a failure: a domain error with its kind and details, anything else as the engine's. */
 function fail(id: number, error: unknown): void {
-  if (error instanceof LoadRefused) {
-    emit({ id, type: "error", status: error.status, message: error.message });
+  if (error instanceof DomainError) {
+    const { kind, message, details } = error;
+    emit({ id, type: "error", kind, message, details });
     return;
   }
   const message = (error as Error)?.message ?? String(error);
   console.error(`request ${id} failed:`, error);
-  emit({ id, type: "error", status: 500, message });
+  emit({ id, type: "error", message });
 }
 
 async function load(id: number, spec: LoadSpec): Promise<void> {
@@ -112,12 +114,12 @@ async function load(id: number, spec: LoadSpec): Promise<void> {
 /** The model `key` with sequence `index` free (index 0 for embeddings). */
 function held(key: string, index = 0): LoadedModel {
   const loaded = models.get(key);
-  if (!loaded) throw new LoadRefused(404, "the model is not loaded");
+  if (!loaded) throw new NotFound("the model is not loaded");
   const sequences = Math.max(1, loaded.sequences.length);
   if (!Number.isInteger(index) || index < 0 || index >= sequences) {
-    throw new LoadRefused(400, `the model has no sequence ${index}`);
+    throw new Invalid(`the model has no sequence ${index}`);
   }
-  if (loaded.jobs[index]) throw new LoadRefused(400, "the model is busy with another request");
+  if (loaded.jobs[index]) throw new Invalid("the model is busy with another request");
   return loaded;
 }
 

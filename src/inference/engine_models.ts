@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { Invalid, NoMemory } from "../errors/mod.ts";
 import type { EngineModelKind, LoadedModelInfo, LoadSpec } from "./engine_protocol.ts";
 import { hyperparameterProblem, tensorProblem } from "../store/gguf_limits.ts";
 
@@ -37,13 +38,6 @@ export interface LoadedModel {
    * and an unload waits for them.
    */
   jobs: (Promise<unknown> | undefined)[];
-}
-
-/** A load that cannot succeed for a reason the caller can act on. */
-export class LoadRefused extends Error {
-  constructor(readonly status: 400 | 404 | 507, message: string) {
-    super(message);
-  }
 }
 
 /** The context size used when the record sets none: enough for chat, small enough to fit. */
@@ -155,8 +149,7 @@ export async function loadModel(
       sequences,
     );
   } catch (error) {
-    throw new LoadRefused(
-      400,
+    throw new Invalid(
       `the model file cannot be read as GGUF: ${(error as Error).message}`,
     );
   }
@@ -165,8 +158,7 @@ export async function loadModel(
     spec.contextSize ? Infinity : (estimate.trainContext || DEFAULT_CONTEXT),
   );
   if (estimate.bytes > spec.memoryBudget) {
-    throw new LoadRefused(
-      507,
+    throw new NoMemory(
       `not enough memory to load the model: it needs about ${mib(estimate.bytes)} with a ` +
         `${contextSize}-token context${
           sequences > 1 ? ` for each of ${sequences} sequences` : ""
@@ -178,7 +170,7 @@ export async function loadModel(
     );
   }
   const problem = await fileProblem(spec.path, estimate.fileInfo);
-  if (problem) throw new LoadRefused(400, `the model file cannot be loaded: ${problem}`);
+  if (problem) throw new Invalid(`the model file cannot be loaded: ${problem}`);
   const model = await llama.loadModel({
     modelPath: spec.path,
     gpuLayers: spec.gpuLayers ?? 0,

@@ -9,9 +9,14 @@
 import { join } from "node:path";
 import { ENGINE_SOURCE, INSTALLER_SOURCE } from "../../bundles/engine_sources.ts";
 import { writeVersioned } from "../storage/versioned_files.ts";
-import { type DomainError, Invalid, NoMemory, NotFound, Unavailable } from "../errors/mod.ts";
+import { type DomainError, errorOfKind, isErrorKind, Unavailable } from "../errors/mod.ts";
 import { installFolder, isInstalled } from "./engine_install.ts";
-import { type EngineEvent, type EngineRequest, EVENT_PREFIX } from "./engine_protocol.ts";
+import {
+  type EngineError,
+  type EngineEvent,
+  type EngineRequest,
+  EVENT_PREFIX,
+} from "./engine_protocol.ts";
 
 /** Where the engine lives and what it may read. */
 export interface EngineOptions {
@@ -62,12 +67,10 @@ export function scrubbed(message: string): string {
   return line.replace(/(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?/g, "<path>");
 }
 
-/** The error an engine error event stands for. */
-function engineError(status: number, raw: string): DomainError {
-  const message = scrubbed(raw);
-  if (status === 507) return new NoMemory(message);
-  if (status === 404) return new NotFound(message);
-  if (status === 400) return new Invalid(message);
+/** The error an engine error event stands for: its kind's, or the engine's own failure. */
+function engineError(event: EngineError): DomainError {
+  const message = scrubbed(event.message);
+  if (isErrorKind(event.kind)) return errorOfKind(event.kind, message, event.details);
   return new Unavailable(`the inference engine failed: ${message}`);
 }
 
@@ -231,7 +234,7 @@ export class EngineProcess {
     if (!pending) return;
     if (event.type === "error") {
       this.#pending.delete(event.id);
-      pending.reject(engineError(event.status, event.message));
+      pending.reject(engineError(event));
     } else if (
       event.type === "loaded" || event.type === "chat-done" || event.type === "embed-done" ||
       event.type === "unloaded"

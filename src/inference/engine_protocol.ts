@@ -5,10 +5,12 @@
  * (and logged) rather than read as a message.
  *
  * This module holds types and constants only: the engine process imports it without an import
- * map (src/inference/engine_main.ts).
+ * map (src/inference/engine_main.ts). A failure travels as its kind of domain error (src/errors),
+ * never as an HTTP status: the node makes the same error again with `errorOfKind`.
  *
  * @module
  */
+import type { ErrorDetails, ErrorKind } from "../errors/mod.ts";
 
 /** Starts every event line the engine writes. */
 export const EVENT_PREFIX = "\u001eedgenode-engine ";
@@ -125,8 +127,16 @@ export type EngineRequest =
     | { op: "cancel"; target: number }
   );
 
-/** Statuses an engine error maps to (the node answers with them). */
-export type EngineErrorStatus = 400 | 404 | 500 | 507;
+/**
+ * A failure of a request: a domain error's kind, message and details, or, without a kind, the
+ * engine's own failure (a native error, a bug), which the node reports as the engine's.
+ */
+export interface EngineError {
+  type: "error";
+  kind?: ErrorKind;
+  message: string;
+  details?: ErrorDetails;
+}
 
 /** An event from the engine; `id` 0 is about the engine itself. */
 export type EngineEvent =
@@ -139,5 +149,5 @@ export type EngineEvent =
     | { type: "chat-done"; result: ChatResult }
     | { type: "embed-done"; result: EmbedResult }
     | { type: "unloaded" }
-    | { type: "error"; status: EngineErrorStatus; message: string }
+    | EngineError
   );

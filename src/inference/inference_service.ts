@@ -319,7 +319,10 @@ export class InferenceService {
       model = this.#registry.get(id);
     } catch (error) {
       if (error instanceof NotFound) {
-        throw new NotFound(`model '${id}' not found in the model registry (GET /models lists it)`);
+        throw new NotFound(
+          `model '${id}' not found in the model registry (GET /models lists it)`,
+          { resource: "model", id },
+        );
       }
       throw error;
     }

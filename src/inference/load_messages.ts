@@ -1,27 +1,20 @@
 /**
- * The messages of a model load as the reference streams them (`PUT /models {action: "load"}` of
- * the registry, and `POST /models` of the older OpenAI-path API): `{ progress: "<|loading_model|>
- * N%<br />" }` at each whole percent, then `{ id, object: "model", kind, loaded: true }`, or a
- * last `{ error: { code, message } }`.
+ * A model load as the reference streams it (`PUT /models {action: "load"}` of the registry, and
+ * `POST /models` of the older OpenAI-path API): `{ progress: "<|loading_model|> N%<br />" }` at
+ * each whole percent, then `{ id, object: "model", kind, loaded: true }`, or a last failure that
+ * the edge shapes as `{ error: { code, message } }` (src/http/sse.ts).
  *
  * @module
  */
-import { DomainError } from "../errors/mod.ts";
-import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
+import type { LoadEvent, ModelLoading } from "../store/model_loading.ts";
 import type { InferenceService } from "./inference_service.ts";
 
-/** A message of a load's stream. */
-export type LoadMessage =
-  | { progress: string }
-  | { id: string; object: "model"; kind: string; loaded: true }
-  | { error: { code: number; message: string } };
-
 /** Loads `id` (already checked) and streams its progress; a client that goes does not stop it. */
-export function loadMessages(service: InferenceService, id: string): ReadableStream<LoadMessage> {
-  return new ReadableStream<LoadMessage>({
+export function loadMessages(service: InferenceService, id: string): ReadableStream<LoadEvent> {
+  return new ReadableStream<LoadEvent>({
     start(controller) {
       let percent = -1;
-      const send = (message: LoadMessage) => {
+      const send = (message: LoadEvent) => {
         try {
           controller.enqueue(message);
         } catch { /* the client went; the load goes on */ }
@@ -33,11 +26,7 @@ export function loadMessages(service: InferenceService, id: string): ReadableStr
         send({ progress: `<|loading_model|> ${now}%<br />` });
       }).then(
         (slot) => send({ id, object: "model", kind: slot.kind, loaded: true }),
-        (error) => {
-          if (!(error instanceof DomainError)) console.error(`loading ${id} failed:`, error);
-          const code = error instanceof DomainError ? HTTP_STATUS_OF[error.kind] : 500;
-          send({ error: { code, message: (error as Error).message } });
-        },
+        (error) => send({ failed: error }),
       ).finally(() => {
         try {
           controller.close();
@@ -45,4 +34,19 @@ export function loadMessages(service: InferenceService, id: string): ReadableStr
       });
     },
   });
+}
+
+/** The registry's `PUT /models` load and unload actions, served by `service`. */
+export function modelLoading(service: InferenceService): ModelLoading {
+  return {
+    load(id) {
+      service.check(id);
+      return loadMessages(service, id);
+    },
+    async unload(id) {
+      const model = service.check(id);
+      await service.unload(id);
+      return { id, object: "model", kind: model.kind, loaded: false };
+    },
+  };
 }

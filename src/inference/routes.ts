@@ -4,15 +4,13 @@
  * @module
  */
 import { inferenceRoutes } from "../../gen/inference/routes.ts";
-import { DomainError } from "../errors/mod.ts";
-import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
-import { type ErrorFormat, jsonResponse } from "../http/errors.ts";
+import type { ErrorDetails } from "../errors/mod.ts";
+import { type ErrorFormat, type ErrorPayload, jsonResponse } from "../http/errors.ts";
 import { json, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
-import type { ModelLoading } from "../store/routes.ts";
-import { eventStream, sseResponse } from "../http/sse.ts";
+import { eventStream, runStream, sseResponse } from "../http/sse.ts";
 import type { InferenceService } from "./inference_service.ts";
-import { loadMessages } from "./load_messages.ts";
+import { modelLoading } from "./load_messages.ts";
 import {
   chatCompletion,
   chatJob,
@@ -31,50 +29,33 @@ function errorType(status: number): string {
   return status < 500 ? "invalid_request_error" : "server_error";
 }
 
-/** Errors in OpenAI's shape: `{ error: { message, type, param, code } }`. */
-export const openAiError: ErrorFormat = (status, message, headers) =>
-  jsonResponse(
-    {
-      error: {
-        message,
-        type: errorType(status),
-        // The field a validation message names ("field 'top_p' must be ..."), as OpenAI says.
-        param: /field '([^']+)'/.exec(message)?.[1] ?? null,
-        code: status === 404 && message.includes("not found in the model registry")
-          ? "model_not_found"
-          : status === 400 && /the model's context of \d+ tokens/.test(message)
-          ? "context_length_exceeded"
-          : null,
-      },
-    },
-    status,
-    headers,
-  );
-
-/** An error inside a stream that has started, in OpenAI's shape. */
-export function streamError(error: unknown): unknown {
-  if (error instanceof DomainError) {
-    const status = HTTP_STATUS_OF[error.kind];
-    return { error: { message: error.message, type: errorType(status), param: null, code: null } };
-  }
-  console.error("inference failed:", error);
-  const message = `the completion failed: ${(error as Error)?.message ?? error}`;
-  return { error: { message, type: "server_error", param: null, code: null } };
+/** OpenAI's error `code` for an error's details: what was not found, what limit it went over. */
+function errorCode(status: number, details: ErrorDetails): string | null {
+  if (status === 404 && details.resource === "model") return "model_not_found";
+  if (details.exceeded === "context") return "context_length_exceeded";
+  return null;
 }
 
-/** The registry's `PUT /models` load and unload actions (src/store/routes.ts). */
-export function modelLoading(service: InferenceService): ModelLoading {
+/** An error in OpenAI's shape, `{ error: { message, type, param, code } }`, from its facts. */
+export function openAiErrorBody(status: number, message: string, details: ErrorDetails = {}) {
   return {
-    load(id) {
-      service.check(id);
-      return sseResponse(loadMessages(service, id));
-    },
-    async unload(id) {
-      const model = service.check(id);
-      await service.unload(id);
-      return { id, object: "model", kind: model.kind, loaded: false };
+    error: {
+      message,
+      type: errorType(status),
+      // The body field at fault, as OpenAI names it.
+      param: details.field ?? null,
+      code: errorCode(status, details),
     },
   };
+}
+
+/** Errors in OpenAI's shape: `{ error: { message, type, param, code } }`. */
+export const openAiError: ErrorFormat = (status, message, headers, details) =>
+  jsonResponse(openAiErrorBody(status, message, details), status, headers);
+
+/** An error inside a stream that has started, in OpenAI's shape. */
+export function openAiStreamError({ status, body, details }: ErrorPayload): unknown {
+  return openAiErrorBody(status, body.message, details);
 }
 
 /** A fresh completion id, as OpenAI and the reference write them. */
@@ -95,7 +76,8 @@ export function inferenceHandlers(service: InferenceService): Handlers<typeof in
       const model = service.check(params.id);
       return json(200, modelEntry(model, service.loaded(params.id)));
     },
-    loadModel: ({ body }) => raw(loading.load(body.model), [200]),
+    loadModel: ({ body }) =>
+      raw(sseResponse(loading.load(body.model), `loading model '${body.model}'`), [200]),
     unloadModel: async ({ query }) => json(200, await loading.unload(query.modelId)),
     createChatCompletion: async ({ body, request }) => {
       const job = chatJob(body);
@@ -127,12 +109,10 @@ export function inferenceHandlers(service: InferenceService): Handlers<typeof in
       await Promise.race([started.promise, chat]).finally(() =>
         request.signal.removeEventListener("abort", leave)
       );
-      chat.then(({ result }) => stream.send(chunks.end(result)), (error) => {
-        stream.send(streamError(error));
-      }).finally(() => {
-        stream.sendText("[DONE]");
-        stream.close();
-      });
+      runStream(stream, async () => {
+        const { result } = await chat;
+        stream.send(chunks.end(result));
+      }, { onError: openAiStreamError, what: "chat completion", last: "[DONE]" });
       return raw(stream.response, [200]);
     },
     createEmbeddings: async ({ body, request }) => {

@@ -9,7 +9,7 @@
 import { JSONRPCErrorException, type JSONRPCRequest, JSONRPCServer } from "json-rpc-2.0";
 import * as v from "valibot";
 import { json } from "../http/reply.ts";
-import { readText } from "../http/input.ts";
+import { readText } from "../streams/mod.ts";
 import {
   isAnswer,
   PARSE_ERROR,

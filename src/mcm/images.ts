@@ -6,7 +6,7 @@
  */
 import type { Image } from "../../gen/mcm/validators.ts";
 import { Conflict, Invalid, NotFound, TooLarge } from "../errors/mod.ts";
-import type { UploadBody } from "../http/upload_body.ts";
+import type { UploadBody } from "../streams/mod.ts";
 import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./bundle_files.ts";
 import type { Caller } from "./caller.ts";

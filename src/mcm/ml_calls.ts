@@ -20,7 +20,7 @@ import {
 } from "../../gen/inference/validators.ts";
 import { DomainError, NotFound } from "../errors/mod.ts";
 import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
-import { validate } from "../http/input.ts";
+import { validate } from "../streams/mod.ts";
 import { containerCaller } from "../inference/caller_usage.ts";
 import type { InferenceCaller, InferenceService } from "../inference/inference_service.ts";
 import { chatCompletion, chatJob, chunkMaker } from "../inference/openai_format.ts";

@@ -11,7 +11,7 @@ import { insightService } from "../insight/service.ts";
 import { jsonRpcService } from "../jsonrpc/service.ts";
 import { mcmService } from "../mcm/service.ts";
 import { mdsService } from "../mds/service.ts";
-import { modelLoading } from "../inference/routes.ts";
+import { modelLoading } from "../inference/load_messages.ts";
 import { storeService } from "../store/service.ts";
 import type { NodeDependencies } from "./dependencies.ts";
 

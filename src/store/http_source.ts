@@ -7,7 +7,7 @@
  */
 import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
 import { DomainError, UpstreamFailed, UpstreamTimeout } from "../errors/mod.ts";
-import { byobReader } from "../http/byob_reader.ts";
+import { byobReader } from "../streams/mod.ts";
 
 /** The room offered to each read of a byte stream body. */
 const READ_BYTES = 256 << 10;

@@ -9,7 +9,7 @@
 import { abortable } from "../async/abortable.ts";
 import { createHash } from "node:crypto";
 import { type FileSink, FileSinks } from "../storage/file_sinks.ts";
-import { byobReader } from "../http/byob_reader.ts";
+import { byobReader } from "../streams/mod.ts";
 import { statfs } from "node:fs/promises";
 import { join, resolve, sep as SEP } from "node:path";
 import { Invalid, NoSpace, TooLarge } from "../errors/mod.ts";

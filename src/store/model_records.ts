@@ -126,7 +126,8 @@ export function toModel(record: ModelRecord): Model {
 }
 
 /** The 404 for an id without a record. */
-export const notFound = (id: string): NotFound => new NotFound(`model '${id}' does not exist`);
+export const notFound = (id: string): NotFound =>
+  new NotFound(`model '${id}' does not exist`, { resource: "model", id });
 
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 

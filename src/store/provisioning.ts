@@ -7,7 +7,7 @@
  */
 import type { DownloadModelRequest, Kind, Model } from "../../gen/store/validators.ts";
 import { Conflict, DomainError, Invalid, Unavailable } from "../errors/mod.ts";
-import type { UploadBody } from "../http/upload_body.ts";
+import type { UploadBody } from "../streams/mod.ts";
 import { downloadFile } from "./download_file.ts";
 import { checkDownloadRequest, verifyWritten, type WrittenFiles } from "./file_checks.ts";
 import { describeModelFile, type ModelFileFacts } from "./gguf_metadata.ts";

@@ -4,33 +4,19 @@
  * @module
  */
 import { storeRoutes } from "../../gen/store/routes.ts";
-import { DomainError, Invalid, NotFound, Unavailable } from "../errors/mod.ts";
-import { HTTP_STATUS_OF } from "../http/error_statuses.ts";
+import { Invalid, NotFound, Unavailable } from "../errors/mod.ts";
 import { fileResponse } from "../http/file_response.ts";
 import { JsonCache } from "../http/json_cache.ts";
 import { fileReply, headReply, json, jsonText, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
 import { sseResponse } from "../http/sse.ts";
 import { uploadBody } from "../http/upload_body.ts";
-import { type DownloadEvent, Downloads } from "./downloads.ts";
+import { Downloads } from "./downloads.ts";
+import type { ModelLoading } from "./model_loading.ts";
 import type { Provisioning } from "./provisioning.ts";
 import type { ModelRegistry } from "./registry.ts";
 
 export { storeRoutes };
-
-/**
- * A download event as spec/store.yaml sends it: a failure becomes `{ error: { code, message } }`
- * with the status the failure would have as an answer.
- */
-function downloadMessage(event: DownloadEvent): unknown {
-  if (!("failed" in event)) return event;
-  const error = event.failed;
-  if (error instanceof DomainError) {
-    return { error: { code: HTTP_STATUS_OF[error.kind], message: error.message } };
-  }
-  console.error("download failed:", error);
-  return { error: { code: 500, message: `the download failed: ${(error as Error)?.message}` } };
-}
 
 /** Whether a read asks for a file rather than the record; `file` alone is a mistake. */
 function wantsMedia(query: { alt?: "media"; file?: string }): boolean {
@@ -38,17 +24,6 @@ function wantsMedia(query: { alt?: "media"; file?: string }): boolean {
     throw new Invalid("query parameter 'file' needs 'alt=media'");
   }
   return query.alt === "media";
-}
-
-/**
- * What `PUT /models` with `action` load or unload needs of the inference engine
- * (src/inference/routes.ts provides it).
- */
-export interface ModelLoading {
-  /** The load's progress stream (the model checked first: errors are thrown). */
-  load(id: string): Response;
-  /** Unloads, answering the unloaded state. */
-  unload(id: string): Promise<{ id: string; object: "model"; kind: string; loaded: false }>;
 }
 
 /** The handlers of every registry operation. */
@@ -97,7 +72,10 @@ export function storeHandlers(
       if (body.gguf || body.onnx) {
         throw new Invalid(`action '${body.action}' takes only 'id'; send gguf with 'update'`);
       }
-      if (body.action === "load") return raw(engine("load").load(body.id), [200]);
+      if (body.action === "load") {
+        const events = engine("load").load(body.id);
+        return raw(sseResponse(events, `loading model '${body.id}'`), [200]);
+      }
       return json(200, await engine("unload").unload(body.id));
     },
     getModel: ({ params, query, request }) =>
@@ -122,7 +100,8 @@ export function storeHandlers(
       const body = await uploadBody(request, "file", { lentChunks: true });
       return json(200, await provisioning.upload(params.id, body, query));
     },
+    // A failure is the stream's last message: `{ error: { code, message } }` (spec/store.yaml).
     downloadModel: ({ params, body }) =>
-      raw(sseResponse(downloads.start(params.id, body), downloadMessage), [200]),
+      raw(sseResponse(downloads.start(params.id, body), `download of '${params.id}'`), [200]),
   };
 }

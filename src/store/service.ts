@@ -8,7 +8,8 @@ import { mountRoutes } from "../http/routes.ts";
 import type { Service } from "../http/service.ts";
 import type { Provisioning } from "./provisioning.ts";
 import type { ModelRegistry } from "./registry.ts";
-import { type ModelLoading, storeHandlers, storeRoutes } from "./routes.ts";
+import type { ModelLoading } from "./model_loading.ts";
+import { storeHandlers, storeRoutes } from "./routes.ts";
 
 /** What the registry's routes answer from. */
 export interface StoreDependencies {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { brotliCompressSync } from "node:zlib";
-import { readText } from "./input.ts";
+import { readText } from "./read_text.ts";
 
 Deno.test("readText: a compressed answer is counted inflated, and refused past the limit", async () => {
   const bomb = brotliCompressSync(new Uint8Array(8 << 20)); // 8 MiB of zeros, a few hundred bytes
