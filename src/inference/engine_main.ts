@@ -13,12 +13,7 @@
  */
 import { DomainError, Invalid, NotFound } from "../errors/mod.ts";
 import { runChat } from "./engine_chat.ts";
-import {
-  type LoadedModel,
-  loadModel,
-  type Nlc,
-  unloadModel,
-} from "./engine_models.ts";
+import { type LoadedModel, loadModel, type Nlc, unloadModel } from "./engine_models.ts";
 import {
   type EngineEvent,
   type EngineRequest,
