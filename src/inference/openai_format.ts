@@ -1,11 +1,12 @@
 /**
  * OpenAI's request and answer shapes around the engine's jobs: a checked chat request becomes a
- * ChatJob, a ChatResult becomes a `chat.completion` or the chunks of a stream. Shared by the
- * HTTP routes and microservices' `context.ml`. No HTTP here.
+ * ChatJob, a ChatResult becomes a `chat.completion` or the chunks of a stream, an error's status
+ * and details become OpenAI's error. Shared by the HTTP routes and microservices' `context.ml`.
+ * No HTTP here: the edge passes the status.
  *
  * @module
  */
-import { Invalid } from "../errors/mod.ts";
+import { type ErrorDetails, Invalid } from "../errors/mod.ts";
 import type {
   ChatCompletionRequest,
   ChatMessage,
@@ -263,4 +264,32 @@ function encodeBase64(bytes: Uint8Array): string {
     binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   }
   return btoa(binary);
+}
+
+/** OpenAI's error `type` for a status. */
+function errorType(status: number): string {
+  if (status === 401 || status === 403) return "authentication_error";
+  if (status === 429) return "rate_limit_error";
+  if (status === 507) return "insufficient_memory";
+  return status < 500 ? "invalid_request_error" : "server_error";
+}
+
+/** OpenAI's error `code` for an error's details: what was not found, what limit it went over. */
+function errorCode(status: number, details: ErrorDetails): string | null {
+  if (status === 404 && details.resource === "model") return "model_not_found";
+  if (details.exceeded === "context") return "context_length_exceeded";
+  return null;
+}
+
+/** An error in OpenAI's shape, `{ error: { message, type, param, code } }`, from its facts. */
+export function openAiErrorBody(status: number, message: string, details: ErrorDetails = {}) {
+  return {
+    error: {
+      message,
+      type: errorType(status),
+      // The body field at fault, as OpenAI names it.
+      param: details.field ?? null,
+      code: errorCode(status, details),
+    },
+  };
 }

@@ -4,7 +4,6 @@
  * @module
  */
 import { inferenceRoutes } from "../../gen/inference/routes.ts";
-import type { ErrorDetails } from "../errors/mod.ts";
 import { type ErrorFormat, type ErrorPayload, jsonResponse } from "../http/errors.ts";
 import { json, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
@@ -17,37 +16,10 @@ import {
   chunkMaker,
   embeddingsAnswer,
   modelEntry,
+  openAiErrorBody,
 } from "./openai_format.ts";
 
 export { inferenceRoutes };
-
-/** OpenAI's error `type` for a status. */
-function errorType(status: number): string {
-  if (status === 401 || status === 403) return "authentication_error";
-  if (status === 429) return "rate_limit_error";
-  if (status === 507) return "insufficient_memory";
-  return status < 500 ? "invalid_request_error" : "server_error";
-}
-
-/** OpenAI's error `code` for an error's details: what was not found, what limit it went over. */
-function errorCode(status: number, details: ErrorDetails): string | null {
-  if (status === 404 && details.resource === "model") return "model_not_found";
-  if (details.exceeded === "context") return "context_length_exceeded";
-  return null;
-}
-
-/** An error in OpenAI's shape, `{ error: { message, type, param, code } }`, from its facts. */
-export function openAiErrorBody(status: number, message: string, details: ErrorDetails = {}) {
-  return {
-    error: {
-      message,
-      type: errorType(status),
-      // The body field at fault, as OpenAI names it.
-      param: details.field ?? null,
-      code: errorCode(status, details),
-    },
-  };
-}
 
 /** Errors in OpenAI's shape: `{ error: { message, type, param, code } }`. */
 export const openAiError: ErrorFormat = (status, message, headers, details) =>
