@@ -2,14 +2,17 @@
  * The errors of the domain: what went wrong, in words of the model store, the mesh and the
  * runtime, never in HTTP statuses. The edges map them: `src/http/error_statuses.ts` to HTTP
  * statuses, `src/jsonrpc/error_codes.ts` to JSON-RPC codes. A message always says what the caller
- * can do about it, because it reaches the caller as it is.
+ * can do about it, because it reaches the caller as it is; what an edge needs beyond the message
+ * (the field at fault, what was not found) travels as details, never read from the words. A
+ * process on the other side of a channel (the inference engine, a container) sends the kind, the
+ * message and the details, and `errorOfKind` makes the same error again.
  *
  * @example
  * ```ts
  * import { NotFound } from "./mod.ts";
  *
  * function find(id: string): never {
- *   throw new NotFound(`no model '${id}'; GET /models lists them`);
+ *   throw new NotFound(`no model '${id}'; GET /models lists them`, { resource: "model", id });
  * }
  * ```
  *

@@ -123,6 +123,7 @@ export class ModelRegistry {
         role === "mmproj"
           ? `model '${id}' has no projector file (only a vlm has one)`
           : `model '${id}' has no file yet: upload or download it first`,
+        { resource: role === "mmproj" ? "projector file" : "model file", id },
       );
     }
     return {

@@ -48,7 +48,7 @@ export function storeHandlers(
       return await fileResponse(request, registry.mediaFile(id, file));
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) {
-        throw new NotFound(`the file of model '${id}' is missing`);
+        throw new NotFound(`the file of model '${id}' is missing`, { resource: "model file", id });
       }
       throw error;
     }
