@@ -132,9 +132,13 @@ export type EngineRequest =
  * engine's own failure (a native error, a bug), which the node reports as the engine's.
  */
 export interface EngineError {
+  /** Always "error". */
   type: "error";
+  /** The kind of domain error; absent: the engine itself failed. */
   kind?: ErrorKind;
+  /** The message as thrown (the node scrubs host paths from it). */
   message: string;
+  /** The domain error's details (the limit exceeded, what was not found). */
   details?: ErrorDetails;
 }
 

@@ -17,9 +17,13 @@ export type LoadEvent =
 
 /** A model's state after an unload. */
 export interface Unloaded {
+  /** The model's id. */
   id: string;
+  /** Always "model". */
   object: "model";
+  /** The model's kind (llm, vlm, embed). */
   kind: string;
+  /** Always false: the engine holds it no more. */
   loaded: false;
 }
 
