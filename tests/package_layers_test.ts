@@ -83,7 +83,7 @@ const ALLOWED: Record<Package, readonly Package[]> = {
     "mds",
     "program",
   ],
-  jsonrpc: ["errors", "http", "identity"],
+  jsonrpc: ["errors", "streams", "http", "identity"],
   dashboard: ["errors", "http", "identity", "store", "inference", "mcm"],
   // A client library: nothing of the node's services, only what the wire format needs.
   sdk: ["crypto"],

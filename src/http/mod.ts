@@ -1,13 +1,13 @@
 /**
  * The HTTP edge of node and hub: the request pipeline, route mounting from the generated tables,
- * typed answers, the one table from domain errors to statuses and the error shapes, auth, input
- * validation, file responses with ranges, upload bodies, the JSON cache, event streams and CORS.
- * Domain packages import it only where they answer HTTP.
+ * typed answers, the one table from domain errors to statuses, errorPayload and the error shapes,
+ * auth, request bodies (JSON, uploads), file responses with ranges, the JSON cache, event streams
+ * (whose failures end them through errorPayload) and CORS. Domain packages import it only where
+ * they answer HTTP; validation and byte helpers are src/streams'.
  *
  * @module
  */
 export * from "./auth.ts";
-export * from "./byob_reader.ts";
 export * from "./cors.ts";
 export * from "./error_statuses.ts";
 export * from "./errors.ts";

@@ -6,6 +6,7 @@
  */
 export * from "./caller_usage.ts";
 export * from "./inference_service.ts";
+export * from "./load_messages.ts";
 export * from "./openai_format.ts";
 export * from "./routes.ts";
 export * from "./service.ts";

@@ -6,6 +6,7 @@
  * @module
  */
 export * from "./model_files.ts";
+export * from "./model_loading.ts";
 export * from "./model_records.ts";
 export * from "./provisioning.ts";
 export * from "./registry.ts";
