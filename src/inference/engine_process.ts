@@ -68,7 +68,7 @@ export function scrubbed(message: string): string {
 }
 
 /** The error an engine error event stands for: its kind's, or the engine's own failure. */
-function engineError(event: EngineError): DomainError {
+export function engineError(event: EngineError): DomainError {
   const message = scrubbed(event.message);
   if (isErrorKind(event.kind)) return errorOfKind(event.kind, message, event.details);
   return new Unavailable(`the inference engine failed: ${message}`);
