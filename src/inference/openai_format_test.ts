@@ -28,6 +28,11 @@ function request(body: Record<string, unknown>): ChatCompletionRequest {
   });
 }
 
+/** Asserts that `fn` throws Invalid with a message matching `message`. */
+function throwsInvalid(fn: () => unknown, message: RegExp): void {
+  assert.throws(fn, (error) => error instanceof Invalid && message.test(error.message));
+}
+
 const RESULT: ChatResult = {
   text: "hello",
   finishReason: "stop",
@@ -83,11 +88,7 @@ Deno.test("engineMessages: what the schema cannot refuse is Invalid, naming the 
     [[{ role: "tool", content: "1" }], /needs the tool_call_id of a tool call/],
   ];
   for (const [messages, message] of cases) {
-    assert.throws(() => engineMessages(request({ messages }).messages), (error) => {
-      assert.ok(error instanceof Invalid);
-      assert.match(error.message, message);
-      return true;
-    });
+    throwsInvalid(() => engineMessages(request({ messages }).messages), message);
   }
 });
 
@@ -147,11 +148,7 @@ Deno.test("chatJob: a tool choice the tools cannot meet and a schema-less json_s
     ],
   ];
   for (const [body, message] of cases) {
-    assert.throws(() => chatJob(request(body)), (error) => {
-      assert.ok(error instanceof Invalid);
-      assert.match(error.message, message);
-      return true;
-    });
+    throwsInvalid(() => chatJob(request(body)), message);
   }
 });
 
