@@ -11,7 +11,7 @@
  */
 import { EXECUTABLE_FLAGS } from "./program/executable_flags.ts";
 import { runAsExecutable } from "./program/self_program.ts";
-import { runContainerProcess } from "./program/container_workers.ts";
+import { runContainerProcess } from "./mcm/sandbox/host/container_workers.ts";
 import { acceptRole, inWorker } from "./program/worker_roles.ts";
 
 async function main(args: string[]): Promise<number> {

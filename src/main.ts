@@ -26,7 +26,7 @@ import {
 } from "./cli/mod.ts";
 import { launchHub, runHub } from "./hub/hub_launcher.ts";
 import { launch, runNode } from "./node/launcher.ts";
-import { runContainerProcess } from "./program/container_workers.ts";
+import { runContainerProcess } from "./mcm/sandbox/host/container_workers.ts";
 
 /** The program's version, from deno.json. */
 export const VERSION: string = meta.version;

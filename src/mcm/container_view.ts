@@ -7,7 +7,7 @@
  */
 import type { Container } from "../../gen/mcm/validators.ts";
 import type { CallerUsage } from "../inference/caller_usage.ts";
-import type { ContainerRuntime } from "./container_runtime.ts";
+import type { ContainerRuntime } from "./runtime/container_runtime.ts";
 import type { ContainerRecord } from "./mcm_records.ts";
 
 /** What a container's record shows of shared processes and its use of its process. */

@@ -9,23 +9,23 @@ import type { Container, ContainerCall, StartContainerRequest } from "../../gen/
 import { Conflict, NotFound, Unprocessable } from "../errors/mod.ts";
 import type { CallerUsage } from "../inference/caller_usage.ts";
 import { KeyedLock } from "../storage/keyed_lock.ts";
-import type { BundleFiles } from "./bundle_files.ts";
+import type { BundleFiles } from "./images/bundle_files.ts";
 import type { Caller } from "./caller.ts";
-import { LoadError } from "./container_channel.ts";
-import { limitsOf } from "./container_env.ts";
+import { LoadError } from "./runtime/container_channel.ts";
+import { limitsOf } from "./runtime/container_env.ts";
 import { containerView } from "./container_view.ts";
-import { processProfile } from "./container_process.ts";
-import { ContainerRuntime, type LogLine } from "./container_runtime.ts";
-import type { Images } from "./images.ts";
+import { processProfile } from "./runtime/container_process.ts";
+import { ContainerRuntime, type LogLine } from "./runtime/container_runtime.ts";
+import type { Images } from "./images/images.ts";
 import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
 import { plannedContainer } from "./planned_container.ts";
-import type { NetworkClass } from "./sandbox/network_policy.ts";
-import { SparePool } from "./spare_pool.ts";
+import type { NetworkClass } from "./sandbox/channel_protocol.ts";
+import { SparePool } from "./runtime/spare_pool.ts";
 import {
   type ContainerPlacement,
   ProcessPerClient,
   ProcessPerContainer,
-} from "./container_placement.ts";
+} from "./runtime/container_placement.ts";
 
 /**
  * The node's mcm settings: spec/config.yaml's McmConfig with every default applied (only

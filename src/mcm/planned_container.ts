@@ -8,8 +8,8 @@
 import type { StartContainerRequest } from "../../gen/mcm/validators.ts";
 import { Conflict } from "../errors/mod.ts";
 import type { Caller } from "./caller.ts";
-import { checkedBasePath } from "./container_env.ts";
-import type { Images } from "./images.ts";
+import { checkedBasePath } from "./runtime/container_env.ts";
+import type { Images } from "./images/images.ts";
 import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

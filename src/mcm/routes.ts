@@ -12,7 +12,7 @@ import type { Handlers } from "../http/routes.ts";
 import type { Identity } from "../identity/identity.ts";
 import { authorizeCaller, type Caller } from "./caller.ts";
 import type { Deployments } from "./deployments.ts";
-import type { Images } from "./images.ts";
+import type { Images } from "./images/images.ts";
 
 export { mcmRoutes };
 

@@ -9,7 +9,7 @@ import { mountRoutes } from "../http/routes.ts";
 import type { Service } from "../http/service.ts";
 import type { Identity } from "../identity/identity.ts";
 import type { Deployments } from "./deployments.ts";
-import type { Images } from "./images.ts";
+import type { Images } from "./images/images.ts";
 import { mcmAuthorizer, mcmHandlers, mcmRoutes } from "./routes.ts";
 
 /** What deployment works with. */

@@ -1,11 +1,11 @@
 /**
  * The log budget of a container: 100 lines or 64 KiB a second. Applied where a microservice's
  * lines are made (the sandbox, so that a flood never queues on the channel) and again where the
- * node keeps them (which also hears the process's stderr).
+ * node keeps them (which also hears the process's stderr). Both sides import it: it imports
+ * nothing, and takes its clock (the sandbox's is the one its code cannot replace).
  *
  * @module
  */
-import { DateNow } from "./intrinsics.ts";
 
 /** Lines a container may log in a second. */
 export const LINES_PER_SECOND = 100;
@@ -18,13 +18,19 @@ export class LogRate {
   #lines = 0;
   #bytes = 0;
   #dropped = 0;
+  readonly #now: () => number;
+
+  /** `now`: the clock, milliseconds (the sandbox passes its own: worker/intrinsics.ts). */
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
 
   /**
    * Whether a line of `size` characters fits. `onDropped` hears, once a new second begins, how
    * many lines the last ones dropped.
    */
   admit(size: number, onDropped: (count: number) => void): boolean {
-    const now = DateNow();
+    const now = this.#now();
     if (now - this.#windowStart >= 1000) {
       this.#windowStart = now;
       this.#lines = 0;

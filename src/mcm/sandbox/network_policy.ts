@@ -16,9 +16,7 @@
  * @module
  */
 import ipaddr from "ipaddr.js";
-
-/** The classes of spec/config.yaml's McmConfig.outboundNetworks. */
-export type NetworkClass = "public" | "private" | "loopback" | "link-local" | "node";
+import type { NetworkClass } from "./channel_protocol.ts";
 
 /** The default of mcm.outboundNetworks. */
 export const DEFAULT_NETWORKS: readonly NetworkClass[] = ["public", "private"];

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { deniedRanges, type NetworkClass, NetworkPolicy } from "./network_policy.ts";
+import type { NetworkClass } from "./channel_protocol.ts";
+import { deniedRanges, NetworkPolicy } from "./network_policy.ts";
 
 Deno.test("NetworkPolicy.classify: the class of an address, the node's own first", () => {
   const policy = new NetworkPolicy(["public"], ["192.168.1.20", "127.0.0.1", "fe80::1"]);

@@ -1,0 +1,28 @@
+/**
+ * The sandboxed worker's module (bundled into bundles/sandbox_sources.ts as sandbox_worker.js).
+ * Started by the host's main thread (`deno run`), it talks to its parent; started by the single
+ * executable under the name LINKED_SANDBOX, its first message is a port to the host, a sibling
+ * worker (host/container_workers.ts); started in a client's process under the name
+ * GROUP_SANDBOX, its first message is a port to the host and a port for its channel's bytes
+ * (host/tenant_host.ts).
+ *
+ * @module
+ */
+import type { BytePort } from "./host_globals.ts";
+import { GROUP_SANDBOX, LINKED_SANDBOX } from "../host_protocol.ts";
+import { type HostLink, serveSandbox } from "./sandbox_worker.ts";
+
+const scope = self as unknown as HostLink & { name: string };
+if (scope.name === GROUP_SANDBOX) {
+  scope.onmessage = (event: MessageEvent<{ host: MessagePort; pipe: MessagePort }>) => {
+    scope.onmessage = null;
+    serveSandbox(event.data.host, event.data.pipe as unknown as BytePort);
+  };
+} else if (scope.name === LINKED_SANDBOX) {
+  scope.onmessage = (event: MessageEvent<{ host: MessagePort }>) => {
+    scope.onmessage = null;
+    serveSandbox(event.data.host);
+  };
+} else {
+  serveSandbox();
+}

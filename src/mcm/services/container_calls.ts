@@ -1,0 +1,114 @@
+/**
+ * A microservice's calls to its node (spec/mcm.yaml, ContainerCall): answered a bounded number
+ * at once, a refusal with its HTTP-like status, any other failure as the node's (500). A call
+ * whose work takes a while (a chat completion) is answered with a StreamingAnswer: it may send
+ * events (ContainerEvent) before its value, and it stops when the container cancels the call
+ * (ContainerCancel) or its channel ends.
+ *
+ * @module
+ */
+import type { ContainerCall } from "../../../gen/mcm/validators.ts";
+import { MAX_FRAME_BYTES } from "../../tunnel/pipe_frames.ts";
+
+/** Calls a container may have waiting at once; more are refused (429). */
+const MAX_CALLS = 16;
+
+/** Whether `text` fits one frame of the channel (a larger one would break it). */
+function fits(text: string): boolean {
+  // UTF-8 takes at most 3 bytes a UTF-16 unit: most texts need no counting.
+  return text.length * 3 <= MAX_FRAME_BYTES ||
+    new TextEncoder().encode(text).length <= MAX_FRAME_BYTES;
+}
+
+/** A refused call to the node, with its HTTP-like status. */
+export class CallRefused extends Error {
+  constructor(message: string, readonly status: number) {
+    super(message);
+  }
+}
+
+/**
+ * The answer of a call that takes a while: `run` sends events with `emit` as they come and
+ * resolves with the call's value (or throws, as a call does); `signal` aborts when the caller no
+ * longer waits, and the work should then stop.
+ */
+export class StreamingAnswer {
+  constructor(
+    readonly run: (emit: (event: unknown) => void, signal: AbortSignal) => Promise<unknown>,
+  ) {}
+}
+
+/** The node's side of one container's calls. */
+export class CallAnswers {
+  readonly #send: (text: string) => void;
+  readonly #onCall: (call: ContainerCall) => Promise<unknown>;
+  readonly #log: (message: string) => void;
+  /** The calls being answered, by id: aborted when cancelled. */
+  readonly #running = new Map<number, AbortController>();
+
+  /**
+   * `send` sends a message's text to the container; `onCall` answers a call (throws CallRefused for a
+   * refusal, may return a StreamingAnswer); `log` writes the container's log (the node's own
+   * failures).
+   */
+  constructor(
+    send: (text: string) => void,
+    onCall: (call: ContainerCall) => Promise<unknown>,
+    log: (message: string) => void,
+  ) {
+    this.#send = send;
+    this.#onCall = onCall;
+    this.#log = log;
+  }
+
+  /**
+   * Answers `call` (its events, then its `answer` message), or refuses it when too many wait
+   * already. A call cancelled meanwhile gets no answer.
+   */
+  async answer(call: ContainerCall): Promise<void> {
+    const reply = (answer: Record<string, unknown>) => {
+      const text = JSON.stringify({ t: "answer", id: call.id, ...answer });
+      if (fits(text)) return this.#send(text);
+      const message = `the answer is over ${MAX_FRAME_BYTES} bytes: ask for less at once`;
+      this.#send(JSON.stringify({ t: "answer", id: call.id, error: { message, status: 413 } }));
+    };
+    if (this.#running.size >= MAX_CALLS) {
+      return reply({ error: { message: "too many calls to the node at once", status: 429 } });
+    }
+    const abort = new AbortController();
+    this.#running.set(call.id, abort);
+    const emit = (value: unknown) => {
+      if (abort.signal.aborted) return;
+      const text = JSON.stringify({ t: "event", id: call.id, value });
+      // Never thrown at the work that emits (the engine's reader): left out, and logged.
+      if (fits(text)) this.#send(text);
+      else this.#log(`an event of a call to the node was over ${MAX_FRAME_BYTES} bytes; dropped`);
+    };
+    try {
+      let value = await this.#onCall(call);
+      if (value instanceof StreamingAnswer) value = await value.run(emit, abort.signal);
+      if (!abort.signal.aborted) reply({ value });
+    } catch (error) {
+      if (abort.signal.aborted) return;
+      if (!(error instanceof CallRefused)) {
+        this.#log(`a call to the node failed: ${(error as Error).message}`);
+      }
+      const status = error instanceof CallRefused ? error.status : 500;
+      const message = error instanceof CallRefused ? error.message : "the node failed";
+      reply({ error: { message, status } });
+    } finally {
+      // Not another call's (a container that reuses an id harms only itself).
+      if (this.#running.get(call.id) === abort) this.#running.delete(call.id);
+    }
+  }
+
+  /** The container no longer waits for call `id`: its work stops, and no answer goes. */
+  cancel(id: number): void {
+    this.#running.get(id)?.abort();
+  }
+
+  /** The channel ended: every call's work stops. */
+  cancelAll(): void {
+    for (const abort of this.#running.values()) abort.abort();
+  }
+}
