@@ -288,7 +288,12 @@ export interface components {
             t: "cancel";
             id: number;
         };
-        /** @description The node's answer to a ContainerCall, `value` or `error`. */
+        /**
+         * @description The node's answer to a ContainerCall, `value` or `error`. An error carries its kind
+         *     (src/errors/mod.ts's ErrorKind, or `internal` for the node's own failure) and its
+         *     details, never an HTTP status: the sandbox turns the kind into the status the
+         *     microservice sees, by the table of the node's API (src/http/error_statuses.ts).
+         */
         ContainerAnswer: {
             /** @constant */
             t: "answer";
@@ -296,7 +301,11 @@ export interface components {
             value?: unknown;
             error?: {
                 message: string;
-                status: number;
+                /** @enum {string} */
+                kind: "invalid" | "unauthenticated" | "forbidden" | "not_found" | "conflict" | "too_large" | "unsupported_type" | "unprocessable" | "range_not_satisfiable" | "cancelled" | "upstream_failed" | "unavailable" | "upstream_timeout" | "no_space" | "no_memory" | "too_many" | "internal";
+                details?: {
+                    retryAfterSeconds?: number;
+                };
             };
         };
         /** @description The code did not load (a syntax error, an exception, no handler); the process exits. */

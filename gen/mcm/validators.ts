@@ -18,8 +18,8 @@ export const ContainerSchema = v.strictObject({ "id": v.string("must be a string
 /** Container as validated. */
 export type Container = v.InferOutput<typeof ContainerSchema>;
 
-/** The node's answer to a ContainerCall, `value` or `error`. */
-export const ContainerAnswerSchema = v.strictObject({ "t": v.literal("answer", "must be \"answer\""), "id": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "value": v.optional(v.unknown()), "error": v.optional(v.strictObject({ "message": v.string("must be a string"), "status": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")) })) });
+/** The node's answer to a ContainerCall, `value` or `error`. An error carries its kind */
+export const ContainerAnswerSchema = v.strictObject({ "t": v.literal("answer", "must be \"answer\""), "id": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "value": v.optional(v.unknown()), "error": v.optional(v.strictObject({ "message": v.string("must be a string"), "kind": v.picklist(["invalid","unauthenticated","forbidden","not_found","conflict","too_large","unsupported_type","unprocessable","range_not_satisfiable","cancelled","upstream_failed","unavailable","upstream_timeout","no_space","no_memory","too_many","internal"], "must be one of: invalid, unauthenticated, forbidden, not_found, conflict, too_large, unsupported_type, unprocessable, range_not_satisfiable, cancelled, upstream_failed, unavailable, upstream_timeout, no_space, no_memory, too_many, internal"), "details": v.optional(v.looseObject({ "retryAfterSeconds": v.optional(v.number("must be a number")) }, "must be an object")) })) });
 /** ContainerAnswer as validated. */
 export type ContainerAnswer = v.InferOutput<typeof ContainerAnswerSchema>;
 

@@ -22,7 +22,7 @@ import { MuxRequests, type RequestHead } from "../../tunnel/mux_requests.ts";
 import { FrameDecoder, FrameWriter } from "../../tunnel/pipe_frames.ts";
 import { StreamMux } from "../../tunnel/stream_mux.ts";
 import { checkBundle, LoadError } from "../images/bundle_check.ts";
-import { CallAnswers, CallRefused } from "../services/container_calls.ts";
+import { CallAnswers } from "../services/container_calls.ts";
 import type { ContainerPlacement, Placement } from "./container_placement.ts";
 import type { ContainerUsage } from "./container_usage.ts";
 import { verdictReason } from "./process_blame.ts";
@@ -82,7 +82,7 @@ export interface ChannelOptions {
   /** Hears the microservice's log lines and the process's stderr. */
   onLog(level: string, message: string): void;
   /**
-   * Answers the microservice's calls to its node; throws CallRefused for a refusal, and answers
+   * Answers the microservice's calls to its node; throws a DomainError for a refusal, and answers
    * a call that streams or takes a while with a StreamingAnswer (container_calls.ts).
    */
   onCall(call: ContainerCall): Promise<unknown>;
@@ -115,7 +115,7 @@ export function profileOf(options: ChannelOptions): ProcessProfile {
   return processProfile(memoryMb, outboundHosts, host.networks, host.nodeAddresses);
 }
 
-export { CallRefused, LoadError };
+export { LoadError };
 
 /** A running container process. */
 export class ContainerChannel {

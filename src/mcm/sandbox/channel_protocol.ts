@@ -2,7 +2,8 @@
  * What the node and a container process say to each other outside the messages spec/mcm.yaml
  * validates (ContainerCall, ContainerReady, ...): the node's first two messages on the channel
  * (`take`, then `start`), the settings and limits the `take` carries, and the exit codes and
- * stderr line by which a container process says why it ended.
+ * stderr line by which a container process says why it ended, and how a refused call to the
+ * node fails (CallFailure: a kind, never an HTTP status).
  *
  * This module holds types and constants only: the node (src/mcm/runtime/), the process's host
  * thread (host/) and its sandboxed worker (worker/) import it, and none of them imports the
@@ -11,6 +12,7 @@
  *
  * @module
  */
+import type { ErrorDetails, ErrorKind } from "../../errors/mod.ts";
 
 /** Exit code: the process's memory went over its limit. */
 export const EXIT_OUT_OF_MEMORY = 86;
@@ -99,4 +101,15 @@ export interface StartMessage {
   info: ContextInfo;
   maxBodyBytes: number;
   fetchTimeoutMs: number;
+}
+
+/**
+ * Why the node refused a microservice's call to it (spec/mcm.yaml, ContainerAnswer's `error`):
+ * the kind of domain error, or `internal` for the node's own failure (its message then says no
+ * more). The sandbox turns the kind into the HTTP-like status the microservice's callbacks get.
+ */
+export interface CallFailure {
+  message: string;
+  kind: ErrorKind | "internal";
+  details?: ErrorDetails;
 }

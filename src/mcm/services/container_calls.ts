@@ -1,6 +1,8 @@
 /**
  * A microservice's calls to its node (spec/mcm.yaml, ContainerCall): answered a bounded number
- * at once, a refusal with its HTTP-like status, any other failure as the node's (500). A call
+ * at once, a refusal (a DomainError) with its kind and details, any other failure as the node's
+ * (`internal`): callFailure. No status crosses the channel; the sandbox makes the one the
+ * microservice sees (worker/node_calls.ts). A call
  * whose work takes a while (a chat completion) is answered with a StreamingAnswer: it may send
  * events (ContainerEvent) before its value, and it stops when the container cancels the call
  * (ContainerCancel) or its channel ends.
@@ -8,9 +10,11 @@
  * @module
  */
 import type { ContainerCall } from "../../../gen/mcm/validators.ts";
+import { DomainError, TooLarge, TooMany } from "../../errors/mod.ts";
 import { MAX_FRAME_BYTES } from "../../tunnel/pipe_frames.ts";
+import type { CallFailure } from "../sandbox/channel_protocol.ts";
 
-/** Calls a container may have waiting at once; more are refused (429). */
+/** Calls a container may have waiting at once; more are refused (too_many). */
 const MAX_CALLS = 16;
 
 /** Whether `text` fits one frame of the channel (a larger one would break it). */
@@ -20,11 +24,14 @@ function fits(text: string): boolean {
     new TextEncoder().encode(text).length <= MAX_FRAME_BYTES;
 }
 
-/** A refused call to the node, with its HTTP-like status. */
-export class CallRefused extends Error {
-  constructor(message: string, readonly status: number) {
-    super(message);
-  }
+/**
+ * How `error` fails a call on the channel: a DomainError (a refusal) by its kind, its message and
+ * its details; anything else as the node's own failure, whose message stays in the node's log.
+ */
+export function callFailure(error: unknown): CallFailure {
+  if (!(error instanceof DomainError)) return { message: "the node failed", kind: "internal" };
+  const { message, kind, details } = error;
+  return Object.keys(details).length > 0 ? { message, kind, details } : { message, kind };
 }
 
 /**
@@ -47,8 +54,8 @@ export class CallAnswers {
   readonly #running = new Map<number, AbortController>();
 
   /**
-   * `send` sends a message's text to the container; `onCall` answers a call (throws CallRefused for a
-   * refusal, may return a StreamingAnswer); `log` writes the container's log (the node's own
+   * `send` sends a message's text to the container; `onCall` answers a call (throws a
+   * DomainError for a refusal, may return a StreamingAnswer); `log` writes the container's log (the node's own
    * failures).
    */
   constructor(
@@ -69,11 +76,13 @@ export class CallAnswers {
     const reply = (answer: Record<string, unknown>) => {
       const text = JSON.stringify({ t: "answer", id: call.id, ...answer });
       if (fits(text)) return this.#send(text);
-      const message = `the answer is over ${MAX_FRAME_BYTES} bytes: ask for less at once`;
-      this.#send(JSON.stringify({ t: "answer", id: call.id, error: { message, status: 413 } }));
+      const tooLarge = new TooLarge(
+        `the answer is over ${MAX_FRAME_BYTES} bytes: ask for less at once`,
+      );
+      this.#send(JSON.stringify({ t: "answer", id: call.id, error: callFailure(tooLarge) }));
     };
     if (this.#running.size >= MAX_CALLS) {
-      return reply({ error: { message: "too many calls to the node at once", status: 429 } });
+      return reply({ error: callFailure(new TooMany("too many calls to the node at once")) });
     }
     const abort = new AbortController();
     this.#running.set(call.id, abort);
@@ -90,12 +99,10 @@ export class CallAnswers {
       if (!abort.signal.aborted) reply({ value });
     } catch (error) {
       if (abort.signal.aborted) return;
-      if (!(error instanceof CallRefused)) {
+      if (!(error instanceof DomainError)) {
         this.#log(`a call to the node failed: ${(error as Error).message}`);
       }
-      const status = error instanceof CallRefused ? error.status : 500;
-      const message = error instanceof CallRefused ? error.message : "the node failed";
-      reply({ error: { message, status } });
+      reply({ error: callFailure(error) });
     } finally {
       // Not another call's (a container that reuses an id harms only itself).
       if (this.#running.get(call.id) === abort) this.#running.delete(call.id);

@@ -18,14 +18,13 @@ import {
   ChatCompletionRequestSchema,
   EmbeddingsRequestSchema,
 } from "../../../gen/inference/validators.ts";
-import { DomainError, NotFound } from "../../errors/mod.ts";
-import { HTTP_STATUS_OF } from "../../http/error_statuses.ts";
+import { Invalid, NotFound, Unavailable } from "../../errors/mod.ts";
 import { validate } from "../../streams/mod.ts";
 import { containerCaller } from "../../inference/caller_usage.ts";
 import type { InferenceCaller, InferenceService } from "../../inference/inference_service.ts";
 import { chatCompletion, chatJob, chunkMaker } from "../../inference/openai_format.ts";
 import { storedFileName } from "../../store/model_files.ts";
-import { CallRefused, StreamingAnswer } from "./container_calls.ts";
+import { StreamingAnswer } from "./container_calls.ts";
 
 /** What `success` gets: an HTTP-like answer, or one message of a stream (`done: false`). */
 export interface MlEvent {
@@ -43,29 +42,12 @@ export const INFERENCE_OFF =
   "inference is off on this node (its config's inference.enabled is false): context.ml " +
   "requires edgeEngine with ml capability enabled";
 
-/** A DomainError as the refusal the container gets, with the API's status for it. */
-function refusal(error: unknown): unknown {
-  return error instanceof DomainError
-    ? new CallRefused(error.message, HTTP_STATUS_OF[error.kind])
-    : error;
-}
-
-/** `work`, its domain errors turned into refusals. */
-async function refusing<T>(work: () => Promise<T> | T): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw refusal(error);
-  }
-}
-
-function notInRegistry(model: string): CallRefused {
+function notInRegistry(model: string): Invalid {
   const named = JSON.stringify(model.length > 300 ? `${model.slice(0, 300)}…` : model);
-  return new CallRefused(
+  return new Invalid(
     `model ${named} is not a model of this node's registry: name it by its registry id ` +
       "(the registry's GET /models lists them) or by the path of its file in the node's " +
       "models folder",
-    400,
   );
 }
 
@@ -110,66 +92,58 @@ export class MlCalls {
    * A chat completion of container `container` (of `client`): streamed as SSE messages (events),
    * or one answer.
    */
-  chat(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
-    return refusing(async () => {
-      const { service, body, id, detached } = await this.#prepare(request);
-      const caller = callerOf(container, client, detached);
-      const checked = validate(ChatCompletionRequestSchema, { ...body, model: id }, "body");
-      const job = chatJob(checked);
-      const completionId = `chatcmpl-${crypto.randomUUID()}`;
-      const created = Math.floor(Date.now() / 1000);
-      return new StreamingAnswer((emit, signal) =>
-        refusing(async (): Promise<MlEvent> => {
-          if (!checked.stream) {
-            const { result } = await service.chat(id, job, { signal, caller });
-            const data = JSON.stringify(chatCompletion(id, completionId, created, result));
-            return { status: 200, headers: JSON_HEADERS, data, done: true };
-          }
-          const chunks = chunkMaker(id, completionId, created);
-          const send = (message: unknown) =>
-            emit(
-              {
-                status: 200,
-                headers: SSE_HEADERS,
-                data: `data: ${JSON.stringify(message)}\n\n`,
-                done: false,
-              } satisfies MlEvent,
-            );
-          const { result } = await service.chat(id, job, {
-            signal,
-            caller,
-            onStart: () => send(chunks.start()),
-            onText: (text) => send(chunks.text(text)),
-          });
-          send(chunks.end(result));
-          return { status: 200, headers: SSE_HEADERS, data: "data: [DONE]\n\n", done: true };
-        })
-      );
+  async chat(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
+    const { service, body, id, detached } = await this.#prepare(request);
+    const caller = callerOf(container, client, detached);
+    const checked = validate(ChatCompletionRequestSchema, { ...body, model: id }, "body");
+    const job = chatJob(checked);
+    const completionId = `chatcmpl-${crypto.randomUUID()}`;
+    const created = Math.floor(Date.now() / 1000);
+    return new StreamingAnswer(async (emit, signal): Promise<MlEvent> => {
+      if (!checked.stream) {
+        const { result } = await service.chat(id, job, { signal, caller });
+        const data = JSON.stringify(chatCompletion(id, completionId, created, result));
+        return { status: 200, headers: JSON_HEADERS, data, done: true };
+      }
+      const chunks = chunkMaker(id, completionId, created);
+      const send = (message: unknown) =>
+        emit(
+          {
+            status: 200,
+            headers: SSE_HEADERS,
+            data: `data: ${JSON.stringify(message)}\n\n`,
+            done: false,
+          } satisfies MlEvent,
+        );
+      const { result } = await service.chat(id, job, {
+        signal,
+        caller,
+        onStart: () => send(chunks.start()),
+        onText: (text) => send(chunks.text(text)),
+      });
+      send(chunks.end(result));
+      return { status: 200, headers: SSE_HEADERS, data: "data: [DONE]\n\n", done: true };
     });
   }
 
   /** Embeddings: `data` is the JSON text of the vectors' array, one per input. */
-  embed(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
-    return refusing(async () => {
-      const { service, body, id, detached } = await this.#prepare(request);
-      const caller = callerOf(container, client, detached);
-      const checked = validate(EmbeddingsRequestSchema, { ...body, model: id }, "body");
-      const input = typeof checked.input === "string" ? [checked.input] : checked.input;
-      return new StreamingAnswer((_emit, signal) =>
-        refusing(async (): Promise<MlEvent> => {
-          const { vectors } = await service.embed(id, input, signal, caller);
-          return { status: 200, headers: JSON_HEADERS, data: JSON.stringify(vectors), done: true };
-        })
-      );
+  async embed(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
+    const { service, body, id, detached } = await this.#prepare(request);
+    const caller = callerOf(container, client, detached);
+    const checked = validate(EmbeddingsRequestSchema, { ...body, model: id }, "body");
+    const input = typeof checked.input === "string" ? [checked.input] : checked.input;
+    return new StreamingAnswer(async (_emit, signal): Promise<MlEvent> => {
+      const { vectors } = await service.embed(id, input, signal, caller);
+      return { status: 200, headers: JSON_HEADERS, data: JSON.stringify(vectors), done: true };
     });
   }
 
   /** The service, the request's body and the registry id its `model` names. */
   async #prepare(request: unknown) {
     const service = this.#inference;
-    if (!service) throw new CallRefused(INFERENCE_OFF, 503);
+    if (!service) throw new Unavailable(INFERENCE_OFF);
     if (typeof request !== "object" || request === null || Array.isArray(request)) {
-      throw new CallRefused("pass the request's options as an object", 400);
+      throw new Invalid("pass the request's options as an object");
     }
     const { [DETACHED_FIELD]: detached, ...body } = request as Record<string, unknown>;
     return {
@@ -183,9 +157,8 @@ export class MlCalls {
   /** The registry id `model` names: an id, or the path of a model's file (see the module). */
   async #modelId(service: InferenceService, model: unknown): Promise<string> {
     if (typeof model !== "string" || model === "") {
-      throw new CallRefused(
+      throw new Invalid(
         "pass 'model': the registry id of one of this node's models, or the path of its file",
-        400,
       );
     }
     if (!/[\\/]/.test(model) && model !== "." && model !== "..") {

@@ -16,14 +16,12 @@
 import { compactDecrypt, CompactEncrypt, decodeProtectedHeader } from "jose";
 import type { ContainerCall } from "../../../gen/mcm/validators.ts";
 import type { LinkLocal } from "../../discovery/link_local.ts";
-import { DomainError } from "../../errors/mod.ts";
-import { HTTP_STATUS_OF } from "../../http/error_statuses.ts";
+import { Forbidden, Invalid, Unauthenticated, Unavailable } from "../../errors/mod.ts";
 import type { HubLink } from "../../hub_client/hub_link.ts";
 import { type Identity, SCOPES } from "../../identity/identity.ts";
 import { TokenError } from "../../identity/token_verifier.ts";
 import { localLinkListing, mdsNode } from "../../mds/listing.ts";
 import { decryptListing } from "../../crypto/listing_crypto.ts";
-import { CallRefused } from "../runtime/container_channel.ts";
 import type { InferenceService } from "../../inference/inference_service.ts";
 import { MlCalls } from "./ml_calls.ts";
 
@@ -59,9 +57,9 @@ export class NodeServices {
   }
 
   /**
-   * Answers one call of container `container` (of client `client`); CallRefused with a status
-   * for what the caller must fix. A `chat` or `embed` is answered with a StreamingAnswer
-   * (container_calls.ts). Inference queues and accounts by the container and its client
+   * Answers one call of container `container` (of client `client`); a DomainError (its
+   * kind, never a status) for what the caller must fix. A `chat` or `embed` is answered with a
+   * StreamingAnswer (container_calls.ts). Inference queues and accounts by the container and its client
    * (ml_calls.ts): without them, every container's calls are one caller's.
    */
   async answer(call: ContainerCall, container?: string, client?: string): Promise<unknown> {
@@ -86,27 +84,18 @@ export class NodeServices {
   }
 
   async #listing(clusters: string | undefined): Promise<string> {
-    if (!clusters) throw new CallRefused("pass clusters=linkLocal (or ping=true)", 400);
+    if (!clusters) throw new Invalid("pass clusters=linkLocal (or ping=true)");
     if (!CLUSTERS.includes(clusters as Cluster)) {
-      throw new CallRefused(`unknown clusters '${clusters}': use ${CLUSTERS.join(", ")}`, 400);
+      throw new Invalid(`unknown clusters '${clusters}': use ${CLUSTERS.join(", ")}`);
     }
     if (clusters === "linkLocal") return await this.#seal(localLinkListing(this.#linkLocal));
     if (!this.#hub) {
-      throw new CallRefused(
+      throw new Unavailable(
         `clusters=${clusters} needs a hub, and none is configured (hub.url in the node's config)`,
-        503,
       );
     }
-    let listed;
-    try {
-      listed = await this.#hub.list(clusters as "account");
-    } catch (error) {
-      // Not connected, no token stored: the hub link says why, with a status.
-      if (error instanceof DomainError) {
-        throw new CallRefused(error.message, HTTP_STATUS_OF[error.kind]);
-      }
-      throw error;
-    }
+    // Not connected, no token stored: the hub link says why, with its kind (container_calls.ts).
+    const listed = await this.#hub.list(clusters as "account");
     const nodes = listed.map((node) => mdsNode(node, []));
     if (clusters === "proximity") return await this.#seal({ proximity: { nodes } });
     // The reference's shape: the nodes are ciphered once more, opened with type "account".
@@ -117,12 +106,12 @@ export class NodeServices {
 
   async #decrypt(data: string, token: string): Promise<string> {
     if (token === "") {
-      throw new CallRefused("pass the caller's edge access token as 'token'", 401);
+      throw new Unauthenticated("pass the caller's edge access token as 'token'");
     }
     try {
       await this.#identity.checkAccountToken(token, SCOPES.clusters);
     } catch (error) {
-      if (error instanceof TokenError) throw new CallRefused(error.message, 403);
+      if (error instanceof TokenError) throw new Forbidden(error.message);
       throw error;
     }
     // The reference's microservices pass the listing's `data` as JSON text (a quoted string).
@@ -137,14 +126,14 @@ export class NodeServices {
     try {
       kid = decodeProtectedHeader(jwe).kid;
     } catch {
-      throw new CallRefused("data is not an encrypted node listing", 400);
+      throw new Invalid("data is not an encrypted node listing");
     }
     if (kid === KID) {
       try {
         const { plaintext } = await compactDecrypt(jwe, this.#key);
         return new TextDecoder().decode(plaintext);
       } catch {
-        throw new CallRefused("data is not a listing of this node, or it was altered", 400);
+        throw new Invalid("data is not a listing of this node, or it was altered");
       }
     }
     for (const clusters of CLUSTERS) {
@@ -154,15 +143,15 @@ export class NodeServices {
         // Another cluster's key, or another token's.
       }
     }
-    throw new CallRefused("this token does not open that listing", 403);
+    throw new Forbidden("this token does not open that listing");
   }
 
   #bep(): string {
     if (!this.#hub) {
-      throw new CallRefused("no BEP: the node has no hub (hub.url in the node's config)", 503);
+      throw new Unavailable("no BEP: the node has no hub (hub.url in the node's config)");
     }
     const bep = this.#hub.bep();
-    if (bep.status !== "success") throw new CallRefused(`no BEP: ${bep.status}`, 503);
+    if (bep.status !== "success") throw new Unavailable(`no BEP: ${bep.status}`);
     return bep.url;
   }
 }

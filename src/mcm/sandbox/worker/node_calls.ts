@@ -9,6 +9,8 @@
  *
  * @module
  */
+import { HTTP_STATUS_OF } from "../../../http/error_statuses.ts";
+import type { CallFailure } from "../channel_protocol.ts";
 import type { RelayedFetch } from "./context_services.ts";
 
 /** A call of spec/mcm.yaml's ContainerCall, without its `t` and `id`. */
@@ -18,17 +20,17 @@ export type NodeCall =
   | { op: "bep" }
   | { op: "chat" | "embed"; request: Record<string, unknown> };
 
-/** The node's answer: a value, or an error with an HTTP-like status; or an event before it. */
+/** The node's answer: a value, or an error of a kind; or an event before it. */
 export type NodeAnswer =
   | { t: "answer"; id: number; value: unknown }
-  | { t: "answer"; id: number; error: { message: string; status: number } }
+  | { t: "answer"; id: number; error: CallFailure }
   | { t: "event"; id: number; value: unknown };
 
 /** How a call is made. */
 export interface CallOptions {
   /** Hears the events the node sends before its answer (a call that streams). */
   onEvent?: (value: unknown) => void;
-  /** Cancels the call: the node stops its work, and the call fails with status 499. */
+  /** Cancels the call: the node stops its work, and the call fails (`cancelled`: status 499). */
   signal?: AbortSignal;
 }
 
@@ -37,10 +39,19 @@ interface Pending {
   onEvent?: (value: unknown) => void;
 }
 
-/** A failed node call, shaped as the reference's callbacks' errors. */
+/**
+ * A failed node call, shaped as the reference's callbacks' errors: its HTTP-like status is the
+ * node API's for its kind (the one table, src/http/error_statuses.ts), 500 for the node's own
+ * failure. The kind crosses the channel; the status is made here, where the microservice gets
+ * it as an HTTP answer (nodeAwareFetch) or a callback's `status`.
+ */
 export class NodeCallError extends Error {
-  constructor(message: string, readonly status: number) {
+  /** The status the microservice sees. */
+  readonly status: number;
+
+  constructor(message: string, readonly kind: CallFailure["kind"]) {
     super(message);
+    this.status = (kind !== "internal" && HTTP_STATUS_OF[kind]) || 500;
   }
 }
 
@@ -48,7 +59,10 @@ export class NodeCallError extends Error {
 const MAX_PENDING = 64;
 
 function cancelled(): NodeCallError {
-  return new NodeCallError("the request that made this call ended, so the call was cancelled", 499);
+  return new NodeCallError(
+    "the request that made this call ended, so the call was cancelled",
+    "cancelled",
+  );
 }
 
 /** The worker's side: sends calls, matches answers. */
@@ -65,7 +79,7 @@ export class NodeCalls {
   call(call: NodeCall, options: CallOptions = {}): Promise<unknown> {
     const { signal, onEvent } = options;
     if (this.#pending.size >= MAX_PENDING) {
-      return Promise.reject(new NodeCallError("too many calls to the node at once", 429));
+      return Promise.reject(new NodeCallError("too many calls to the node at once", "too_many"));
     }
     if (signal?.aborted) return Promise.reject(cancelled());
     const id = this.#nextId++;
@@ -89,7 +103,7 @@ export class NodeCalls {
     this.#pending.delete(answer.id);
     const { waiting } = pending;
     if ("error" in answer) {
-      waiting.reject(new NodeCallError(answer.error.message, answer.error.status));
+      waiting.reject(new NodeCallError(answer.error.message, answer.error.kind));
     } else {
       waiting.resolve(answer.value);
     }

@@ -20,10 +20,18 @@ const HOST = `${SANDBOX}host/`;
 /** What both sides of the sandbox's channels share: types and constants only. */
 const PROTOCOL = [`${SANDBOX}channel_protocol.ts`, `${SANDBOX}host_protocol.ts`];
 
+/** What the protocol may import besides itself: the domain's error kinds (types; a leaf). */
+const PROTOCOL_ALLOWED = ["errors/mod.ts"];
+
 /** Neutral leaves the worker may import besides the protocol (none reaches any other file). */
 const WORKER_ALLOWED = [
   // The log budget, applied by the worker and again by the node; imports nothing.
   `${SANDBOX}log_rate.ts`,
+  // The domain's error kinds (a leaf), which a refused call to the node carries.
+  "errors/mod.ts",
+  // The one table from kind to HTTP status: the worker answers the microservice's calls to
+  // its node as HTTP (node_calls.ts), so it is an HTTP edge. Imports only the kinds' types.
+  "http/error_statuses.ts",
   // The container channel's framing and streams, which the worker speaks with the node itself.
   "tunnel/stream_mux.ts",
   "tunnel/mux_codec.ts",
@@ -84,10 +92,11 @@ Deno.test("the sandboxed worker imports only its folder, the protocol and neutra
   assert.deepEqual(refused(modules, () => true, allowed), []);
 });
 
-Deno.test("the protocol files import nothing but each other", async () => {
+Deno.test("the protocol files import nothing but each other and the error kinds", async () => {
   for (const protocol of PROTOCOL) {
     const modules = await graph(protocol);
-    assert.deepEqual([...modules.keys()].filter((path) => !PROTOCOL.includes(path)), [], protocol);
+    const allowed = (path: string) => PROTOCOL.includes(path) || PROTOCOL_ALLOWED.includes(path);
+    assert.deepEqual([...modules.keys()].filter((path) => !allowed(path)), [], protocol);
   }
 });
 
