@@ -14,8 +14,10 @@ const MAX_ENV_KEYS = 256;
 /** The runtime's own share of a container process's memory, beyond MCM.MEMORY_MB. */
 const RUNTIME_MEMORY_MB = 128;
 /** CPU a microservice may use while serving no request: a share of a core, and its burst. */
-const IDLE_CPU_SHARE = 0.1;
-const IDLE_CPU_BURST_MS = 2000;
+const IDLE_CPU: Pick<WatchdogLimits, "idleCpuShare" | "idleCpuBurstMs"> = {
+  idleCpuShare: 0.1,
+  idleCpuBurstMs: 2000,
+};
 /** The most MCM.MAX_OUTBOUND_REQUESTS may ask for (each holds a socket of its process). */
 const MAX_OUTBOUND_REQUESTS = 256;
 
@@ -67,8 +69,7 @@ export function limitsOf(
     watchdog: {
       memoryBytes: (memoryMb + RUNTIME_MEMORY_MB) * 2 ** 20,
       heapBytes: memoryMb * 2 ** 20,
-      idleCpuShare: IDLE_CPU_SHARE,
-      idleCpuBurstMs: IDLE_CPU_BURST_MS,
+      ...IDLE_CPU,
       busySilenceMs: executionMs + 2000,
       outboundRequests,
     },

@@ -15,11 +15,10 @@ import {
   SafeRangeError,
   SafeUint8Array,
   TextEncoderPrototypeEncode,
-  TypedArrayPrototypeGetBuffer,
-  TypedArrayPrototypeGetByteOffset,
   TypedArrayPrototypeGetLength,
   TypedArrayPrototypeSet,
   uncurry,
+  viewOfBytes,
 } from "./intrinsics.ts";
 
 /** The largest payload accepted (pipe_frames.ts, MAX_FRAME_BYTES). */
@@ -44,15 +43,6 @@ export function joinBytes(parts: Uint8Array[]): Uint8Array {
     at += TypedArrayPrototypeGetLength(parts[i]);
   }
   return whole;
-}
-
-/** Bytes `start` to `end` of `bytes`, as a view (not `subarray`: species). */
-function view(bytes: Uint8Array, start: number, end: number): Uint8Array {
-  return new SafeUint8Array(
-    TypedArrayPrototypeGetBuffer(bytes),
-    TypedArrayPrototypeGetByteOffset(bytes) + start,
-    end - start,
-  );
 }
 
 /** One frame's bytes. */
@@ -90,13 +80,13 @@ export class ChannelDecoder {
       }
       if (size - at < 4 + length) break;
       const kind = buffer[at + 4];
-      const payload = view(buffer, at + 5, at + 4 + length);
+      const payload = viewOfBytes(buffer, at + 5, at + 4 + length);
       if (kind === TEXT) ArrayPrototypePush(frames, decode(decoder, payload));
       else if (kind === BINARY) ArrayPrototypePush(frames, joinBytes([payload, EMPTY]));
       else throw new SafeRangeError(`unknown frame kind ${kind}`);
       at += 4 + length;
     }
-    buffer = view(buffer, at, size);
+    buffer = viewOfBytes(buffer, at, size);
     size -= at;
     this.#buffer = size === 0 ? EMPTY : joinBytes([buffer, EMPTY]);
     return frames;

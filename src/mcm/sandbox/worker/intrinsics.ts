@@ -140,6 +140,18 @@ export function copyBytes(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
   return copy;
 }
 
+/**
+ * Bytes `start` to `end` of `bytes`, as a view of the same memory (not `subarray`: its class is
+ * looked up, species).
+ */
+export function viewOfBytes(bytes: Uint8Array, start: number, end: number): Uint8Array {
+  return new SafeUint8Array(
+    TypedArrayPrototypeGetBuffer(bytes),
+    TypedArrayPrototypeGetByteOffset(bytes) + start,
+    end - start,
+  );
+}
+
 /** `performance.now`, bound now. */
 export const performanceNow: () => number = performance.now.bind(performance);
 /** `crypto.randomUUID`, bound now. */

@@ -22,6 +22,7 @@ import {
   TypedArrayPrototypeGetByteOffset,
   TypedArrayPrototypeGetLength,
   TypedArrayPrototypeSet,
+  viewOfBytes,
 } from "./intrinsics.ts";
 
 /** Bytes in a WebAssembly page. */
@@ -59,15 +60,6 @@ export function copyOfSource(source: unknown): Uint8Array {
   const copy = new SafeUint8Array(TypedArrayPrototypeGetLength(view));
   TypedArrayPrototypeSet(copy, view);
   return copy;
-}
-
-/** Bytes `start` to `end` of `bytes` (our own copy's), as a view. */
-function part(bytes: Uint8Array, start: number, end: number): Uint8Array {
-  return new SafeUint8Array(
-    TypedArrayPrototypeGetBuffer(bytes),
-    TypedArrayPrototypeGetByteOffset(bytes) + start,
-    end - start,
-  );
 }
 
 function readLeb(bytes: Uint8Array, at: number): [value: number, next: number] {
@@ -135,10 +127,10 @@ export function boundMemories(bytes: Uint8Array, allowedPages: number): BoundedM
     const head: number[] = [MEMORY_SECTION];
     writeLeb(head, section.length);
     const out = new SafeUint8Array(length - (end - at) + head.length + section.length);
-    TypedArrayPrototypeSet(out, part(bytes, 0, at), 0);
+    TypedArrayPrototypeSet(out, viewOfBytes(bytes, 0, at), 0);
     TypedArrayPrototypeSet(out, head, at);
     TypedArrayPrototypeSet(out, section, at + head.length);
-    TypedArrayPrototypeSet(out, part(bytes, end, length), at + head.length + section.length);
+    TypedArrayPrototypeSet(out, viewOfBytes(bytes, end, length), at + head.length + section.length);
     return { bytes: out, memories };
   }
   return { bytes, memories };
