@@ -1,6 +1,6 @@
 /**
  * The single executable's workers (src/program/self_program.ts): what each part does once it is
- * told its role. (Its container processes: src/program/container_workers.ts.)
+ * told its role. (Its container processes: src/mcm/sandbox/host/container_workers.ts.)
  *
  * @module
  */

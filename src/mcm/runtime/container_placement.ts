@@ -83,7 +83,7 @@ export class ProcessPerContainer {
   }
 }
 
-/** One process per client and flags, each container a worker in it (sandbox/tenant_host.ts). */
+/** One process per client and flags, each container a worker in it (sandbox/host/tenant_host.ts). */
 export class ProcessPerClient {
   readonly #options: PlacementOptions;
   readonly #processes: { client: string; profile: ProcessProfile; process: TenantProcess }[] = [];

@@ -71,7 +71,7 @@ export interface Launch {
    */
   spare?: boolean;
   /**
-   * A client's process, hosting several containers as workers (sandbox/tenant_host.ts); its
+   * A client's process, hosting several containers as workers (sandbox/host/tenant_host.ts); its
    * paths are those of a spare.
    */
   group?: boolean;
@@ -147,7 +147,7 @@ export function exitReason(
 
 /**
  * V8's `gc` in a client's process: its workers compact their heaps once their code loaded and
- * when they go quiet (sandbox/heap_compaction.ts; the code finds `gc` undefined), 1.5 MiB of a
+ * when they go quiet (sandbox/worker/heap_compaction.ts; the code finds `gc` undefined), 1.5 MiB of a
  * container's 7. Not in a process of its own: any V8 flag beyond the heap limit costs a process
  * about 20 ms more to start (measured, not explained), which a container's first start would
  * pay there, for 1.5 MiB of its 22.
@@ -189,7 +189,7 @@ const PASSED_ENV = ["HOME", "DENO_DIR", "XDG_CACHE_HOME"];
 /**
  * Starts a container process: `deno run` with the flags above and the bundled host (written
  * out in runtimeDir), or in the single executable `<itself> __container LAUNCH` (its host
- * narrows itself in a worker: src/program/container_workers.ts). It waits for its `take`.
+ * narrows itself in a worker: src/mcm/sandbox/host/container_workers.ts). It waits for its `take`.
  */
 export function spawnContainer(
   runtimeDir: string,

@@ -7,7 +7,7 @@
  *
  * Where each client has a process of its own (mcm.containerProcess `per-client`), a spare is a
  * client's process with no container yet: taken for a client, it hosts that client's containers,
- * each in a worker, and never narrows itself (sandbox/tenant_host.ts). Otherwise:
+ * each in a worker, and never narrows itself (sandbox/host/tenant_host.ts). Otherwise:
  *
  * A spare is not narrowed the way a cold process is. A cold process's own flags name only its
  * container's bundle and storage folder; a spare's process flags allow reading every bundle and
@@ -52,7 +52,7 @@ export interface SparePoolOptions {
   log(message: string): void;
   /**
    * Spares for client processes (mcm.containerProcess `per-client`): a spare is taken as a
-   * client's process and hosts that client's containers (sandbox/tenant_host.ts).
+   * client's process and hosts that client's containers (sandbox/host/tenant_host.ts).
    */
   group: boolean;
 }

@@ -1,6 +1,6 @@
 /**
  * The node's side of a client's container process (mcm.containerProcess `per-client`,
- * sandbox/tenant_host.ts): the process, and a ContainerPipe for each container in it, so that a
+ * sandbox/host/tenant_host.ts): the process, and a ContainerPipe for each container in it, so that a
  * container's channel (container_channel.ts) runs the same over a slot of this process as over
  * a process of its own. What the process says is untrusted: a malformed frame ends it (an event
  * type or field this node does not know is ignored).

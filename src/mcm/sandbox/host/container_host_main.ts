@@ -7,7 +7,7 @@
  * - `container_host.js spare NET` (a warm spare; NET is the JSON of the hosts it may reach, null
  *   for any): the main thread starts the sandboxed worker at once, waits for the node's take
  *   (the worker passes it on) and only then starts this module again as the host, in a worker
- *   narrowed to the bundle and the storage folder the take names (src/mcm/container_process.ts
+ *   narrowed to the bundle and the storage folder the take names (src/mcm/runtime/container_process.ts
  *   says why).
  * - `container_host.js group` (a client's process, mcm.containerProcess `per-client`): the main
  *   thread hosts the containers the node opens in it, each in a sandboxed worker

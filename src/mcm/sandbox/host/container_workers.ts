@@ -7,7 +7,7 @@
  * sibling worker with no permission at all, linked to the host by a port.
  *
  * A client's process (LAUNCH `group`) is one host worker, narrowed the same way, which starts a
- * sandboxed worker for each container the node opens in it (src/mcm/sandbox/tenant_host.ts).
+ * sandboxed worker for each container the node opens in it (src/mcm/sandbox/host/tenant_host.ts).
  *
  * Both workers run the sandbox's own modules, embedded as text (bundles/sandbox_sources.ts, the
  * files `deno run` runs as a script), not the program's main module: a worker of the whole
@@ -21,7 +21,7 @@ import { LINKED_SANDBOX } from "../host_protocol.ts";
 import { NO_PERMISSIONS, workerPermissions } from "../../../program/permission_set.ts";
 import { workerExit } from "../../../program/self_program.ts";
 
-/** What the node allows one container process (src/mcm/container_process.ts, Launch). */
+/** What the node allows one container process (src/mcm/runtime/container_process.ts, Launch). */
 interface LaunchArgument {
   read: string[];
   write: string;
@@ -29,7 +29,7 @@ interface LaunchArgument {
   /** A warm spare: the host starts at the take, narrowed to its container's files. */
   spare?: boolean;
   /**
-   * A client's process (src/mcm/sandbox/tenant_host.ts): the host worker, narrowed to `read`
+   * A client's process (src/mcm/sandbox/host/tenant_host.ts): the host worker, narrowed to `read`
    * and `write`, starts each container's sandboxed worker itself.
    */
   group?: boolean;
@@ -92,7 +92,7 @@ export async function runContainerProcess(args: string[]): Promise<number> {
     hostExit = startHost(launch.read, launch.write);
   } else {
     // A warm spare: the host starts once the take names the container, narrowed to its files
-    // (src/mcm/container_process.ts says why).
+    // (src/mcm/runtime/container_process.ts says why).
     hostExit = new Promise<TakeMessage | undefined>((resolve) => {
       link.port2.onmessage = (event) => resolve(event.data?.t === "take" ? event.data : undefined);
     }).then((take) => {

@@ -47,7 +47,7 @@ function openDatabase(file: string, maxBytes: number) {
 /**
  * One container's key-value storage with tags. Its database opens at the first call: a
  * microservice that never uses its storage costs no SQLite connection (a client's process
- * hosts many: sandbox/tenant_host.ts).
+ * hosts many: sandbox/host/tenant_host.ts).
  */
 export class StorageHost {
   readonly #file: string;

@@ -1,7 +1,7 @@
 /**
  * `context.ml`, as the reference's AI-enabled engines give it: `chatCompletions` and
  * `embeddings`, with `success` and `error` callbacks. The work runs on the node
- * (src/mcm/ml_calls.ts) over the container's channel; a streamed completion calls `success` as
+ * (src/mcm/services/ml_calls.ts) over the container's channel; a streamed completion calls `success` as
  * each message arrives, so the worker stays free to serve while a model generates.
  *
  * @module

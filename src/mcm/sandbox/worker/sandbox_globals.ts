@@ -1,7 +1,7 @@
 /**
  * The global scope a microservice sees. The reference runs bundles in an ES5 engine (Duktape),
  * and bundles probe `typeof process`, `typeof Deno`, `typeof window`… to pick a platform, so the
- * worker's scope is cut down to an allowlist: ECMAScript's own globals, a few web ones kept on
+ * worker's scope is cut down to an allowlist (global_allowlist.ts): ECMAScript's own globals, a few web ones kept on
  * purpose (README, "Microservices"), and the reference's additions: `console` (its lines go to
  * the node's container log, not to the process's stdout, which carries the channel), `fetch`
  * (relayed by the process's main thread), `setImmediate`/`clearImmediate`, and the `Duktape`
@@ -9,8 +9,8 @@
  *
  * @module
  */
-
 import { fixBuiltins } from "./fixed_builtins.ts";
+import { SANDBOX_GLOBALS } from "./global_allowlist.ts";
 import {
   ArrayPrototypeJoin,
   ArrayPrototypePush,
@@ -22,148 +22,6 @@ import {
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
 const MAX_LINE = 16_384;
-
-/** ECMAScript's globals: all kept. */
-const ECMASCRIPT = [
-  "AggregateError",
-  "Array",
-  "ArrayBuffer",
-  "AsyncDisposableStack",
-  "Atomics",
-  "BigInt",
-  "BigInt64Array",
-  "BigUint64Array",
-  "Boolean",
-  "DataView",
-  "Date",
-  "DisposableStack",
-  "Error",
-  "EvalError",
-  "FinalizationRegistry",
-  "Float16Array",
-  "Float32Array",
-  "Float64Array",
-  "Function",
-  "Infinity",
-  "Int16Array",
-  "Int32Array",
-  "Int8Array",
-  "Intl",
-  "Iterator",
-  "JSON",
-  "Map",
-  "Math",
-  "NaN",
-  "Number",
-  "Object",
-  "Promise",
-  "Proxy",
-  "RangeError",
-  "ReferenceError",
-  "Reflect",
-  "RegExp",
-  "Set",
-  "SharedArrayBuffer",
-  "String",
-  "SuppressedError",
-  "Symbol",
-  "SyntaxError",
-  "Temporal",
-  "TypeError",
-  "URIError",
-  "Uint16Array",
-  "Uint32Array",
-  "Uint8Array",
-  "Uint8ClampedArray",
-  "WeakMap",
-  "WeakRef",
-  "WeakSet",
-  "WebAssembly",
-  "decodeURI",
-  "decodeURIComponent",
-  "encodeURI",
-  "encodeURIComponent",
-  "escape",
-  "eval",
-  "globalThis",
-  "isFinite",
-  "isNaN",
-  "parseFloat",
-  "parseInt",
-  "undefined",
-  "unescape",
-] as const;
-
-/**
- * Web globals kept on purpose: encoding, URLs, streams, fetch's classes (fetch itself is
- * relayed), crypto, timers, events and structured cloning. Nothing that stores data across
- * containers (caches, localStorage, indexedDB, BroadcastChannel), opens connections of its own
- * (WebSocket, EventSource), starts code (Worker) or describes the host (navigator, location).
- */
-const WEB = [
-  "AbortController",
-  "AbortSignal",
-  "Blob",
-  "ByteLengthQueuingStrategy",
-  "CompressionStream",
-  "CountQueuingStrategy",
-  "Crypto",
-  "CryptoKey",
-  "CustomEvent",
-  "DOMException",
-  "DecompressionStream",
-  "Event",
-  "EventTarget",
-  "File",
-  "FormData",
-  "Headers",
-  "MessageChannel",
-  "MessageEvent",
-  "MessagePort",
-  "ReadableByteStreamController",
-  "ReadableStream",
-  "ReadableStreamBYOBReader",
-  "ReadableStreamBYOBRequest",
-  "ReadableStreamDefaultController",
-  "ReadableStreamDefaultReader",
-  "Request",
-  "Response",
-  "SubtleCrypto",
-  "TextDecoder",
-  "TextDecoderStream",
-  "TextEncoder",
-  "TextEncoderStream",
-  "TransformStream",
-  "TransformStreamDefaultController",
-  "URL",
-  "URLPattern",
-  "URLSearchParams",
-  "WritableStream",
-  "WritableStreamDefaultController",
-  "WritableStreamDefaultWriter",
-  "atob",
-  "btoa",
-  "clearInterval",
-  "clearTimeout",
-  "console",
-  "crypto",
-  "fetch",
-  "performance",
-  "queueMicrotask",
-  "setInterval",
-  "setTimeout",
-  "structuredClone",
-] as const;
-
-/** The reference's own globals, set by installGlobals. */
-const REFERENCE = ["Duktape", "setImmediate", "clearImmediate", "mimikModule"] as const;
-
-/** Every global a microservice may see (README, "Microservices"). */
-export const SANDBOX_GLOBALS: ReadonlySet<string> = new Set<string>([
-  ...ECMASCRIPT,
-  ...WEB,
-  ...REFERENCE,
-]);
 
 function hex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
