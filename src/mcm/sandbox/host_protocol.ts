@@ -62,11 +62,15 @@ export interface CpuSample {
  */
 export type SandboxMessage = "exit" | CpuSample | TakeMessage;
 
-/** How often the worker reports, and how long silence is allowed while it serves nothing. */
+/** How often the worker reports (CpuSample), milliseconds. */
 export const SAMPLE_MS = 250;
 
-/** Slots of the activity counters the worker shares with the watchdog (an Int32Array). */
+/**
+ * Slot of the activity counters (an Int32Array the worker shares with the watchdog): requests
+ * in flight.
+ */
 export const REQUESTS_IN_FLIGHT = 0;
+/** Slot of the activity counters: requests begun since the worker started. */
 export const REQUESTS_BEGUN = 1;
 
 /** A storage call from the worker. */
