@@ -20,7 +20,7 @@ export interface ContainerProcess {
   cmdline: string;
 }
 
-/** The storage folder of container `id` (src/mcm/bundle_files.ts). */
+/** The storage folder of container `id` (src/mcm/images/bundle_files.ts). */
 export function storagePathOf(dataDir: string, id: string): string {
   return `${dataDir}/mcm/storage/${createHash("sha256").update(id).digest("hex").slice(0, 32)}`;
 }

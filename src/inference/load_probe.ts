@@ -3,7 +3,7 @@
  * loads it: a file that crashes llama.cpp (in a way the header checks of store/gguf_limits.ts do not
  * foresee) then ends only the probe, never the streams of other models in the shared engine.
  *
- * Measured on the 2-core test machine (tests/helpers/tiny_llama.ts's model): an engine process
+ * Measured on the 2-core test machine (testing/tiny_llama.ts's model): an engine process
  * starts and loads in 370-490 ms and holds about 100 MiB while it lives (node-llama-cpp and
  * llama.cpp's library; the model's own memory comes on top, as in the shared engine). So a
  * probe costs a file's first load about 0.4 s plus the model's load time once more (from the

@@ -69,7 +69,7 @@ export async function launch(
   // Held while this launcher lives, that is while its node runs.
   using _lock = await lockDataDir(settings.dataDir);
   // What the node writes: the database, the model store (src/store/model_files.ts) and the
-  // microservices' images and storage (src/mcm/bundle_files.ts).
+  // microservices' images and storage (src/mcm/images/bundle_files.ts).
   await checkWritable(settings.dataDir, {
     trees: ["models", "mcm", "inference"],
     files: databaseFiles("edgenode.db"),
