@@ -2,7 +2,7 @@
  * Generates `gen/<service>/` from every `spec/<service>.yaml`:
  * - `validators.ts`: valibot schemas for every component schema;
  * - `types.ts`: the `paths`, `operations` and `components` types openapi-fetch reads, made by
- *   openapi-typescript (scripts/gen/openapi_types.ts);
+ *   openapi-typescript (script./gen/openapi_types.ts);
  * - `routes.ts`: the route table the server registers its handlers from.
  *
  * An OpenRPC spec (JSON-RPC) gives `validators.ts` and `methods.ts`, the method table.
@@ -89,13 +89,11 @@ async function main(check: boolean): Promise<number> {
     ["bundles/engine_sources.ts", await emitEngineSources()] as [string, string],
     ["bundles/dashboard_assets.ts", await emitDashboardAssets()] as [string, string],
   ];
-  for (const service of services.filter((name) => !documents[`${name}.yaml`].openrpc)) {
-    const specFile = `spec/${service}.yaml`;
-    outputs.push([
-      `gen/${service}/types.ts`,
-      await emitOpenApiTypes(new URL(specFile, ROOT), specFile),
-    ]);
-  }
+  const typed = services.filter((name) => !documents[`${name}.yaml`].openrpc);
+  const specs = typed.map((service) => `spec/${service}.yaml`)
+    .map((file) => ({ url: new URL(file, ROOT), file }));
+  const types = await emitOpenApiTypes(specs);
+  typed.forEach((service, i) => outputs.push([`gen/${service}/types.ts`, types[i]]));
   {
     for (const [file, content] of outputs) {
       const url = new URL(file, ROOT);

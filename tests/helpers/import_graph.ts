@@ -17,11 +17,20 @@ export interface ModuleInfo {
   dependencies?: { code?: { specifier?: string }; type?: { specifier?: string } }[];
 }
 
-/** Every .ts and .tsx file under `folder`, as file URLs. */
+/**
+ * The folders deno.json excludes: a tool with a config and lock of its own
+ * (scripts/gen/openapi/), outside the project's graph.
+ */
+const EXCLUDED: string[] = (JSON.parse(
+  Deno.readTextFileSync(new URL("deno.json", ROOT)),
+) as { exclude?: string[] }).exclude?.map((path) => new URL(path, ROOT).href) ?? [];
+
+/** Every .ts and .tsx file under `folder`, as file URLs, but in folders deno.json excludes. */
 export async function filesUnder(folder: URL): Promise<string[]> {
   const found: string[] = [];
   for await (const entry of Deno.readDir(folder)) {
     const url = new URL(`${entry.name}${entry.isDirectory ? "/" : ""}`, folder);
+    if (EXCLUDED.includes(url.href)) continue;
     if (entry.isDirectory) found.push(...await filesUnder(url));
     else if (/\.tsx?$/.test(entry.name)) found.push(url.href);
   }
