@@ -211,3 +211,30 @@ Deno.test("mcm refuses bad container requests with what to fix", async () => {
   });
   await expectError(otherClient, 409, /already serves \/api\/hello\/v1/);
 });
+
+Deno.test("an alias may not take a path of the node's services, switched on or off", async () => {
+  await using node = await startTestNode({
+    config: {
+      apiKey: "a-test-key-of-enough-length",
+      discovery: { mdns: false },
+      storePrefixes: ["/ai/store/v1", "/api/store/v1"],
+      // Off now: a microservice there would be shadowed once it is switched on.
+      inference: { enabled: false, prefixes: ["/v1", "/api/openai/v1"] },
+    },
+  });
+  const dir = await Deno.makeTempDir();
+  const tar = await buildExample(`${EXAMPLES}hello-mim`, `${dir}/hello.tar`);
+  await Deno.remove(dir, { recursive: true });
+  assert.equal((await postImage(node, tar)).status, 201);
+  for (const [path, own] of [["/store/v1", "/api/store/v1"], ["/openai/v1", "/api/openai/v1"]]) {
+    await expectError(
+      await postContainer(node, {
+        name: "a",
+        image: "hello-mim",
+        env: { "MCM.API_ALIAS": "true", "MCM.BASE_API_PATH": path },
+      }),
+      409,
+      new RegExp(`would shadow the node's own ${own}`),
+    );
+  }
+});

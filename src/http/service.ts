@@ -84,10 +84,37 @@ export interface RunningServer {
 }
 
 /**
- * The server listening at `addr`, owning what `stack` holds: moved out of it, so that leaving the
- * start's scope ends nothing, and only `shutdown` does.
+ * Starts a server: `start` puts what it opens on the stack and resolves with the address it
+ * listens on; the server then owns the stack, and only `shutdown` ends it. A start that fails ends
+ * what it had opened, in reverse, and throws its own error: a cleanup that fails as well is
+ * logged, never thrown in its place (`await using` would throw a SuppressedError, whose message
+ * says nothing of the cause, and a configuration error would lose its exit code).
  */
-export function runningServer(addr: Deno.NetAddr, stack: AsyncDisposableStack): RunningServer {
-  const resources = stack.move();
-  return { hostname: addr.hostname, port: addr.port, shutdown: () => resources.disposeAsync() };
+export async function startOrUnwind(
+  start: (stack: AsyncDisposableStack) => Promise<Deno.NetAddr>,
+): Promise<RunningServer> {
+  const stack = new AsyncDisposableStack();
+  try {
+    const { hostname, port } = await start(stack);
+    return { hostname, port, shutdown: () => stack.disposeAsync().catch(unwrapped) };
+  } catch (error) {
+    await stack.disposeAsync().catch((failure) =>
+      console.error(`while ending a start that failed: ${causes(failure).join("; ")}`)
+    );
+    throw error;
+  }
+}
+
+/** A failed shutdown's error, saying every cause (a SuppressedError's own message says none). */
+function unwrapped(error: unknown): never {
+  if (!(error instanceof SuppressedError)) throw error;
+  throw new Error(causes(error).join("; "), { cause: error });
+}
+
+/** The messages of an error and of every error a SuppressedError holds. */
+export function causes(error: unknown): string[] {
+  if (error instanceof SuppressedError) {
+    return [...causes(error.error), ...causes(error.suppressed)];
+  }
+  return [error instanceof Error ? error.message : String(error)];
 }

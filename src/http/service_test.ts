@@ -4,8 +4,8 @@ import {
   mountServices,
   reservedPrefixes,
   routeHint,
-  runningServer,
   type Service,
+  startOrUnwind,
   startServices,
 } from "./service.ts";
 
@@ -40,14 +40,34 @@ Deno.test("services: mounted in a loop, their prefixes reserved, the named ones 
 
 Deno.test("services: started in order, ended in reverse before what the stack held", async () => {
   const log: string[] = [];
-  await using stack = new AsyncDisposableStack();
-  stack.defer(() => void log.push("server"));
-  await startServices([service("a", "/a", log), service("b", "/b", log)], stack);
-  const running = runningServer({ transport: "tcp", hostname: "127.0.0.1", port: 1 }, stack);
-  assert.ok(stack.disposed, "moved out of the start's stack");
-  assert.deepEqual(log, ["start a", "start b"]);
+  const running = await startOrUnwind(async (stack) => {
+    stack.defer(() => void log.push("server"));
+    await startServices([service("a", "/a", log), service("b", "/b", log)], stack);
+    return { transport: "tcp", hostname: "127.0.0.1", port: 1 };
+  });
+  assert.deepEqual(log, ["start a", "start b"], "nothing ended when the start returns");
   await running.shutdown();
   assert.deepEqual(log, ["start a", "start b", "end b", "end a", "server"]);
+});
+
+Deno.test("startOrUnwind: a failed start ends what it opened and throws its own error, not a cleanup's", async () => {
+  const log: string[] = [];
+  const logged: string[] = [];
+  const consoleError = console.error;
+  console.error = (line: string) => void logged.push(line);
+  try {
+    const started = startOrUnwind((stack) => {
+      stack.defer(() => void log.push("database closed"));
+      stack.defer(() => Promise.reject(new Error("goodbye not sent")));
+      stack.defer(() => void log.push("server stopped"));
+      return Promise.reject(new RangeError("port 8083 is taken"));
+    });
+    await assert.rejects(started, { name: "RangeError", message: "port 8083 is taken" });
+  } finally {
+    console.error = consoleError;
+  }
+  assert.deepEqual(log, ["server stopped", "database closed"], "every cleanup ran, in reverse");
+  assert.deepEqual(logged, ["while ending a start that failed: goodbye not sent"]);
 });
 
 Deno.test("Pipeline: without a notFound step, a plain 404 in the pipeline's format", async () => {

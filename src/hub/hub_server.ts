@@ -9,7 +9,7 @@
 import { statusCodeError } from "../http/errors.ts";
 import { Pipeline } from "../http/pipeline.ts";
 import { mountRoutes } from "../http/routes.ts";
-import { type RunningServer, runningServer } from "../http/service.ts";
+import { type RunningServer, startOrUnwind } from "../http/service.ts";
 import { TokenVerifier } from "../identity/token_verifier.ts";
 import { netAddress } from "../program/permission_set.ts";
 import { openDatabase } from "../storage/database.ts";
@@ -65,8 +65,15 @@ function hubPipeline(deps: HubDependencies): Pipeline {
 }
 
 /** Starts a hub; resolves once it listens. */
-export async function startHub(settings: HubSettings): Promise<RunningHub> {
-  await using stack = new AsyncDisposableStack();
+export function startHub(settings: HubSettings): Promise<RunningHub> {
+  return startOrUnwind((stack) => startParts(settings, stack));
+}
+
+/** Opens the hub's parts on `stack`, mounts its routes and listens; resolves with where. */
+async function startParts(
+  settings: HubSettings,
+  stack: AsyncDisposableStack,
+): Promise<Deno.NetAddr> {
   const deps = await buildHub(settings, stack);
   const { nodes } = deps;
   const { server, addr } = await hubPipeline(deps).listen(settings.host, settings.port);
@@ -90,7 +97,7 @@ export async function startHub(settings: HubSettings): Promise<RunningHub> {
   }
   const pinger = setInterval(() => nodes.keepAlive(Date.now()), settings.pingSeconds * 1000);
   stack.defer(() => clearInterval(pinger));
-  return runningServer(addr, stack);
+  return addr;
 }
 
 /** Where the other hubs of a cluster reach this one. */

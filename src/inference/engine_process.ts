@@ -9,7 +9,13 @@
 import { join } from "node:path";
 import { ENGINE_SOURCE, INSTALLER_SOURCE } from "../../bundles/engine_sources.ts";
 import { writeVersioned } from "../storage/versioned_files.ts";
-import { type DomainError, errorOfKind, isErrorKind, Unavailable } from "../errors/mod.ts";
+import {
+  type DomainError,
+  type ErrorDetails,
+  errorOfKind,
+  isErrorKind,
+  Unavailable,
+} from "../errors/mod.ts";
 import { installFolder, isInstalled } from "./engine_install.ts";
 import {
   type EngineError,
@@ -70,8 +76,21 @@ export function scrubbed(message: string): string {
 /** The error an engine error event stands for: its kind's, or the engine's own failure. */
 export function engineError(event: EngineError): DomainError {
   const message = scrubbed(event.message);
-  if (isErrorKind(event.kind)) return errorOfKind(event.kind, message, event.details);
+  if (isErrorKind(event.kind)) return errorOfKind(event.kind, message, engineDetails(event));
   return new Unavailable(`the inference engine failed: ${message}`);
+}
+
+/**
+ * The details an engine sends, and only those, as strings: the edges turn others into headers
+ * (`allow`, `scheme`), and a message from another process is data, not trusted shapes.
+ */
+function engineDetails({ details }: EngineError): ErrorDetails {
+  const kept: ErrorDetails = {};
+  for (const name of ["field", "resource", "id", "exceeded"] as const) {
+    const value = details?.[name];
+    if (typeof value === "string") kept[name] = value.slice(0, 200);
+  }
+  return kept;
 }
 
 /** One engine process at a time, started when first needed. */

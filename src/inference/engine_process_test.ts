@@ -35,3 +35,15 @@ Deno.test("scrubbed: the first line, without host paths, at most 500 characters"
   );
   assert.equal(scrubbed("x".repeat(600)).length, 500);
 });
+
+Deno.test("engineError: only the details an engine sends are kept, as strings (never headers)", () => {
+  const error = engineError({
+    type: "error",
+    kind: "not_found",
+    message: "no such model",
+    details: JSON.parse(
+      '{"resource":"model","id":"m","allow":"GET","scheme":{},"retryAfterSeconds":"x","field":7}',
+    ),
+  });
+  assert.deepEqual(error.details, { resource: "model", id: "m" });
+});

@@ -10,7 +10,7 @@ import type { LoadEvent, ModelLoading } from "../store/model_loading.ts";
 import type { InferenceService } from "./inference_service.ts";
 
 /** Loads `id` (already checked) and streams its progress; a client that goes does not stop it. */
-export function loadMessages(service: InferenceService, id: string): ReadableStream<LoadEvent> {
+function loadMessages(service: InferenceService, id: string): ReadableStream<LoadEvent> {
   return new ReadableStream<LoadEvent>({
     start(controller) {
       let percent = -1;

@@ -26,7 +26,7 @@ export const openAiError: ErrorFormat = (status, message, headers, details) =>
   jsonResponse(openAiErrorBody(status, message, details), status, headers);
 
 /** An error inside a stream that has started, in OpenAI's shape. */
-export function openAiStreamError({ status, body, details }: ErrorPayload): unknown {
+function openAiStreamError({ status, body, details }: ErrorPayload): unknown {
   return openAiErrorBody(status, body.message, details);
 }
 

@@ -16,7 +16,7 @@ import {
   reservedPrefixes,
   routeHint,
   type RunningServer,
-  runningServer,
+  startOrUnwind,
   startServices,
 } from "../http/service.ts";
 import { microserviceGateway } from "../mcm/gateway.ts";
@@ -41,8 +41,12 @@ function afterTheServer(stack: AsyncDisposableStack, deps: NodeDependencies): vo
 }
 
 /** Starts a node with these settings; resolves once it listens. */
-export async function startNode(settings: Settings): Promise<RunningNode> {
-  await using stack = new AsyncDisposableStack();
+export function startNode(settings: Settings): Promise<RunningNode> {
+  return startOrUnwind((stack) => startParts(settings, stack));
+}
+
+/** Opens the node's parts on `stack`, mounts its services and listens; resolves with where. */
+async function startParts(settings: Settings, stack: AsyncDisposableStack): Promise<Deno.NetAddr> {
   // Ended last, in reverse: the database, then the model files (put there as they open).
   const deps = await buildDependencies(settings, stack);
   const services = nodeServiceList(deps);
@@ -67,5 +71,5 @@ export async function startNode(settings: Settings): Promise<RunningNode> {
   }
   // First ended: each service's own (the registry's downloads, which would hold the server open).
   await startServices(services, stack);
-  return runningServer(addr, stack);
+  return addr;
 }

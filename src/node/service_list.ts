@@ -1,6 +1,7 @@
 /**
  * The services a node offers, in the order its 404 answer names them. A service that is off
- * (inference, the dashboard) is not in the list: nothing of it is mounted or reserved.
+ * (inference, the dashboard) mounts nothing, but its paths stay reserved: a microservice
+ * deployed there would be shadowed by the service once it is switched on.
  *
  * @module
  */
@@ -25,17 +26,22 @@ export function nodeServiceList(deps: NodeDependencies): Service[] {
       { prefixes: settings.storePrefixes, apiKey, readsRequireKey },
     ),
     insightService(deps, { prefixes: settings.insightPrefixes, apiKey }),
-    ...inference
-      ? [inferenceService(inference, { prefixes: settings.inference.prefixes, apiKey })]
-      : [],
+    inference
+      ? inferenceService(inference, { prefixes: settings.inference.prefixes, apiKey })
+      : switchedOff("inference", settings.inference.prefixes),
     jsonRpcService(deps.identity),
     mdsService(deps, { apiKey }),
     mcmService(deps, { apiKey: settings.mcm.apiKey }),
-    ...settings.dashboard.enabled
-      ? [dashboardService(
+    settings.dashboard.enabled
+      ? dashboardService(
         { ...deps, dataDir: settings.dataDir },
         { path: settings.dashboard.path, apiKey, readsRequireKey },
-      )]
-      : [],
+      )
+      : switchedOff("dashboard", ["/dashboard"]),
   ];
+}
+
+/** A service that is off: its paths reserved, nothing mounted, not named in the 404 hint. */
+function switchedOff(name: string, prefixes: readonly string[]): Service {
+  return { name: `${name} (off)`, prefixes, mount() {} };
 }

@@ -38,7 +38,7 @@ const JSON_HEADERS = { "content-type": "application/json" };
 const SSE_HEADERS = { "content-type": "text/event-stream" };
 
 /** The message of a call while inference is off. */
-export const INFERENCE_OFF =
+const INFERENCE_OFF =
   "inference is off on this node (its config's inference.enabled is false): context.ml " +
   "requires edgeEngine with ml capability enabled";
 
