@@ -27,7 +27,7 @@ import { ensureTestEngine } from "../../testing/engine.ts";
 import { startTestNode, type TestNode } from "../../testing/node.ts";
 import { tinyLlamaGguf, type TinyLlamaOptions } from "../../testing/tiny_llama.ts";
 import type { DirectRun } from "./baselines/inference_engine.ts";
-import { run } from "./tools.ts";
+import { createModel, run } from "./tools.ts";
 
 const MAX_TOKENS = 256;
 const WARMUPS = 2;
@@ -192,18 +192,7 @@ async function nodeChat(node: TestNode, model: string, prompt: string): Promise<
 }
 
 async function addModel(node: TestNode, id: string, file: string, contextSize: number) {
-  const created = await fetch(`${node.storeUrl}/models`, {
-    method: "POST",
-    headers: node.auth({ "Content-Type": "application/json" }),
-    body: JSON.stringify({
-      id,
-      version: "1.0.0",
-      kind: "llm",
-      gguf: { initContextSize: contextSize, initGpuLayerSize: 0, chatTemplateHint: "chatml" },
-    }),
-  });
-  if (created.status !== 201) throw new Error(`create ${id}: ${await created.text()}`);
-  await created.body?.cancel();
+  await createModel(node, id, { contextSize, gpuLayers: 0 });
   const uploaded = await fetch(`${node.storeUrl}/models/${id}/upload`, {
     method: "POST",
     headers: node.auth({ "Content-Type": "application/octet-stream" }),

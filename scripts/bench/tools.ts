@@ -126,8 +126,12 @@ export async function p99(url: string, headers: Record<string, string> = {}): Pr
   return Number(value) * ({ us: 0.001, ms: 1, s: 1000 }[unit as "us" | "ms" | "s"] ?? NaN);
 }
 
-/** Creates an llm model record `id` on a node (POST /models). */
-export async function createModel(node: TestNode, id: string): Promise<void> {
+/** Creates an llm model record `id` on a node (POST /models), all layers on a GPU by default. */
+export async function createModel(
+  node: TestNode,
+  id: string,
+  { contextSize = 4096, gpuLayers = 99 } = {},
+): Promise<void> {
   const response = await fetch(`${node.storeUrl}/models`, {
     method: "POST",
     headers: node.auth({ "Content-Type": "application/json" }),
@@ -135,7 +139,11 @@ export async function createModel(node: TestNode, id: string): Promise<void> {
       id,
       version: "1.0.0",
       kind: "llm",
-      gguf: { initContextSize: 4096, initGpuLayerSize: 99, chatTemplateHint: "chatml" },
+      gguf: {
+        initContextSize: contextSize,
+        initGpuLayerSize: gpuLayers,
+        chatTemplateHint: "chatml",
+      },
     }),
   });
   if (response.status !== 201) {
