@@ -144,7 +144,7 @@ export function emitRoutes(
   ),
 ): string {
   const lines: string[] = [];
-  const types = new SchemaTypes("InferInput");
+  const types = new SchemaTypes();
   for (const { path, method, id, operation, params } of operationsOf(spec, resolver)) {
     const security = (operation.security ?? spec.security ?? []) as Record<string, unknown>[];
     // Only the `apiKey` scheme is checked by mountRoutes; other schemes (an edge access

@@ -278,31 +278,23 @@ export function emitValidators(
 }
 
 /**
- * TypeScript types of schemas, from their valibot schemas: a component by its constant (or a
- * name `named` gives), an inline schema through a constant of the module being generated
+ * TypeScript types of the values a schema accepts (`v.InferInput`), from its valibot schema: a
+ * component by its constant, an inline schema through a constant of the module being generated
  * (`inline1`, …, one per distinct schema; `declarations()` gives them).
  */
 export class SchemaTypes {
   readonly #inline = new Map<string, string>();
 
-  constructor(
-    readonly infer: "InferInput" | "InferOutput",
-    readonly named?: (name: string) => string,
-  ) {}
-
   /** The TypeScript type of `schema`'s values. */
   typeOf(schema: JsonSchema): string {
-    if (typeof schema.$ref === "string" && this.named) {
-      return this.named(parseRef(schema.$ref, "").name);
-    }
     const source = valibotFor(schema);
-    if (typeof schema.$ref === "string") return `v.${this.infer}<typeof ${source}>`;
+    if (typeof schema.$ref === "string") return `v.InferInput<typeof ${source}>`;
     let name = this.#inline.get(source);
     if (!name) {
       name = `inline${this.#inline.size + 1}`;
       this.#inline.set(source, name);
     }
-    return `v.${this.infer}<typeof ${name}>`;
+    return `v.InferInput<typeof ${name}>`;
   }
 
   /** The constants of the inline schemas `typeOf` has named. */
