@@ -166,9 +166,10 @@ Deno.test("insight lists the node's running microservices as its services", asyn
   const info = v.parse(InfoResponseSchema, await (await insight(node, "/info?types=self")).json());
   assert.deepEqual(
     info.data.self?.services.map(({ serviceType, status }) => ({ serviceType, status })),
-    [{ serviceType: "hello", status: "started" }],
+    [{ serviceType: info.data.self?.services[0].id, status: "started" }],
+    "the service type is <clientId>-<container name>, as the reference advertises it",
   );
-  assert.match(info.data.self?.services[0].id ?? "", /hello/);
+  assert.match(info.data.self?.services[0].id ?? "", /-hello$/);
   const nodes = v.parse(
     NodeListSchema,
     await (await insight(node, "/nodes?type=linkLocal")).json(),

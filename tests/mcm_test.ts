@@ -36,7 +36,7 @@ Deno.test("the example microservice, built with the CLI, answers every route of 
   assert.deepEqual((await getJson(`${url}/env`)).body, container.env);
   const me = await rpc(node, "getMe");
   assert.deepEqual((await getJson(`${url}/info`)).body, {
-    serviceType: "hello-mim",
+    serviceType: "api-hello-mim", // <clientId>-<container name>, as the reference
     apiRoot: container.env["MCM.BASE_API_PATH"],
     httpPort: new URL(node.url).port,
     accountId: "",

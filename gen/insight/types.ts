@@ -64,6 +64,7 @@ export interface components {
         };
         Service: {
             id: string;
+            /** @description `<clientId>-<container name>`, as the reference advertises it. */
             serviceType: string;
             version?: string;
             status?: string;

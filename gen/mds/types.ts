@@ -114,6 +114,12 @@ export interface components {
             port?: string;
             /** @description The local link network id. */
             lln?: string;
+            /**
+             * @description A digest of the node's services (id, serviceType, status): it changes when a
+             *     microservice is deployed, stopped or removed, so that peers verify the node again
+             *     and list its services as they are now.
+             */
+            svc?: string;
         };
         /** @description The error body of the registry, the microservice runtime, the dashboard and mds. */
         Error: {

@@ -34,7 +34,7 @@ export const LocalLinkListingSchema = v.strictObject({ "localLinkNetwork": v.str
 export type LocalLinkListing = v.InferOutput<typeof LocalLinkListingSchema>;
 
 /** The TXT record of a node's service instance (`key=value` strings; unknown keys are */
-export const MdnsTxtSchema = v.looseObject({ "id": v.pipe(v.string("must be a string"), v.regex(new RegExp("^[0-9a-f]{56}$", "u"), "must be 56 hex digits")), "name": v.optional(v.string("must be a string")), "os": v.optional(v.string("must be a string")), "ver": v.optional(v.string("must be a string")), "acct": v.optional(v.string("must be a string")), "port": v.optional(v.string("must be a string")), "lln": v.optional(v.string("must be a string")) }, "must be an object");
+export const MdnsTxtSchema = v.looseObject({ "id": v.pipe(v.string("must be a string"), v.regex(new RegExp("^[0-9a-f]{56}$", "u"), "must be 56 hex digits")), "name": v.optional(v.string("must be a string")), "os": v.optional(v.string("must be a string")), "ver": v.optional(v.string("must be a string")), "acct": v.optional(v.string("must be a string")), "port": v.optional(v.string("must be a string")), "lln": v.optional(v.string("must be a string")), "svc": v.optional(v.string("must be a string")) }, "must be an object");
 /** MdnsTxt as validated. */
 export type MdnsTxt = v.InferOutput<typeof MdnsTxtSchema>;
 

@@ -17,12 +17,20 @@ export interface CheckQueueLimits {
   retryMs: number;
 }
 
+/** A key's check: the one to run, and whether it is running. */
+interface Entry {
+  check: () => Promise<void>;
+  running: boolean;
+  /** A newer check asked for while this one ran: it runs next (the peer changed meanwhile). */
+  again?: { check: () => Promise<void>; force: boolean };
+}
+
 /** The queue. */
 export class CheckQueue {
   readonly #limits: CheckQueueLimits;
   /** Keys running or waiting. */
-  readonly #keys = new Set<string>();
-  readonly #waiting: (() => void)[] = [];
+  readonly #entries = new Map<string, Entry>();
+  readonly #waiting: string[] = [];
   readonly #failedAt = new Map<string, number>();
   #running = 0;
 
@@ -31,24 +39,25 @@ export class CheckQueue {
   }
 
   /**
-   * Queues `check` under `key`, unless that key is already queued, the queue is full, or the key
-   * failed within the retry time (`force` ignores that). A rejected check counts as a failure.
+   * Queues `check` under `key`, unless the queue is full or the key failed within the retry
+   * time (`force` ignores that). A key already waiting takes the newer check; a key running
+   * runs once more afterwards with the newest check, so that a change announced during a check
+   * is not lost (unless this run failed and the newer one is not forced: the retry time holds).
+   * A rejected check counts as a failure.
    */
   add(key: string, check: () => Promise<void>, force = false): void {
     const { concurrency, maxWaiting, retryMs } = this.#limits;
-    if (this.#keys.has(key) || this.#keys.size >= concurrency + maxWaiting) return;
+    const entry = this.#entries.get(key);
+    if (entry) {
+      if (entry.running) entry.again = { check, force: force || entry.again?.force === true };
+      else entry.check = check;
+      return;
+    }
+    if (this.#entries.size >= concurrency + maxWaiting) return;
     const failed = this.#failedAt.get(key);
     if (!force && failed !== undefined && failed + retryMs > Date.now()) return;
-    this.#keys.add(key);
-    this.#waiting.push(() => {
-      check()
-        .then(() => this.#failedAt.delete(key), () => this.#failedAt.set(key, Date.now()))
-        .finally(() => {
-          this.#keys.delete(key);
-          this.#running--;
-          this.#start();
-        });
-    });
+    this.#entries.set(key, { check, running: false });
+    this.#waiting.push(key);
     this.#start();
   }
 
@@ -61,8 +70,27 @@ export class CheckQueue {
 
   #start(): void {
     while (this.#running < this.#limits.concurrency && this.#waiting.length > 0) {
+      const key = this.#waiting.shift()!;
+      const entry = this.#entries.get(key)!;
       this.#running++;
-      this.#waiting.shift()!();
+      entry.running = true;
+      let ok = false;
+      entry.check()
+        .then(() => {
+          ok = true;
+          this.#failedAt.delete(key);
+        }, () => this.#failedAt.set(key, Date.now()))
+        .finally(() => {
+          this.#running--;
+          if (entry.again && (ok || entry.again.force)) {
+            // Runs again with the newest check, at the end of the line.
+            this.#entries.set(key, { check: entry.again.check, running: false });
+            this.#waiting.push(key);
+          } else {
+            this.#entries.delete(key);
+          }
+          this.#start();
+        });
     }
   }
 }

@@ -6,6 +6,7 @@
  * @module
  */
 import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
 import type dnsPacket from "dns-packet";
 import type { NodeDescription } from "../../gen/mds/validators.ts";
 import {
@@ -48,6 +49,20 @@ const MAX_TTL_SECONDS = 4500;
 const LEGACY_ANSWERS_PER_SECOND = 20;
 /** Peers whose failed check was logged, kept to log each reason once (emptied when full). */
 const MAX_REMEMBERED_FAILURES = 1024;
+/**
+ * A changed TXT is announced at once, but not within this long of the last announcement
+ * (RFC 6762 §6: a record at most once a second), so a burst of deploys makes one announcement.
+ */
+const MIN_CHANGE_ANNOUNCE_MS = 1000;
+
+/**
+ * The `svc` TXT value: a digest of the node's services, which changes with a deploy, a stop
+ * or a removal, so that peers verify the node again (they do only when its TXT changes).
+ */
+export function servicesDigest(services: SelfDescription["services"]): string {
+  const text = JSON.stringify(services.map((s) => [s.id, s.serviceType, s.status ?? ""]));
+  return createHash("sha256").update(text).digest("hex").slice(0, 16);
+}
 
 /** The discovery service of one node. */
 export class LinkLocal {
@@ -62,6 +77,7 @@ export class LinkLocal {
   #socket: MdnsSocket | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
   #announcedTxt = "";
+  #announcedAt = -Infinity;
   #nextAnnounceAt = 0;
   #startupAnnouncements = 3;
   #nextStaticCheckAt = 0;
@@ -157,8 +173,10 @@ export class LinkLocal {
     this.#checks.prune(now);
     this.#adoptNetworkId();
     const txt = txtStrings(this.#ownRecords().txt).join("\n");
-    if (this.#socket && (now >= this.#nextAnnounceAt || txt !== this.#announcedTxt)) {
+    const changed = txt !== this.#announcedTxt && now - this.#announcedAt >= MIN_CHANGE_ANNOUNCE_MS;
+    if (this.#socket && (now >= this.#nextAnnounceAt || changed)) {
       this.#announcedTxt = txt;
+      this.#announcedAt = now;
       this.#startupAnnouncements = Math.max(0, this.#startupAnnouncements - 1);
       this.#nextAnnounceAt = now + (this.#startupAnnouncements > 0 ? 1000 : this.#announceMs);
       const packet = announcementPacket(this.#ownRecords(), this.#ttlSeconds);
@@ -201,6 +219,7 @@ export class LinkLocal {
         acct: self.accountId,
         port: String(port),
         lln: self.localLinkNetworkId,
+        svc: servicesDigest(self.services),
       },
     };
   }

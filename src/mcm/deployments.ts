@@ -58,6 +58,15 @@ export type Match =
   | { runtime: ContainerRuntime; path: string }
   | { unknown: string };
 
+/**
+ * A container's service type as the reference advertises it (in listings and in
+ * `context.info.serviceType`): `<clientId>-<container name>`. Agents find a peer's microservice
+ * by it, and take the clientId back as its first 36 characters.
+ */
+export function serviceTypeOf(record: Pick<ContainerRecord, "client" | "name">): string {
+  return `${record.client}-${record.name}`;
+}
+
 /** The containers of the node. */
 export class Deployments {
   readonly #records: McmRecords;
@@ -189,7 +198,7 @@ export class Deployments {
       onCall: (call) => this.#node.answerCall(record.id, call),
       env,
       info: {
-        serviceType: record.imageName,
+        serviceType: serviceTypeOf(record),
         apiRoot: record.basePath,
         httpPort: String(this.#node.port()),
         accountId: this.#node.accountId(),
@@ -278,12 +287,13 @@ export class Deployments {
 
   /**
    * Every deployed microservice as the node describes itself (insight's and mds's `services`):
-   * the container's id, its name as the service type, and its state.
+   * the container's id, its service type (`<clientId>-<name>`, as the reference advertises it)
+   * and its state. Discovery announces a digest of this list, so peers see changes at once.
    */
   services(): { id: string; serviceType: string; status: string }[] {
     return this.#records.containers(undefined).map((record) => ({
       id: record.id,
-      serviceType: record.name,
+      serviceType: serviceTypeOf(record),
       status: this.#runtimes.get(record.id)?.state ?? "stopped",
     }));
   }
