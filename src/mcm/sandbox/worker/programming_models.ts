@@ -146,7 +146,7 @@ function mimikModel(
           writeMimeFile(path: unknown, mimeType?: unknown): void {
             if (finished || started) return;
             finished = true;
-            readFile(String(path).replace(/^.*\//, "")).then((file) => {
+            readFile(String(path)).then((file) => {
               if (file.status === 404) {
                 res.statusCode = 404;
                 out.set("content-type", "application/json; charset=utf-8");
