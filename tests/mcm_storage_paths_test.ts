@@ -11,11 +11,14 @@ import { startFileServer } from "../testing/file_server.ts";
 import { getJson, scriptImage, serviceUrl, startContainer, uploadImage } from "../testing/mcm.ts";
 import { ggufBytes, listFiles, sha256Hex, startTestNode, type TestNode } from "../testing/node.ts";
 
-const CONFIG = {
+const MODES = ["per-client", "per-container"] as const;
+
+/** A node whose microservices may download from the test's file server on 127.0.0.1. */
+const config = (containerProcess: typeof MODES[number] = "per-client") => ({
   apiKey: "a-test-key-of-enough-length",
   discovery: { mdns: false },
-  mcm: { outboundNetworks: ["public", "private", "loopback"] },
-};
+  mcm: { outboundNetworks: ["public", "private", "loopback"], containerProcess },
+});
 
 /** A mILM-style microservice: models in `cache/<id>.gguf`, plus raw routes for hostile names. */
 const MILM_STYLE = String.raw`
@@ -137,78 +140,83 @@ async function filesFolder(node: TestNode, marker: string): Promise<string> {
 
 const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 
-Deno.test("storage paths: a mILM-style download into cache/, served, listed and deleted by the same name", async () => {
-  await using node = await startTestNode({ config: CONFIG });
-  await using files = startFileServer();
-  const url = await deployMilmStyle(node);
-  const model = ggufBytes(400_000, 3);
-  const created = await getJson(`${url}/models`, {
-    method: "POST",
-    body: JSON.stringify({ id: "tiny", url: files.serve("/tiny.gguf", model) }),
-  });
-  assert.deepEqual(created, { status: 201, body: { id: "tiny", readyToUse: true } });
-  assert.deepEqual((await getJson(`${url}/models`)).body, {
-    data: [{ id: "tiny", readyToUse: true }],
-  });
-  const dir = await filesFolder(node, "cache/tiny.gguf");
-  assert.equal(
-    await sha256Hex(await Deno.readFile(`${dir}/cache/tiny.gguf`)),
-    await sha256Hex(model),
-  );
+for (const mode of MODES) {
+  Deno.test(`storage paths (${mode}): a mILM-style download into cache/, served, listed and deleted by the same name`, async () => {
+    await using node = await startTestNode({ config: config(mode) });
+    await using files = startFileServer();
+    const url = await deployMilmStyle(node);
+    const model = ggufBytes(400_000, 3);
+    const created = await getJson(`${url}/models`, {
+      method: "POST",
+      body: JSON.stringify({ id: "tiny", url: files.serve("/tiny.gguf", model) }),
+    });
+    assert.deepEqual(created, { status: 201, body: { id: "tiny", readyToUse: true } });
+    assert.deepEqual((await getJson(`${url}/models`)).body, {
+      data: [{ id: "tiny", readyToUse: true }],
+    });
+    const dir = await filesFolder(node, "cache/tiny.gguf");
+    assert.equal(
+      await sha256Hex(await Deno.readFile(`${dir}/cache/tiny.gguf`)),
+      await sha256Hex(model),
+    );
 
-  const served = await fetch(`${url}/models/file?modelId=tiny`);
-  assert.equal(served.status, 200);
-  assert.equal(served.headers.get("content-length"), String(model.length));
-  assert.equal(await sha256Hex(new Uint8Array(await served.arrayBuffer())), await sha256Hex(model));
+    const served = await fetch(`${url}/models/file?modelId=tiny`);
+    assert.equal(served.status, 200);
+    assert.equal(served.headers.get("content-length"), String(model.length));
+    assert.equal(
+      await sha256Hex(new Uint8Array(await served.arrayBuffer())),
+      await sha256Hex(model),
+    );
 
-  // Replaced in place by a second download of the same id.
-  const second = ggufBytes(1000, 4);
-  files.serve("/tiny.gguf", second);
-  await getJson(`${url}/models`, {
-    method: "POST",
-    body: JSON.stringify({ id: "tiny", url: `${files.url}/tiny.gguf` }),
-  });
-  assert.deepEqual(await Deno.readFile(`${dir}/cache/tiny.gguf`), second);
+    // Replaced in place by a second download of the same id.
+    const second = ggufBytes(1000, 4);
+    files.serve("/tiny.gguf", second);
+    await getJson(`${url}/models`, {
+      method: "POST",
+      body: JSON.stringify({ id: "tiny", url: `${files.url}/tiny.gguf` }),
+    });
+    assert.deepEqual(await Deno.readFile(`${dir}/cache/tiny.gguf`), second);
 
-  assert.deepEqual(await getJson(`${url}/models?modelId=tiny`, { method: "DELETE" }), {
-    status: 200,
-    body: { data: { id: "tiny", object: "model", deleted: true } },
-  });
-  assert.equal((await fetch(`${url}/models/file?modelId=tiny`)).status, 404);
-  // The folder stays, empty (deleting a file never deletes its folder).
-  assert.deepEqual(await listFiles(`${dir}/cache`), []);
+    assert.deepEqual(await getJson(`${url}/models?modelId=tiny`, { method: "DELETE" }), {
+      status: 200,
+      body: { data: { id: "tiny", object: "model", deleted: true } },
+    });
+    assert.equal((await fetch(`${url}/models/file?modelId=tiny`)).status, 404);
+    // The folder stays, empty (deleting a file never deletes its folder).
+    assert.deepEqual(await listFiles(`${dir}/cache`), []);
 
-  // saveFile, form uploads and deleteFile take folder names too; an empty folder is deleted.
-  const bytes = crypto.getRandomValues(new Uint8Array(5000));
-  assert.equal(
-    (await getJson(`${url}/save?name=a/b/c.bin`, { method: "POST", body: base64(bytes) })).status,
-    201,
-  );
-  assert.deepEqual(await Deno.readFile(`${dir}/a/b/c.bin`), bytes);
-  const form = new FormData();
-  form.append("file", new Blob([bytes]), "upload.bin");
-  const uploaded = await getJson(`${url}/form?path=uploads/one.bin`, {
-    method: "POST",
-    body: form,
+    // saveFile, form uploads and deleteFile take folder names too; an empty folder is deleted.
+    const bytes = crypto.getRandomValues(new Uint8Array(5000));
+    assert.equal(
+      (await getJson(`${url}/save?name=a/b/c.bin`, { method: "POST", body: base64(bytes) })).status,
+      201,
+    );
+    assert.deepEqual(await Deno.readFile(`${dir}/a/b/c.bin`), bytes);
+    const form = new FormData();
+    form.append("file", new Blob([bytes]), "upload.bin");
+    const uploaded = await getJson(`${url}/form?path=uploads/one.bin`, {
+      method: "POST",
+      body: form,
+    });
+    assert.deepEqual(uploaded, {
+      status: 201,
+      body: { stored: [{ path: "uploads/one.bin", size: 5000 }] },
+    });
+    assert.deepEqual(
+      new Uint8Array(await (await fetch(`${url}/file?name=uploads/one.bin`)).arrayBuffer()),
+      bytes,
+    );
+    assert.equal((await getJson(`${url}/delete?name=a/b/c.bin`)).status, 200);
+    assert.equal((await getJson(`${url}/delete?name=a/b`)).status, 200);
+    const notEmpty = await getJson(`${url}/delete?name=uploads`);
+    assert.equal(notEmpty.status, 400);
+    assert.match(notEmpty.body.message, /not empty/);
+    assert.deepEqual(await listFiles(dir), ["uploads/one.bin"]);
   });
-  assert.deepEqual(uploaded, {
-    status: 201,
-    body: { stored: [{ path: "uploads/one.bin", size: 5000 }] },
-  });
-  assert.deepEqual(
-    new Uint8Array(await (await fetch(`${url}/file?name=uploads/one.bin`)).arrayBuffer()),
-    bytes,
-  );
-  assert.equal((await getJson(`${url}/delete?name=a/b/c.bin`)).status, 200);
-  assert.equal((await getJson(`${url}/delete?name=a/b`)).status, 200);
-  const notEmpty = await getJson(`${url}/delete?name=uploads`);
-  assert.equal(notEmpty.status, 400);
-  assert.match(notEmpty.body.message, /not empty/);
-  assert.deepEqual(await listFiles(dir), ["uploads/one.bin"]);
-});
+}
 
 Deno.test("storage paths: traversal, absolute and malformed names are refused, nothing written outside", async () => {
-  await using node = await startTestNode({ config: CONFIG });
+  await using node = await startTestNode({ config: config() });
   await using files = startFileServer();
   const url = await deployMilmStyle(node);
   const source = files.serve("/x.gguf", ggufBytes(1000));
@@ -244,41 +252,43 @@ Deno.test("storage paths: traversal, absolute and malformed names are refused, n
   assert.deepEqual(await listFiles(dir), ["cache/marker.bin"]);
 });
 
-Deno.test("storage paths: a link planted in the storage folder is never followed", async () => {
-  await using node = await startTestNode({ config: CONFIG });
-  await using files = startFileServer();
-  const url = await deployMilmStyle(node);
-  const source = files.serve("/x.gguf", ggufBytes(1000));
-  assert.equal(
-    (await getJson(`${url}/save?name=cache/marker.bin`, { method: "POST", body: "AA==" })).status,
-    201,
-  );
-  const dir = await filesFolder(node, "cache/marker.bin");
-  const outside = await Deno.makeTempDir({ prefix: "edgenode-outside-" });
-  try {
-    await Deno.writeTextFile(`${outside}/secret`, "secret");
-    await Deno.symlink(outside, `${dir}/evil`);
-    await Deno.symlink(`${outside}/secret`, `${dir}/cache/link.gguf`);
-    for (const name of ["evil/secret", "evil/new.gguf", "evil/sub/new.gguf", "cache/link.gguf"]) {
-      const q = encodeURIComponent(name);
-      const downloaded = await getJson(
-        `${url}/download?name=${q}&url=${encodeURIComponent(source)}`,
-      );
-      assert.equal(downloaded.status, 500, `${name}: ${JSON.stringify(downloaded.body)}`);
-      assert.match(downloaded.body.message, /link/, name);
-      const saved = await getJson(`${url}/save?name=${q}`, { method: "POST", body: "AA==" });
-      assert.equal(saved.status, 400, `${name}: ${JSON.stringify(saved.body)}`);
-      assert.match(saved.body.message, /link/, name);
-      const deleted = await getJson(`${url}/delete?name=${q}`);
-      assert.equal(deleted.status, 400, `${name}: ${JSON.stringify(deleted.body)}`);
-      const read = await fetch(`${url}/file?name=${q}`);
-      assert.notEqual(read.status, 200, name);
-      assert.doesNotMatch(await read.text(), /secret/);
+for (const mode of MODES) {
+  Deno.test(`storage paths (${mode}): a link planted in the storage folder is never followed`, async () => {
+    await using node = await startTestNode({ config: config(mode) });
+    await using files = startFileServer();
+    const url = await deployMilmStyle(node);
+    const source = files.serve("/x.gguf", ggufBytes(1000));
+    assert.equal(
+      (await getJson(`${url}/save?name=cache/marker.bin`, { method: "POST", body: "AA==" })).status,
+      201,
+    );
+    const dir = await filesFolder(node, "cache/marker.bin");
+    const outside = await Deno.makeTempDir({ prefix: "edgenode-outside-" });
+    try {
+      await Deno.writeTextFile(`${outside}/secret`, "secret");
+      await Deno.symlink(outside, `${dir}/evil`);
+      await Deno.symlink(`${outside}/secret`, `${dir}/cache/link.gguf`);
+      for (const name of ["evil/secret", "evil/new.gguf", "evil/sub/new.gguf", "cache/link.gguf"]) {
+        const q = encodeURIComponent(name);
+        const downloaded = await getJson(
+          `${url}/download?name=${q}&url=${encodeURIComponent(source)}`,
+        );
+        assert.equal(downloaded.status, 500, `${name}: ${JSON.stringify(downloaded.body)}`);
+        assert.match(downloaded.body.message, /link/, name);
+        const saved = await getJson(`${url}/save?name=${q}`, { method: "POST", body: "AA==" });
+        assert.equal(saved.status, 400, `${name}: ${JSON.stringify(saved.body)}`);
+        assert.match(saved.body.message, /link/, name);
+        const deleted = await getJson(`${url}/delete?name=${q}`);
+        assert.equal(deleted.status, 400, `${name}: ${JSON.stringify(deleted.body)}`);
+        const read = await fetch(`${url}/file?name=${q}`);
+        assert.notEqual(read.status, 200, name);
+        assert.doesNotMatch(await read.text(), /secret/);
+      }
+      assert.deepEqual(files.requests, []);
+      assert.deepEqual(await listFiles(outside), ["secret"]);
+      assert.equal(await Deno.readTextFile(`${outside}/secret`), "secret");
+    } finally {
+      await Deno.remove(outside, { recursive: true });
     }
-    assert.deepEqual(files.requests, []);
-    assert.deepEqual(await listFiles(outside), ["secret"]);
-    assert.equal(await Deno.readTextFile(`${outside}/secret`), "secret");
-  } finally {
-    await Deno.remove(outside, { recursive: true });
-  }
-});
+  });
+}
