@@ -125,6 +125,9 @@ export class StorageFiles {
   /** Makes the folders of `name` that are missing, within the quota; its checked path. */
   async #folderFor(name: string): Promise<string> {
     const { path, missingFolders } = resolveStorageFile(this.#dir, name);
+    if (missingFolders.length === 0 && (await Deno.lstat(path).catch(() => null))?.isDirectory) {
+      throw new StorageNameError(`${JSON.stringify(name)} is a folder, not a file`);
+    }
     if (missingFolders.length * FOLDER_BYTES > this.#free()) throw this.#full();
     for (const folder of missingFolders) {
       try {

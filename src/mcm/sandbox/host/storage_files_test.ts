@@ -15,6 +15,7 @@ Deno.test("storage files: folders are made on demand and count a block each in t
       await opened.delete("y.bin");
     }
     await assert.rejects(files.delete("a"), /not empty/);
+    await assert.rejects(files.save("a", new Uint8Array(1)), /is a folder/);
     await files.delete("a/x.bin");
     assert.ok((await Deno.stat(`${dir}/files/a`)).isDirectory, "the folder stays");
     await files.delete("a");
