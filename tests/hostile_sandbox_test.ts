@@ -201,7 +201,7 @@ Deno.test("stack traces name the microservice's file, never the node's data dire
   const script = STACK_SERVICE.replace("__FAIL_AT_LOAD__", "false");
   const { container: svc, url } = await deployScript(node, "stacks", script);
   const stack = await (await fetch(`${url}/stack`)).text();
-  assert.match(stack, /microservice:\/stacks\/index\.js:\d+:\d+/, stack);
+  assert.match(stack, /microservice:\/api-stacks\/index\.js:\d+:\d+/, stack);
   assert.ok(!stack.includes(data) && !stack.includes("file://"), `a path in: ${stack}`);
   assert.equal((await fetch(`${url}/fail`)).status, 500);
   await waitFor(
@@ -214,7 +214,7 @@ Deno.test("stack traces name the microservice's file, never the node's data dire
   );
   const logs = await (await mcm(node, `/containers/${svc.id}/logs`)).text();
   assert.ok(!logs.includes(data) && !logs.includes("file://"), `a path in the log: ${logs}`);
-  assert.match(logs, /microservice:\/stacks\/index\.js/);
+  assert.match(logs, /microservice:\/api-stacks\/index\.js/);
   await uploadImage(
     node,
     await scriptImage(STACK_SERVICE.replace("__FAIL_AT_LOAD__", "true")),

@@ -6,8 +6,8 @@
  * `error.stack`. So the worker formats stack traces itself (V8's `Error.prepareStackTrace`,
  * which Deno honours), naming the directory of its module `edgenode:/`; a hook the
  * microservice sets (libraries do) is kept, behind the accessor, and gets call sites whose file
- * names are neutral too. The bundle itself is evaluated under `microservice:/<image>/index.js`
- * (sandbox_worker.ts).
+ * names are neutral too. The bundle itself is evaluated under `microservice:/<serviceType>/index.js`
+ * (sandbox_worker.ts; the service type is `<clientId>-<container name>`).
  *
  * @module
  */
