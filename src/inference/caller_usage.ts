@@ -17,6 +17,7 @@
  * @module
  */
 import { TooMany } from "../errors/mod.ts";
+import type { LoadedCallerFile } from "./caller_files.ts";
 
 /** The accounting id of the node's key holder. */
 export const KEY_HOLDER = "key-holder";
@@ -58,6 +59,8 @@ export interface CallerUsage {
   detachedEngineMs: number;
   /** Detached calls refused or stopped because the budget was spent. */
   budgetRefusals: number;
+  /** A container's own files loaded now (caller_files.ts); absent when none. */
+  loadedFiles?: LoadedCallerFile[];
 }
 
 /** The detached-call budget's settings. */

@@ -28,8 +28,10 @@ import {
 export interface EngineOptions {
   /** Holds the installed engine (src/inference/engine_install.ts). */
   engineDir: string;
-  /** The model files: the engine's only other readable folder. */
+  /** The model files: the engine's only other readable folder, with `callerFilesDir`. */
   modelsDir: string;
+  /** The containers' storage folders, whose GGUF files their calls load (caller_files.ts). */
+  callerFilesDir?: string;
   /** Where the node writes the engine's and installer's code (bundles/engine_sources.ts). */
   scriptsDir: string;
   /** Most threads the engine's library may start. */
@@ -192,7 +194,8 @@ export class EngineProcess {
           "install with deploy/install.sh, which runs the bundle with Deno, or run from a checkout",
       );
     }
-    const { engineDir, modelsDir, scriptsDir, maxThreads } = this.#options;
+    const { engineDir, modelsDir, scriptsDir, maxThreads, callerFilesDir } = this.#options;
+    const callerReads = callerFilesDir ? [callerFilesDir] : [];
     const folder = installFolder(engineDir);
     const scripts = await writeVersioned(scriptsDir, {
       "engine_main.js": ENGINE_SOURCE,
@@ -206,7 +209,7 @@ export class EngineProcess {
         "--node-modules-dir=manual",
         "--no-prompt",
         `--allow-ffi=${folder}`,
-        `--allow-read=${[folder, modelsDir, scripts, ...SYSTEM_READS].join(",")}`,
+        `--allow-read=${[folder, modelsDir, scripts, ...callerReads, ...SYSTEM_READS].join(",")}`,
         "--allow-env",
         "--allow-sys=homedir,uid,osRelease",
         // node-llama-cpp tries its native build in a child of the same runtime before loading it.

@@ -3,6 +3,9 @@
  * at a time per model lane behind a bounded queue (model_slots.ts), idle unloading, and unloading before a model's
  * file is deleted or replaced. The engine itself is another process (engine_process.ts).
  *
+ * A container's own GGUF files (caller_files.ts) load the same way, from their place in its
+ * storage, with the caller's settings: they take the same memory budget and the same engine.
+ *
  * @module
  */
 import { Invalid, NotFound, Unavailable } from "../errors/mod.ts";
@@ -26,6 +29,14 @@ import {
 
 export { type InferenceCaller, KEY_HOLDER_CALLER };
 import { ModelSlot } from "./model_slots.ts";
+import {
+  type CallerFile,
+  callerFileId,
+  CallerFileWatch,
+  type LoadedCallerFile,
+} from "./caller_files.ts";
+
+export type { CallerFile, LoadedCallerFile };
 import { chatOnSlot, type ChatOptions, embedOnSlot } from "./slot_jobs.ts";
 
 export type { ChatOptions };
@@ -60,6 +71,17 @@ export interface RunnableModel {
 
 const RUNNABLE: readonly string[] = ["llm", "vlm", "embed"];
 
+/** What one load needs: a registry record's or a caller's file's. */
+interface LoadTarget {
+  id: string;
+  kind: EngineModelKind;
+  path: string;
+  totalSize: number;
+  contextSize?: number;
+  gpuLayers?: number;
+  chatTemplateHint?: string;
+}
+
 /** The registry's models, run by one engine process. */
 export class InferenceService {
   readonly #registry: ModelRegistry;
@@ -73,14 +95,17 @@ export class InferenceService {
   /** Files a throwaway engine loaded without crashing (load_probe.ts). */
   readonly #probed = new Set<string>();
   readonly #engineOptions: Omit<EngineOptions, "onExit">;
+  /** The loaded files of containers, checked against their storage (caller_files.ts). */
+  readonly #callerFiles: CallerFileWatch;
 
   /**
    * A service over `registry`, whose files are in `modelsDir`; the engine's code is written into
-   * `scriptsDir`. The engine starts with the first load.
+   * `scriptsDir`; `callerFilesDir` holds the containers' storage folders, whose files their
+   * calls may load (loadFile). The engine starts with the first load.
    */
   constructor(
     registry: ModelRegistry,
-    dirs: { modelsDir: string; scriptsDir: string },
+    dirs: { modelsDir: string; scriptsDir: string; callerFilesDir?: string },
     settings: InferenceSettings,
   ) {
     this.#registry = registry;
@@ -102,6 +127,9 @@ export class InferenceService {
         this.#slots.clear();
       },
     });
+    this.#callerFiles = new CallerFileWatch(
+      (id) => this.unload(id, `model '${id}' was deleted or its file replaced`),
+    );
   }
 
   /** Ready models of the kinds the engine runs, oldest first, with their slots when loaded. */
@@ -119,7 +147,59 @@ export class InferenceService {
   /** Loads `id` unless loaded; `onProgress` gets 0..1 while the weights load. */
   load(id: string, onProgress: (progress: number) => void = () => {}): Promise<ModelSlot> {
     const model = this.check(id);
-    const key = `${id}@${model.sha256}`;
+    const target: LoadTarget = {
+      id,
+      kind: model.kind as EngineModelKind,
+      path: this.#registry.mediaFile(model.id).path,
+      totalSize: model.totalSize ?? 0,
+      contextSize: model.gguf?.initContextSize || undefined,
+      gpuLayers: model.gguf?.initGpuLayerSize,
+      chatTemplateHint: model.gguf?.chatTemplateHint,
+    };
+    return this.#loadOnce(target, `${id}@${model.sha256}`, onProgress);
+  }
+
+  /**
+   * Loads a container's file unless loaded as it is now: a file whose size or modification
+   * time changed, or other settings, is another key, loaded again (the old one unloaded first).
+   */
+  loadFile(
+    file: CallerFile,
+    onProgress: (progress: number) => void = () => {},
+  ): Promise<ModelSlot> {
+    const id = callerFileId(file.container, file.name);
+    // The caller's settings are part of the key too: other settings are another load.
+    const settings = [file.contextSize ?? "", file.gpuLayers ?? "", file.chatTemplateHint ?? ""];
+    const key = `${id}@${file.size}:${file.mtimeMs}:${settings.join(":")}`;
+    const target: LoadTarget = {
+      id,
+      kind: file.kind,
+      path: file.path,
+      totalSize: file.size,
+      contextSize: file.contextSize || undefined,
+      gpuLayers: file.gpuLayers,
+      chatTemplateHint: file.chatTemplateHint,
+    };
+    return this.#loadOnce(target, key, onProgress).then((slot) => {
+      this.#callerFiles.watch(slot, file);
+      return slot;
+    });
+  }
+
+  /** Unloads a container's file if it is loaded (it was deleted, or its name no longer resolves). */
+  async unloadFile(container: string, name: string): Promise<void> {
+    await this.unload(
+      callerFileId(container, name),
+      `model '${name}' was deleted or its file replaced`,
+    );
+  }
+
+  #loadOnce(
+    target: LoadTarget,
+    key: string,
+    onProgress: (progress: number) => void,
+  ): Promise<ModelSlot> {
+    const { id } = target;
     const slot = this.#slots.get(id);
     if (slot?.key === key) return Promise.resolve(slot);
     const failed = this.#failed.get(key);
@@ -129,7 +209,7 @@ export class InferenceService {
       pending = (async () => {
         if (slot) await this.unload(id);
         try {
-          return await this.#load(model, key, onProgress);
+          return await this.#load(target, key, onProgress);
         } catch (error) {
           throw this.#loadFailed(id, key, error);
         }
@@ -141,20 +221,19 @@ export class InferenceService {
   }
 
   async #load(
-    model: Model,
+    target: LoadTarget,
     key: string,
     onProgress: (progress: number) => void,
   ): Promise<ModelSlot> {
-    const path = this.#registry.mediaFile(model.id).path;
-    const threads = chooseThreads(model.totalSize ?? 0, availableCores(), this.#settings.threads);
+    const threads = chooseThreads(target.totalSize, availableCores(), this.#settings.threads);
     const spec = {
       key,
-      path,
-      kind: model.kind as EngineModelKind,
-      contextSize: model.gguf?.initContextSize || undefined,
-      gpuLayers: model.gguf?.initGpuLayerSize,
+      path: target.path,
+      kind: target.kind,
+      contextSize: target.contextSize,
+      gpuLayers: target.gpuLayers,
       threads,
-      chatTemplateHint: model.gguf?.chatTemplateHint,
+      chatTemplateHint: target.chatTemplateHint,
       memoryBudget: this.#memoryBudget(),
       sequences: this.#settings.reservedSequence ? 2 : 1,
     };
@@ -168,15 +247,15 @@ export class InferenceService {
     );
     if (event.type !== "loaded") throw new Error(`unexpected engine answer ${event.type}`);
     const slot = new ModelSlot(
-      { id: model.id, key, kind: model.kind as EngineModelKind, info: event.info },
+      { id: target.id, key, kind: target.kind, info: event.info },
       {
         queueLimit: this.#settings.queueLimit,
         perClientLimit: this.#settings.clientQueueLimit,
         idleMs: this.#settings.idleUnloadSeconds * 1000,
-        onIdle: () => this.unload(model.id).catch(() => {}),
+        onIdle: () => this.unload(target.id).catch(() => {}),
       },
     );
-    this.#slots.set(model.id, slot);
+    this.#slots.set(target.id, slot);
     return slot;
   }
 
@@ -223,6 +302,7 @@ export class InferenceService {
     const slot = this.#slots.get(id);
     if (!slot) return false;
     this.#slots.delete(id);
+    this.#callerFiles.forget(id);
     slot.close(reason);
     for (const request of slot.activeRequests) this.#engine.cancel(request);
     await this.#engine.call({ op: "unload", key: slot.key }).catch(() => {});
@@ -235,7 +315,7 @@ export class InferenceService {
    * request is refused when its budget is spent, and stopped when it would overdraw it.
    */
   async chat(
-    id: string,
+    id: string | CallerFile,
     job: ChatJob,
     options: ChatOptions,
   ): Promise<{ result: ChatResult; info: LoadedModelInfo }> {
@@ -252,7 +332,7 @@ export class InferenceService {
 
   /** Embeddings of each input on `id` (a model of kind embed). */
   async embed(
-    id: string,
+    id: string | CallerFile,
     input: string[],
     signal?: AbortSignal,
     caller: InferenceCaller = KEY_HOLDER_CALLER,
@@ -273,9 +353,14 @@ export class InferenceService {
     return this.#ledger.all();
   }
 
-  /** What one caller used: `usageOf(containerCaller(id))` for a container. */
+  /**
+   * What one caller used: `usageOf(containerCaller(id))` for a container, with its files
+   * loaded now (`loadedFiles`, when any).
+   */
   usageOf(caller: string): CallerUsage {
-    return this.#ledger.of(caller);
+    const usage = this.#ledger.of(caller);
+    const loadedFiles = this.#callerFiles.loadedOf(caller);
+    return loadedFiles.length > 0 ? { ...usage, loadedFiles } : usage;
   }
 
   /** Forgets a caller's figures and budget (a deleted container). */
@@ -290,17 +375,24 @@ export class InferenceService {
 
   /** Ends the engine process. */
   async close(): Promise<void> {
+    this.#callerFiles.close();
     for (const slot of this.#slots.values()) slot.close("the node is stopping");
     this.#slots.clear();
     await this.#engine.stop();
   }
 
   async #slotFor(
-    id: string,
+    id: string | CallerFile,
     kinds: string[],
     what: string,
     onLoad?: (progress: number) => void,
   ): Promise<ModelSlot> {
+    if (typeof id !== "string") {
+      if (!kinds.includes(id.kind)) {
+        throw new Invalid(`${what} need a model of kind ${kinds.join(" or ")}`);
+      }
+      return await this.loadFile(id, onLoad);
+    }
     const model = this.check(id);
     if (!kinds.includes(model.kind)) {
       throw new Invalid(

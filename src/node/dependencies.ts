@@ -89,6 +89,7 @@ async function openStore(settings: Settings, db: Database, stack: AsyncDisposabl
   const engine = new InferenceService(registry, {
     modelsDir: files.root,
     scriptsDir: `${settings.dataDir}/inference`,
+    callerFilesDir: `${settings.dataDir}/mcm/storage`,
   }, settings.inference);
   files.beforeChange((id) => engine.beforeFileChange(id));
   const report = await registry.recover();
@@ -141,7 +142,7 @@ async function openMcm(
     },
     forgetContainer: (container) => engine.forgetCaller(containerCaller(container)),
   });
-  return { images, deployments };
+  return { images, deployments, bundleFiles };
 }
 
 /** Link-local discovery describing this node, and the hub link when there is a hub. */
@@ -210,6 +211,7 @@ export async function buildDependencies(
     discovery.hub,
     inference,
     store.files.root,
+    (container) => mcm.bundleFiles.storagePath(container),
   );
   return {
     settings,

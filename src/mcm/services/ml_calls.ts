@@ -4,16 +4,27 @@
  * the node's InferenceService, its answer shaped by the same code as the API's
  * (openai_format.ts), so a microservice relays byte for byte what a client of the API gets.
  *
- * A microservice names only models of this node's registry: an id, or the path of a model's
- * file in the node's models folder, which is resolved (symlinks followed) and mapped back to
- * its id; any other path is refused, whether or not it exists. The caller's `max_context`,
- * `n_gpu_layers`, `chatTemplateHint` and `mmproj` are ignored: the registry's record is the
- * source of truth for how a model loads (the reference's mILM itself passes the record's
- * values), and one loaded model serves the API and every microservice alike.
+ * A microservice names a model of this node's registry, or a GGUF file of its own storage:
+ * - a name without '/' is a registry id; when the registry has no such model, a file of that
+ *   name at the root of the caller's storage (`tiny.gguf`);
+ * - an absolute path names a model's file in the node's models folder, which is resolved
+ *   (symlinks followed) and mapped back to its id; any other absolute path is refused, whether
+ *   or not it exists;
+ * - a relative path with '/' names a file of the caller's storage (`cache/<id>.gguf`, as the
+ *   reference's mILM does), checked and resolved by storage_model.ts: never another
+ *   container's storage nor the node's data.
+ *
+ * For a registry model the caller's `max_context`, `n_gpu_layers`, `chatTemplateHint` and
+ * `mmproj` are ignored: the record is the source of truth for how a model loads (the
+ * reference's mILM itself passes the record's values), and one loaded model serves the API and
+ * every microservice alike. For a storage file they apply (inference/caller_files.ts): it is
+ * loaded read-only from the storage with them, its memory estimated and counted as a registry
+ * model's, its file's GGUF header checked as any untrusted file (store/gguf_limits.ts, and a
+ * throwaway probe load when inference.probeLoads).
  *
  * @module
  */
-import { resolve, sep as SEP } from "node:path";
+import { isAbsolute, join, resolve, sep as SEP } from "node:path";
 import {
   ChatCompletionRequestSchema,
   EmbeddingsRequestSchema,
@@ -21,10 +32,15 @@ import {
 import { Invalid, NotFound, Unavailable } from "../../errors/mod.ts";
 import { validate } from "../../streams/mod.ts";
 import { containerCaller } from "../../inference/caller_usage.ts";
-import type { InferenceCaller, InferenceService } from "../../inference/inference_service.ts";
+import type {
+  CallerFile,
+  InferenceCaller,
+  InferenceService,
+} from "../../inference/inference_service.ts";
 import { chatCompletion, chatJob, chunkMaker } from "../../inference/openai_format.ts";
 import { storedFileName } from "../../store/model_files.ts";
 import { StreamingAnswer } from "./container_calls.ts";
+import { notStorageFile, resolveStorageModel } from "./storage_model.ts";
 
 /** What `success` gets: an HTTP-like answer, or one message of a stream (`done: false`). */
 export interface MlEvent {
@@ -74,18 +90,54 @@ function callerOf(
   };
 }
 
+/** What a call runs on: a registry id or a storage file, and the name its answer carries. */
+interface MlTarget {
+  target: string | CallerFile;
+  name: string;
+}
+
+/** The caller's load settings for a storage file, checked. */
+function callerSettings(body: Record<string, unknown>) {
+  const { max_context: context, n_gpu_layers: layers, chatTemplateHint: hint } = body;
+  const counted = (value: unknown, what: string, min: number) => {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
+      throw new Invalid(`'${what}' must be an integer of at least ${min}`);
+    }
+    return value;
+  };
+  if (hint !== undefined && hint !== null && typeof hint !== "string") {
+    throw new Invalid("'chatTemplateHint' must be a string");
+  }
+  const contextSize = counted(context, "max_context", 0) || undefined;
+  const gpuLayers = counted(layers, "n_gpu_layers", -1);
+  return {
+    ...(contextSize ? { contextSize } : {}),
+    // -1 (llama.cpp's tools' "as many as fit"): left to the engine's default.
+    ...(gpuLayers !== undefined && gpuLayers >= 0 ? { gpuLayers } : {}),
+    ...(hint ? { chatTemplateHint: hint } : {}),
+  };
+}
+
 /** Runs `context.ml` calls on the node's models. */
 export class MlCalls {
   readonly #inference: InferenceService | undefined;
   readonly #modelsDir: string | undefined;
+  readonly #storageOf: ((container: string) => string) | undefined;
 
   /**
    * `inference` is undefined when inference is off (every call is then 503); `modelsDir` is
-   * the registry's models folder, a real path (without it models are named by id only).
+   * the registry's models folder, a real path (without it models are named by id only);
+   * `storageOf` gives a container's storage folder (without it, no storage file is named).
    */
-  constructor(inference: InferenceService | undefined, modelsDir: string | undefined) {
+  constructor(
+    inference: InferenceService | undefined,
+    modelsDir: string | undefined,
+    storageOf?: (container: string) => string,
+  ) {
     this.#inference = inference;
     this.#modelsDir = modelsDir;
+    this.#storageOf = storageOf;
   }
 
   /**
@@ -93,19 +145,23 @@ export class MlCalls {
    * or one answer.
    */
   async chat(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
-    const { service, body, id, detached } = await this.#prepare(request);
+    const { service, body, target, name, detached } = await this.#prepare(
+      request,
+      "llm",
+      container,
+    );
     const caller = callerOf(container, client, detached);
-    const checked = validate(ChatCompletionRequestSchema, { ...body, model: id }, "body");
+    const checked = validate(ChatCompletionRequestSchema, { ...body, model: name }, "body");
     const job = chatJob(checked);
     const completionId = `chatcmpl-${crypto.randomUUID()}`;
     const created = Math.floor(Date.now() / 1000);
     return new StreamingAnswer(async (emit, signal): Promise<MlEvent> => {
       if (!checked.stream) {
-        const { result } = await service.chat(id, job, { signal, caller });
-        const data = JSON.stringify(chatCompletion(id, completionId, created, result));
+        const { result } = await service.chat(target, job, { signal, caller });
+        const data = JSON.stringify(chatCompletion(name, completionId, created, result));
         return { status: 200, headers: JSON_HEADERS, data, done: true };
       }
-      const chunks = chunkMaker(id, completionId, created);
+      const chunks = chunkMaker(name, completionId, created);
       const send = (message: unknown) =>
         emit(
           {
@@ -115,7 +171,7 @@ export class MlCalls {
             done: false,
           } satisfies MlEvent,
         );
-      const { result } = await service.chat(id, job, {
+      const { result } = await service.chat(target, job, {
         signal,
         caller,
         onStart: () => send(chunks.start()),
@@ -128,18 +184,22 @@ export class MlCalls {
 
   /** Embeddings: `data` is the JSON text of the vectors' array, one per input. */
   async embed(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
-    const { service, body, id, detached } = await this.#prepare(request);
+    const { service, body, target, name, detached } = await this.#prepare(
+      request,
+      "embed",
+      container,
+    );
     const caller = callerOf(container, client, detached);
-    const checked = validate(EmbeddingsRequestSchema, { ...body, model: id }, "body");
+    const checked = validate(EmbeddingsRequestSchema, { ...body, model: name }, "body");
     const input = typeof checked.input === "string" ? [checked.input] : checked.input;
     return new StreamingAnswer(async (_emit, signal): Promise<MlEvent> => {
-      const { vectors } = await service.embed(id, input, signal, caller);
+      const { vectors } = await service.embed(target, input, signal, caller);
       return { status: 200, headers: JSON_HEADERS, data: JSON.stringify(vectors), done: true };
     });
   }
 
-  /** The service, the request's body and the registry id its `model` names. */
-  async #prepare(request: unknown) {
+  /** The service, the request's body and what its `model` names. */
+  async #prepare(request: unknown, kind: "llm" | "embed", container: string | undefined) {
     const service = this.#inference;
     if (!service) throw new Unavailable(INFERENCE_OFF);
     if (typeof request !== "object" || request === null || Array.isArray(request)) {
@@ -149,26 +209,84 @@ export class MlCalls {
     return {
       service,
       body,
-      id: await this.#modelId(service, body.model),
+      ...await this.#target(service, body, kind, container),
       detached: detached === true,
     };
   }
 
-  /** The registry id `model` names: an id, or the path of a model's file (see the module). */
-  async #modelId(service: InferenceService, model: unknown): Promise<string> {
+  /** A registry id or a file of the caller's storage (see the module). */
+  async #target(
+    service: InferenceService,
+    body: Record<string, unknown>,
+    kind: "llm" | "embed",
+    container: string | undefined,
+  ): Promise<MlTarget> {
+    const model = body.model;
     if (typeof model !== "string" || model === "") {
       throw new Invalid(
-        "pass 'model': the registry id of one of this node's models, or the path of its file",
+        "pass 'model': the registry id of one of this node's models, the path of its file, or " +
+          "the name of a GGUF file in this container's storage",
       );
     }
-    if (!/[\\/]/.test(model) && model !== "." && model !== "..") {
-      service.check(model);
-      return model;
+    if (isAbsolute(model) || /\\/.test(model)) {
+      return { target: await this.#modelId(service, model), name: model };
     }
+    if (!model.includes("/") && model !== "." && model !== "..") {
+      try {
+        service.check(model);
+        return { target: model, name: model };
+      } catch (error) {
+        // Not a registry id: a file of that name in the caller's storage, else the registry's 404.
+        if (!(error instanceof NotFound)) throw error;
+        const storageDir = container && this.#storageOf?.(container);
+        const there = storageDir && await Deno.lstat(join(storageDir, model)).catch(() => null);
+        if (!there) throw error;
+        return { target: await this.#storageFile(service, body, kind, container), name: model };
+      }
+    }
+    return { target: await this.#storageFile(service, body, kind, container), name: model };
+  }
+
+  /**
+   * The file of the caller's storage that `body.model` names, with the caller's settings; a
+   * file that no longer resolves is unloaded if it was loaded (it was deleted or moved).
+   */
+  async #storageFile(
+    service: InferenceService,
+    body: Record<string, unknown>,
+    kind: "llm" | "embed",
+    container: string | undefined,
+  ): Promise<CallerFile> {
+    const name = body.model as string;
+    const storageDir = container && this.#storageOf?.(container);
+    if (!container || !storageDir) throw notStorageFile(name, "the caller has no storage");
+    let file;
+    try {
+      file = await resolveStorageModel(storageDir, name);
+    } catch (error) {
+      await service.unloadFile(container, name).catch(() => {});
+      throw error;
+    }
+    const settings = callerSettings(body);
+    if (typeof body.mmproj === "string" && body.mmproj !== "") {
+      // Checked as the model is; the engine has no projector support yet (as for the registry's
+      // vlm models), so the file is not loaded.
+      await resolveStorageModel(storageDir, body.mmproj);
+    }
+    return {
+      container,
+      ...file,
+      kind: kind === "llm" && typeof body.mmproj === "string" && body.mmproj ? "vlm" : kind,
+      ...settings,
+    };
+  }
+
+  /** The registry id an absolute path names: a model's file in the models folder. */
+  async #modelId(service: InferenceService, model: string): Promise<string> {
     const root = this.#modelsDir;
     if (!root) throw notInRegistry(model);
-    // Relative paths are the models folder's. Whatever it is, nothing outside the folder is
-    // told apart: a missing file and one of the host's answer alike.
+    // Whatever it is, nothing outside the folder is told apart: a missing file and one of the
+    // host's answer alike.
     const real = await Deno.realPath(resolve(root, model)).catch(() => undefined);
     if (!real?.startsWith(root + SEP)) throw notInRegistry(model);
     const [id, file, ...deeper] = real.slice(root.length + 1).split(SEP);

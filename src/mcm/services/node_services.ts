@@ -41,7 +41,7 @@ export class NodeServices {
   /**
    * `inference` runs `context.ml` calls (undefined when inference is off: they are 503);
    * `modelsDir`, the registry's models folder (a real path), lets microservices name a model
-   * by its file's path.
+   * by its file's path; `storageOf` (a container's storage folder) lets them name their own.
    */
   constructor(
     identity: Identity,
@@ -49,11 +49,12 @@ export class NodeServices {
     hub: HubLink | undefined,
     inference?: InferenceService,
     modelsDir?: string,
+    storageOf?: (container: string) => string,
   ) {
     this.#identity = identity;
     this.#linkLocal = linkLocal;
     this.#hub = hub;
-    this.#ml = new MlCalls(inference, modelsDir);
+    this.#ml = new MlCalls(inference, modelsDir, storageOf);
   }
 
   /**
