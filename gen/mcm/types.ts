@@ -207,6 +207,16 @@ export interface components {
             detachedEngineMs: number;
             /** @description Detached calls refused or stopped because that budget was spent. */
             budgetRefusals: number;
+            /** @description Its own storage's GGUF files that its `context.ml` calls loaded, loaded now (absent when none); their memory counts in the node's as a registry model's. */
+            loadedFiles?: {
+                /** @description Its name in the container's storage. */
+                name: string;
+                /** @description Memory the engine estimated for it (weights and context). */
+                estimatedBytes: number;
+                contextSize: number;
+                /** @description Unix seconds. */
+                loadedAt: number;
+            }[];
         };
         /** @description Its latest figures while it runs: in a client's shared process, as the process reports them about every 500 ms (heap and external memory; CPU time charged to it); in a process of its own, that process's resident memory and CPU time when the record is read. */
         ContainerUsage: {

@@ -10,7 +10,9 @@
  *
  * @module
  */
-import { containerCaller } from "./caller_usage.ts";
+import { containerCaller, type LoadedCallerFile } from "./caller_usage.ts";
+
+export type { LoadedCallerFile };
 import type { EngineModelKind } from "./engine_protocol.ts";
 import type { ModelSlot } from "./model_slots.ts";
 
@@ -34,16 +36,6 @@ export interface CallerFile {
   gpuLayers?: number;
   /** The caller's `chatTemplateHint`. */
   chatTemplateHint?: string;
-}
-
-/** A loaded file as its container's record shows it (`inference.loadedFiles`). */
-export interface LoadedCallerFile {
-  name: string;
-  /** Bytes the engine estimated (weights and context), counted in the node's memory budget. */
-  estimatedBytes: number;
-  contextSize: number;
-  /** Unix seconds. */
-  loadedAt: number;
 }
 
 /** The slot id of a container's file: never a registry id (those have no ':' nor '/'). */

@@ -17,7 +17,6 @@
  * @module
  */
 import { TooMany } from "../errors/mod.ts";
-import type { LoadedCallerFile } from "./caller_files.ts";
 
 /** The accounting id of the node's key holder. */
 export const KEY_HOLDER = "key-holder";
@@ -61,6 +60,17 @@ export interface CallerUsage {
   budgetRefusals: number;
   /** A container's own files loaded now (caller_files.ts); absent when none. */
   loadedFiles?: LoadedCallerFile[];
+}
+
+/** A container's own file loaded now (caller_files.ts), as its record shows it. */
+export interface LoadedCallerFile {
+  /** Its name in the container's storage. */
+  name: string;
+  /** Bytes the engine estimated (weights and context), counted in the node's memory budget. */
+  estimatedBytes: number;
+  contextSize: number;
+  /** Unix seconds. */
+  loadedAt: number;
 }
 
 /** The detached-call budget's settings. */

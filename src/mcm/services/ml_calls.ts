@@ -229,7 +229,8 @@ export class MlCalls {
       );
     }
     if (isAbsolute(model) || /\\/.test(model)) {
-      return { target: await this.#modelId(service, model), name: model };
+      const id = await this.#modelId(service, model);
+      return { target: id, name: id };
     }
     if (!model.includes("/") && model !== "." && model !== "..") {
       try {
