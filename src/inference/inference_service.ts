@@ -161,15 +161,21 @@ export class InferenceService {
 
   /**
    * Loads a container's file unless loaded as it is now: a file whose size or modification
-   * time changed, or other settings, is another key, loaded again (the old one unloaded first).
+   * time changed, or another kind or other settings, is another key, loaded again (the old
+   * one unloaded first).
    */
   loadFile(
     file: CallerFile,
     onProgress: (progress: number) => void = () => {},
   ): Promise<ModelSlot> {
     const id = callerFileId(file.container, file.name);
-    // The caller's settings are part of the key too: other settings are another load.
-    const settings = [file.contextSize ?? "", file.gpuLayers ?? "", file.chatTemplateHint ?? ""];
+    // The kind and the caller's settings are part of the key too: others are another load.
+    const settings = [
+      file.kind,
+      file.contextSize ?? "",
+      file.gpuLayers ?? "",
+      file.chatTemplateHint ?? "",
+    ];
     const key = `${id}@${file.size}:${file.mtimeMs}:${settings.join(":")}`;
     const target: LoadTarget = {
       id,

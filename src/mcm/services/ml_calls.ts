@@ -40,7 +40,7 @@ import type {
 import { chatCompletion, chatJob, chunkMaker } from "../../inference/openai_format.ts";
 import { storedFileName } from "../../store/model_files.ts";
 import { StreamingAnswer } from "./container_calls.ts";
-import { notStorageFile, resolveStorageModel } from "./storage_model.ts";
+import { callerFile, notStorageFile } from "./storage_model.ts";
 
 /** What `success` gets: an HTTP-like answer, or one message of a stream (`done: false`). */
 export interface MlEvent {
@@ -94,29 +94,6 @@ function callerOf(
 interface MlTarget {
   target: string | CallerFile;
   name: string;
-}
-
-/** The caller's load settings for a storage file, checked. */
-function callerSettings(body: Record<string, unknown>) {
-  const { max_context: context, n_gpu_layers: layers, chatTemplateHint: hint } = body;
-  const counted = (value: unknown, what: string, min: number) => {
-    if (value === undefined || value === null) return undefined;
-    if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
-      throw new Invalid(`'${what}' must be an integer of at least ${min}`);
-    }
-    return value;
-  };
-  if (hint !== undefined && hint !== null && typeof hint !== "string") {
-    throw new Invalid("'chatTemplateHint' must be a string");
-  }
-  const contextSize = counted(context, "max_context", 0) || undefined;
-  const gpuLayers = counted(layers, "n_gpu_layers", -1);
-  return {
-    ...(contextSize ? { contextSize } : {}),
-    // -1 (llama.cpp's tools' "as many as fit"): left to the engine's default.
-    ...(gpuLayers !== undefined && gpuLayers >= 0 ? { gpuLayers } : {}),
-    ...(hint ? { chatTemplateHint: hint } : {}),
-  };
 }
 
 /** Runs `context.ml` calls on the node's models. */
@@ -261,25 +238,12 @@ export class MlCalls {
     const name = body.model as string;
     const storageDir = container && this.#storageOf?.(container);
     if (!container || !storageDir) throw notStorageFile(name, "the caller has no storage");
-    let file;
     try {
-      file = await resolveStorageModel(storageDir, name);
+      return await callerFile(storageDir, container, body, kind);
     } catch (error) {
       await service.unloadFile(container, name).catch(() => {});
       throw error;
     }
-    const settings = callerSettings(body);
-    if (typeof body.mmproj === "string" && body.mmproj !== "") {
-      // Checked as the model is; the engine has no projector support yet (as for the registry's
-      // vlm models), so the file is not loaded.
-      await resolveStorageModel(storageDir, body.mmproj);
-    }
-    return {
-      container,
-      ...file,
-      kind: kind === "llm" && typeof body.mmproj === "string" && body.mmproj ? "vlm" : kind,
-      ...settings,
-    };
   }
 
   /** The registry id an absolute path names: a model's file in the models folder. */

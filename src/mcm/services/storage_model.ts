@@ -8,6 +8,7 @@
  */
 import { join, sep as SEP } from "node:path";
 import { Invalid } from "../../errors/mod.ts";
+import type { CallerFile } from "../../inference/caller_files.ts";
 import { describeModelFile } from "../../store/gguf_metadata.ts";
 import { GGUF_HEADER_BYTES, headerProblem } from "../../store/model_format.ts";
 
@@ -120,4 +121,46 @@ async function headerCheck(file: StorageModelFile): Promise<string | undefined> 
   if (checked.size >= MAX_CHECKED) checked.delete(checked.keys().next().value!);
   checked.set(key, problem);
   return problem;
+}
+
+/** The caller's load settings for a storage file, checked. */
+function callerSettings(body: Record<string, unknown>) {
+  const { max_context: context, n_gpu_layers: layers, chatTemplateHint: hint } = body;
+  const counted = (value: unknown, what: string, min: number) => {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== "number" || !Number.isInteger(value) || value < min) {
+      throw new Invalid(`'${what}' must be an integer of at least ${min}`);
+    }
+    return value;
+  };
+  if (hint !== undefined && hint !== null && typeof hint !== "string") {
+    throw new Invalid("'chatTemplateHint' must be a string");
+  }
+  const contextSize = counted(context, "max_context", 0) || undefined;
+  const gpuLayers = counted(layers, "n_gpu_layers", -1);
+  return {
+    ...(contextSize ? { contextSize } : {}),
+    // -1 (llama.cpp's tools' "as many as fit"): left to the engine's default.
+    ...(gpuLayers !== undefined && gpuLayers >= 0 ? { gpuLayers } : {}),
+    ...(hint ? { chatTemplateHint: hint } : {}),
+  };
+}
+
+/**
+ * The file of `container`'s storage that a call's `body.model` names, with the caller's
+ * `max_context`, `n_gpu_layers` and `chatTemplateHint`; `mmproj` is checked as the model is
+ * (the engine has no projector support yet, as for the registry's vlm models: it is not
+ * loaded).
+ */
+export async function callerFile(
+  storageDir: string,
+  container: string,
+  body: Record<string, unknown>,
+  kind: "llm" | "embed",
+): Promise<CallerFile> {
+  const file = await resolveStorageModel(storageDir, body.model as string);
+  const settings = callerSettings(body);
+  const mmproj = typeof body.mmproj === "string" && body.mmproj !== "";
+  if (mmproj) await resolveStorageModel(storageDir, body.mmproj as string);
+  return { container, ...file, kind: kind === "llm" && mmproj ? "vlm" : kind, ...settings };
 }
