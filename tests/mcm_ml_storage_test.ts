@@ -27,6 +27,10 @@ mimikModule.exports = function (context, req, res) {
     res.write(e.data);
     if (e.done) res.end();
   };
+  if (req.url.indexOf('/embed') === 0) {
+    options.success = function (e) { res.end(e.data); };
+    return context.ml.embeddings(options);
+  }
   context.ml.chatCompletions(options);
 };`;
 
@@ -115,6 +119,19 @@ Deno.test("context.ml on a GGUF of the caller's storage", async (t) => {
     assert.equal(completion.object, "chat.completion");
     assert.equal(completion.model, "cache/tiny.gguf");
     assert.equal(completion.usage.completion_tokens, 3);
+  });
+
+  await t.step("the caller's other settings load it again; embeddings too", async () => {
+    const body = { model: "cache/tiny.gguf", messages: HELLO, max_tokens: 1, max_context: 128 };
+    const response = await post(`${url}/`, body);
+    assert.equal(response.status, 200, await response.text());
+    const files = await loadedFiles(node, container.id);
+    assert.equal(files.find((f) => f.name === "cache/tiny.gguf")?.contextSize, 128);
+    const embedded = await post(`${url}/embed`, { model: "cache/tiny.gguf", input: ["hi", "yo"] });
+    const vectors = await embedded.json();
+    assert.equal(embedded.status, 200, JSON.stringify(vectors));
+    assert.equal(vectors.length, 2);
+    assert.equal(vectors[0].length, 64, "the tiny model's n_embd");
   });
 
   await t.step("a replaced file is loaded again, not served stale", async () => {
