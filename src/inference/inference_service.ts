@@ -8,10 +8,11 @@
  *
  * @module
  */
-import { Invalid, NotFound, Unavailable } from "../errors/mod.ts";
+import { Invalid, NotFound } from "../errors/mod.ts";
 import type { Model } from "../../gen/store/validators.ts";
 import type { ModelRegistry } from "../store/registry.ts";
 import { type EngineOptions, EngineProcess } from "./engine_process.ts";
+import { LoadFailures } from "./load_failures.ts";
 import { probeLoad } from "./load_probe.ts";
 import type {
   ChatJob,
@@ -90,8 +91,8 @@ export class InferenceService {
   readonly #slots = new Map<string, ModelSlot>();
   readonly #loading = new Map<string, Promise<ModelSlot>>();
   readonly #ledger: CallerLedger;
-  /** Files whose load failed or crashed the engine, by key (id@sha256): never loaded again. */
-  readonly #failed = new Map<string, string>();
+  /** Files whose load failed or crashed the engine, by key: never loaded again. */
+  readonly #failures = new LoadFailures();
   /** Files a throwaway engine loaded without crashing (load_probe.ts). */
   readonly #probed = new Set<string>();
   readonly #engineOptions: Omit<EngineOptions, "onExit">;
@@ -122,7 +123,7 @@ export class InferenceService {
     this.#engine = new EngineProcess({
       ...this.#engineOptions,
       onExit: (reason) => {
-        this.#blameCrash(reason);
+        this.#failures.blameCrash(reason, this.#slots.values());
         for (const slot of this.#slots.values()) slot.close(reason);
         this.#slots.clear();
       },
@@ -208,7 +209,7 @@ export class InferenceService {
     const { id } = target;
     const slot = this.#slots.get(id);
     if (slot?.key === key) return Promise.resolve(slot);
-    const failed = this.#failed.get(key);
+    const failed = this.#failures.of(key);
     if (failed) return Promise.reject(new Invalid(failed));
     let pending = this.#loading.get(key);
     if (!pending) {
@@ -217,7 +218,7 @@ export class InferenceService {
         try {
           return await this.#load(target, key, onProgress);
         } catch (error) {
-          throw this.#loadFailed(id, key, error);
+          throw this.#failures.loadFailed(id, key, error);
         }
       })();
       this.#loading.set(key, pending);
@@ -263,44 +264,6 @@ export class InferenceService {
     );
     this.#slots.set(target.id, slot);
     return slot;
-  }
-
-  /**
-   * A load's failure as callers see it. A file the engine refuses (400) or that ends the engine
-   * while it loads is marked failed: it is not loaded again until its file changes (another
-   * sha256 is another key), so no caller can crash the engine with it again and again. Memory
-   * (507) is not the file's fault: that load may be tried again.
-   */
-  #loadFailed(id: string, key: string, error: unknown): unknown {
-    const crashed = error instanceof Unavailable && /engine process ended/.test(error.message);
-    const failed = error instanceof Unavailable &&
-      /^the inference engine failed: /.test(error.message);
-    if (!(error instanceof Invalid) && !crashed && !failed) return error;
-    const why = crashed
-      ? "the inference engine ended while loading it (the file is crafted or corrupt)"
-      : (error as Error).message;
-    const message = `model '${id}' failed to load: ${why}; it is not loaded again until its ` +
-      "file changes (upload or download its file again)";
-    this.#failed.set(key, message);
-    return new Invalid(message);
-  }
-
-  /**
-   * The engine crashed (not a kill: SIGKILL is the kernel's out-of-memory or an operator's)
-   * while one model alone was running a job: its file did it (one that loads but aborts
-   * llama.cpp when it evaluates), and is marked failed like a file that crashes its load.
-   */
-  #blameCrash(reason: string): void {
-    if (!/killed by SIG(ABRT|SEGV|BUS|ILL|FPE|TRAP)/.test(reason)) return;
-    const running = [...this.#slots.values()].filter((slot) => slot.activeRequests.size > 0);
-    if (running.length !== 1) return;
-    const [slot] = running;
-    this.#failed.set(
-      slot.key,
-      `model '${slot.id}' ended the inference engine while it ran (${reason}: the file is ` +
-        "crafted or corrupt); it is not loaded again until its file changes (upload or " +
-        "download its file again)",
-    );
   }
 
   /** Unloads `id`; false when it was not loaded. A request running on it is stopped. */
