@@ -34,10 +34,13 @@ mimikModule.exports = function (context, req, res) {
   context.ml.chatCompletions(options);
 };`;
 
-/** A container's storage folder, as the node names it (src/mcm/images/bundle_files.ts). */
-function storageOf(node: TestNode, container: string): string {
+/**
+ * The folder of a container's storage files, as the node names it
+ * (src/mcm/images/bundle_files.ts, src/mcm/sandbox/host/storage_files.ts).
+ */
+function filesOf(node: TestNode, container: string): string {
   const name = createHash("sha256").update(container).digest("hex").slice(0, 32);
-  return `${node.dataDir}/mcm/storage/${name}`;
+  return `${node.dataDir}/mcm/storage/${name}/files`;
 }
 
 function post(url: string, body: unknown): Promise<Response> {
@@ -76,7 +79,7 @@ Deno.test("context.ml on a GGUF of the caller's storage", async (t) => {
   await using node = await inferenceNode({ tiny: { bytes: tiny } });
   const { url, container } = await deployScript(node, "milmlike", CHAT_MIM);
   const other = await deployScript(node, "other", CHAT_MIM);
-  const storage = storageOf(node, container.id);
+  const storage = filesOf(node, container.id);
   await Deno.mkdir(`${storage}/cache`, { recursive: true });
   await Deno.writeFile(`${storage}/tiny.gguf`, tiny);
   await Deno.writeFile(`${storage}/cache/tiny.gguf`, tiny);
@@ -160,9 +163,10 @@ Deno.test("context.ml on a GGUF of the caller's storage", async (t) => {
 
   await t.step("names out of the storage and crafted files are refused clearly", async () => {
     const modelsDir = `${await Deno.realPath(node.dataDir)}/models`;
-    const otherStorage = storageOf(node, other.container.id);
+    const otherStorage = filesOf(node, other.container.id);
+    await Deno.mkdir(otherStorage, { recursive: true });
     await Deno.writeFile(`${otherStorage}/theirs.gguf`, tiny);
-    const otherFolder = otherStorage.split("/").at(-1);
+    const otherFolder = otherStorage.split("/").at(-2);
     await Deno.symlink(`${modelsDir}/tiny/tiny.gguf`, `${storage}/link.gguf`);
     await Deno.symlink(modelsDir, `${storage}/models`);
     await Deno.writeFile(`${storage}/junk.gguf`, new TextEncoder().encode("not a model at all"));
@@ -175,12 +179,12 @@ Deno.test("context.ml on a GGUF of the caller's storage", async (t) => {
     await Deno.writeFile(`${storage}/cut.gguf`, tiny.slice(0, tiny.length - 4096));
     const engine = await enginePid(node);
     const refused: [string, number, RegExp][] = [
-      [`../${otherFolder}/theirs.gguf`, 400, /not '\.' or '\.\.'/],
-      ["cache/../tiny.gguf", 400, /not '\.' or '\.\.'/],
+      [`../../${otherFolder}/files/theirs.gguf`, 400, /'\.\.' segments are refused/],
+      ["cache/../tiny.gguf", 400, /'\.\.' segments are refused/],
       [`${otherStorage}/theirs.gguf`, 400, /is not a model of this node's registry/],
       [`${storage}/cache/tiny.gguf`, 400, /is not a model of this node's registry/],
-      ["link.gguf", 400, /leads out of the container's storage/],
-      ["models/tiny/tiny.gguf", 400, /leads out of the container's storage/],
+      ["link.gguf", 400, /is a link or a special file: refused/],
+      ["models/tiny/tiny.gguf", 400, /'models' is not a folder of the storage/],
       ["cache", 400, /not a file/],
       ["junk.gguf", 400, /not a GGUF file: it does not start/],
       ["zero-heads.gguf", 400, /not a usable GGUF file/],

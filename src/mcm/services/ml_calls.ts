@@ -11,8 +11,8 @@
  *   (symlinks followed) and mapped back to its id; any other absolute path is refused, whether
  *   or not it exists;
  * - a relative path with '/' names a file of the caller's storage (`cache/<id>.gguf`, as the
- *   reference's mILM does), checked and resolved by storage_model.ts: never another
- *   container's storage nor the node's data.
+ *   reference's mILM does), checked and resolved by the storage's own rules (storage_model.ts):
+ *   never another container's storage nor the node's data.
  *
  * For a registry model the caller's `max_context`, `n_gpu_layers`, `chatTemplateHint` and
  * `mmproj` are ignored: the record is the source of truth for how a model loads (the
@@ -24,7 +24,7 @@
  *
  * @module
  */
-import { isAbsolute, join, resolve, sep as SEP } from "node:path";
+import { isAbsolute, resolve, sep as SEP } from "node:path";
 import {
   ChatCompletionRequestSchema,
   EmbeddingsRequestSchema,
@@ -40,7 +40,7 @@ import type {
 import { chatCompletion, chatJob, chunkMaker } from "../../inference/openai_format.ts";
 import { storedFileName } from "../../store/model_files.ts";
 import { StreamingAnswer } from "./container_calls.ts";
-import { callerFile, notStorageFile } from "./storage_model.ts";
+import { callerFile, inStorage, notStorageFile } from "./storage_model.ts";
 
 /** What `success` gets: an HTTP-like answer, or one message of a stream (`done: false`). */
 export interface MlEvent {
@@ -217,8 +217,7 @@ export class MlCalls {
         // Not a registry id: a file of that name in the caller's storage, else the registry's 404.
         if (!(error instanceof NotFound)) throw error;
         const storageDir = container && this.#storageOf?.(container);
-        const there = storageDir && await Deno.lstat(join(storageDir, model)).catch(() => null);
-        if (!there) throw error;
+        if (!storageDir || !await inStorage(storageDir, model)) throw error;
         return { target: await this.#storageFile(service, body, kind, container), name: model };
       }
     }

@@ -1,27 +1,29 @@
 /**
  * A GGUF file that a container's `context.ml` call names in its own storage (the reference's
- * mILM passes `cache/<id>.gguf`): the name is checked by the storage rules, segment by segment,
- * and resolved inside the container's storage folder, links followed only where they stay in
- * it. A container names only its own storage: never another container's, nor the node's data.
+ * mILM passes `cache/<id>.gguf`): the name is checked and resolved by the storage's own rules
+ * (sandbox/storage_names.ts: `/`-separated segments, no `..`, no absolute path, no link on the
+ * way or in its place, inside the container's `<storage>/files/`), its real path checked once
+ * more to lie inside that folder, and its GGUF header by the registry's checks of an upload. A
+ * container names only its own storage: never another container's, nor the node's data.
  *
  * @module
  */
-import { join, sep as SEP } from "node:path";
+import { sep as SEP } from "node:path";
 import { Invalid } from "../../errors/mod.ts";
 import type { CallerFile } from "../../inference/caller_files.ts";
 import { describeModelFile } from "../../store/gguf_metadata.ts";
 import { GGUF_HEADER_BYTES, headerProblem } from "../../store/model_format.ts";
-
-/** A storage name's segment: the storage rules' file name (storage_files.ts). */
-const SEGMENT = /^[A-Za-z0-9_.-][A-Za-z0-9_. +=@-]{0,254}$/;
-/** Files being written by a download or an upload (storage_files.ts): never a model. */
-const PARTIAL = ".partial-";
+import {
+  storageFilePath,
+  StorageNameError,
+  storageNameSegments,
+} from "../sandbox/storage_names.ts";
 
 /** A resolved file of a container's storage. */
 export interface StorageModelFile {
-  /** The name, its segments joined by '/'. */
+  /** The name, as the call gave it (a checked storage name). */
   name: string;
-  /** Its real path, inside the storage folder. */
+  /** Its real path, inside the storage's files folder. */
   path: string;
   size: number;
   mtimeMs: number;
@@ -39,47 +41,46 @@ export function notStorageFile(name: string, why: string): Invalid {
   );
 }
 
-/**
- * The segments of a storage name, or why it is not one: `/`-separated, each a storage file
- * name (no '..', no '.', no empty segment, so no absolute path), no '\\'.
- */
-export function storageSegments(name: string): string[] | string {
-  if (name.startsWith("/")) {
-    return "name the file by its path inside the container's storage, not an absolute path";
+/** Whether `name` is a storage name that has an entry in the container's storage. */
+export async function inStorage(storageDir: string, name: string): Promise<boolean> {
+  try {
+    storageNameSegments(name);
+  } catch {
+    return false;
   }
-  const segments = name.split("/");
-  for (const segment of segments) {
-    if (segment === "." || segment === ".." || !SEGMENT.test(segment)) {
-      return `each '/'-separated part must be 1 to 255 letters, digits and . _ - + = @ ` +
-        `(not '.' or '..')`;
-    }
-    if (segment.startsWith(PARTIAL)) return "a file being written is not a model";
-  }
-  return segments;
+  return await Deno.lstat(`${storageDir}/files/${name}`).then(() => true, () => false);
 }
 
 /**
- * Resolves `name` in `storageDir` (the calling container's storage folder): the real path must
- * lie inside the folder's real path and be a regular file whose GGUF header passes the
- * registry's checks.
- * Refused with Invalid, saying why.
+ * Resolves `name` in `storageDir` (the calling container's storage folder, mcm/images/
+ * bundle_files.ts `storagePath`): a regular file inside its `files/` folder whose GGUF header
+ * passes the registry's checks. Refused with Invalid, saying why.
  */
 export async function resolveStorageModel(
   storageDir: string,
   name: string,
 ): Promise<StorageModelFile> {
-  const segments = storageSegments(name);
-  if (typeof segments === "string") throw notStorageFile(name, segments);
-  const normal = segments.join("/");
-  const root = await Deno.realPath(storageDir).catch(() => undefined);
-  const real = root && await Deno.realPath(join(root, ...segments)).catch(() => undefined);
-  if (!root || !real) throw notStorageFile(name, "no such file in the container's storage");
+  let path;
+  try {
+    path = storageFilePath(storageDir, name);
+  } catch (error) {
+    if (error instanceof StorageNameError) throw notStorageFile(name, error.message);
+    // The storage's files folder is not there: the container never stored a file.
+    if (error instanceof Deno.errors.NotFound) {
+      throw notStorageFile(name, "no such file in the container's storage");
+    }
+    throw error;
+  }
+  const root = await Deno.realPath(`${storageDir}/files`);
+  const real = await Deno.realPath(path).catch(() => undefined);
+  if (!real) throw notStorageFile(name, "no such file in the container's storage");
+  // storage_names.ts refused links on the way; the real path is checked all the same.
   if (!real.startsWith(root + SEP)) {
-    throw notStorageFile(name, "it is a link that leads out of the container's storage");
+    throw notStorageFile(name, "it leads out of the container's storage");
   }
   const info = await Deno.stat(real);
   if (!info.isFile) throw notStorageFile(name, "it is not a file");
-  const facts = { name: normal, path: real, size: info.size, mtimeMs: info.mtime?.getTime() ?? 0 };
+  const facts = { name, path: real, size: info.size, mtimeMs: info.mtime?.getTime() ?? 0 };
   const problem = await headerCheck(facts);
   if (problem) throw notStorageFile(name, problem);
   return facts;
