@@ -4,6 +4,7 @@
  *
  * @module
  */
+export * from "./caller_files.ts";
 export * from "./caller_usage.ts";
 export * from "./inference_service.ts";
 export * from "./load_messages.ts";

@@ -5,7 +5,9 @@
  *
  * @module
  */
+export * from "./gguf_metadata.ts";
 export * from "./model_files.ts";
+export * from "./model_format.ts";
 export * from "./model_loading.ts";
 export * from "./model_records.ts";
 export * from "./provisioning.ts";
