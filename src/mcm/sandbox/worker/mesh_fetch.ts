@@ -1,0 +1,131 @@
+/**
+ * `fetch` and `context.http.request` of `<nodeId>@mmesh/<path>` (also written with `http://`
+ * in front, as the reference's agents write their prompt URLs): the microservice need not
+ * resolve the node itself. The node does, in its linkLocal view, and sends the request to that
+ * node's local address (ContainerCall `mesh`, src/mcm/services/mesh_calls.ts); its answer comes
+ * back over the channel as it comes, so a streamed answer streams. An unknown node is a 404
+ * whose body is the reference's error shape (`{message, statusCode}`).
+ *
+ * @module
+ */
+import type { FetchExtras } from "./context_services.ts";
+import type { NodeCallError, NodeCalls } from "./node_calls.ts";
+
+/** A mesh address: the node's id and the path (with its query) on that node. */
+export interface MeshAddress {
+  node: string;
+  path: string;
+}
+
+const MESH_URL = /^(?:https?:\/\/)?([A-Za-z0-9_-]{1,128})@mmesh(\/[^#]*)?(?:#.*)?$/i;
+
+/** The mesh address `url` names, or undefined for any other URL. */
+export function meshAddress(url: string): MeshAddress | undefined {
+  const match = MESH_URL.exec(url.trim());
+  return match ? { node: match[1], path: match[2] ?? "/" } : undefined;
+}
+
+/** A request's method, headers and body checked as fetch checks them, without its URL. */
+export function meshRequest(address: MeshAddress, init?: RequestInit): Request {
+  return new Request(`http://mmesh.invalid${address.path}`, init);
+}
+
+/** The head event of a mesh answer (mesh_calls.ts's MeshHead). */
+interface MeshHead {
+  status: number;
+  statusText: string;
+  headers: [string, string][];
+}
+
+const NULL_BODY = new Set([101, 204, 205, 304]);
+
+/**
+ * Sends `init` to `address` through the node; the Response as soon as its head came, its body
+ * as its parts come. Within `timeoutMs` in all, as the node's other outbound requests.
+ */
+export async function meshFetch(
+  calls: NodeCalls,
+  address: MeshAddress,
+  init: RequestInit | undefined,
+  extras: FetchExtras | undefined,
+  timeoutMs: number,
+): Promise<Response> {
+  if (extras?.saveTo !== undefined) {
+    throw new TypeError(
+      "outputFile is not available with <nodeId>@mmesh URLs: read the answer and save it",
+    );
+  }
+  const request = meshRequest(address, init);
+  const body = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
+  const stopped = new AbortController();
+  const signal = AbortSignal.any([request.signal, stopped.signal, AbortSignal.timeout(timeoutMs)]);
+  const head = Promise.withResolvers<MeshHead>();
+  let parts!: ReadableStreamDefaultController<Uint8Array>;
+  const stream = new ReadableStream<Uint8Array>({
+    start: (controller) => void (parts = controller),
+    cancel: () => stopped.abort(),
+  });
+  const call = calls.call({
+    op: "mesh",
+    node: address.node,
+    path: address.path,
+    method: request.method,
+    headers: [...request.headers],
+    ...(body ? { data: (body as Uint8Array & { toBase64(): string }).toBase64() } : {}),
+  }, {
+    signal,
+    onEvent: (value) => {
+      const event = value as MeshHead | { chunk: string };
+      if (!("chunk" in event)) return head.resolve(event);
+      const bytes = (Uint8Array as unknown as { fromBase64(text: string): Uint8Array })
+        .fromBase64(event.chunk);
+      try {
+        parts.enqueue(bytes);
+      } catch {
+        // Cancelled by the reader: the call is being cancelled too.
+      }
+    },
+  });
+  call.then(() => {
+    head.reject(new TypeError(`node ${address.node} sent no answer`));
+    try {
+      parts.close();
+    } catch {
+      // Cancelled already.
+    }
+  }, (error: NodeCallError) => {
+    head.reject(error);
+    try {
+      parts.error(new TypeError(error.message));
+    } catch {
+      // Cancelled already.
+    }
+  });
+  let got: MeshHead;
+  try {
+    got = await head.promise;
+  } catch (error) {
+    const { kind, status, message } = error as NodeCallError;
+    if (kind === "not_found" || kind === "invalid") {
+      return new Response(JSON.stringify({ message, statusCode: status }), {
+        status,
+        headers: { "content-type": "application/json" },
+      });
+    }
+    throw new TypeError(message);
+  }
+  const empty = NULL_BODY.has(got.status) || request.method === "HEAD";
+  if (empty) stream.cancel().catch(() => {});
+  try {
+    const response = new Response(empty ? null : stream, {
+      status: got.status,
+      statusText: got.statusText,
+      headers: got.headers,
+    });
+    Object.defineProperty(response, "url", { value: `${address.node}@mmesh${address.path}` });
+    return response;
+  } catch (error) {
+    stopped.abort();
+    throw new TypeError(`node ${address.node} answered ${got.status}: ${(error as Error).message}`);
+  }
+}
