@@ -9,7 +9,33 @@
  * @module
  */
 import type { FetchExtras } from "./context_services.ts";
-import type { NodeCallError, NodeCalls } from "./node_calls.ts";
+import type { CallFailure } from "../channel_protocol.ts";
+
+/** ContainerCall `mesh` (node_calls.ts's NodeCall). */
+export interface MeshCall {
+  op: "mesh";
+  node: string;
+  path: string;
+  method: string;
+  headers: [string, string][];
+  /** The body, in base64. */
+  data?: string;
+}
+
+/** What this module needs of node_calls.ts's NodeCalls (imported there, not here). */
+interface MeshCalls {
+  call(
+    call: MeshCall,
+    options: { onEvent?: (value: unknown) => void; signal?: AbortSignal },
+  ): Promise<unknown>;
+}
+
+/** A refused call as node_calls.ts's NodeCallError has it. */
+interface CallError {
+  message: string;
+  kind: CallFailure["kind"];
+  status: number;
+}
 
 /** A mesh address: the node's id and the path (with its query) on that node. */
 export interface MeshAddress {
@@ -44,7 +70,7 @@ const NULL_BODY = new Set([101, 204, 205, 304]);
  * as its parts come. Within `timeoutMs` in all, as the node's other outbound requests.
  */
 export async function meshFetch(
-  calls: NodeCalls,
+  calls: MeshCalls,
   address: MeshAddress,
   init: RequestInit | undefined,
   extras: FetchExtras | undefined,
@@ -93,7 +119,7 @@ export async function meshFetch(
     } catch {
       // Cancelled already.
     }
-  }, (error: NodeCallError) => {
+  }, (error: CallError) => {
     head.reject(error);
     try {
       parts.error(new TypeError(error.message));
@@ -105,7 +131,7 @@ export async function meshFetch(
   try {
     got = await head.promise;
   } catch (error) {
-    const { kind, status, message } = error as NodeCallError;
+    const { kind, status, message } = error as CallError;
     if (kind === "not_found" || kind === "invalid") {
       return new Response(JSON.stringify({ message, statusCode: status }), {
         status,

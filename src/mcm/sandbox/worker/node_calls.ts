@@ -12,7 +12,7 @@
 import { HTTP_STATUS_OF } from "../../../http/error_statuses.ts";
 import type { CallFailure } from "../channel_protocol.ts";
 import type { RelayedFetch } from "./context_services.ts";
-import { meshAddress, meshFetch } from "./mesh_fetch.ts";
+import { meshAddress, type MeshCall, meshFetch } from "./mesh_fetch.ts";
 
 /** A call of spec/mcm.yaml's ContainerCall, without its `t` and `id`. */
 export type NodeCall =
@@ -20,14 +20,7 @@ export type NodeCall =
   | { op: "decrypt"; type: string; data: string; token: string }
   | { op: "bep" }
   | { op: "chat" | "embed"; request: Record<string, unknown> }
-  | {
-    op: "mesh";
-    node: string;
-    path: string;
-    method: string;
-    headers: [string, string][];
-    data?: string;
-  };
+  | MeshCall;
 
 /** The node's answer: a value, or an error of a kind; or an event before it. */
 export type NodeAnswer =
