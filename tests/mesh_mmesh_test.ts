@@ -4,11 +4,22 @@
  * `context.http.request` (mode "stream") and through `fetch`, without resolving B itself, and
  * B's answer streams back. A's microservices may not reach loopback (the default
  * `mcm.outboundNetworks`): the mesh reaches B, a plain `http://127.0.0.1:<B>` stays refused.
- * An unknown node is a 404 in the reference's shape.
+ * An unknown node is a 404 in the reference's shape, and a peer whose description names an
+ * address where it is not (A's loopback) is not called there.
  */
 import assert from "node:assert/strict";
 import { deployScript } from "../testing/mcm.ts";
-import { linkLocalNodes, nodeIdOf, randomMdnsPort, startMeshNode } from "../testing/mesh.ts";
+import {
+  announcement,
+  describeImpostor,
+  impostorKey,
+  linkLocalNodes,
+  nodeIdOf,
+  openMdnsClient,
+  proofFor,
+  randomMdnsPort,
+  startMeshNode,
+} from "../testing/mesh.ts";
 import { waitFor } from "../testing/node.ts";
 
 const CLIENT = "0b6c4a2e-6f4b-4d4e-9a51-3c2f1e0d9b8a";
@@ -173,5 +184,53 @@ Deno.test("a microservice on A calls <nodeB>@mmesh/... itself: B's answer stream
     const body = JSON.parse(why.content);
     assert.equal(body.statusCode, 404);
     assert.match(body.message, /Cannot find node 0{56}/);
+  }
+});
+
+Deno.test("a peer that claims someone else's address (A's loopback) is not called through the mesh", async () => {
+  const port = randomMdnsPort();
+  await using a = await startMeshNode(port, { name: "a", announceSeconds: 30 });
+  // What listens on A's loopback and is no node: it must never see the microservice's request.
+  const seen: string[] = [];
+  const victim = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    seen.push(new URL(request.url).pathname);
+    return new Response("a loopback service's secret");
+  });
+  // A peer with a key of its own, proving itself where it listens, describing itself as the
+  // victim's address.
+  const impostor = await impostorKey();
+  const fake = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    const url = new URL(request.url);
+    const node = describeImpostor(impostor.id, "claims", victim.addr.port);
+    return Response.json({
+      data: {
+        id: impostor.id,
+        proof: await proofFor(impostor, url.searchParams.get("challenge")!, node),
+      },
+    });
+  });
+  const group = await openMdnsClient(port);
+  try {
+    await group.send(announcement({ id: impostor.id, name: "claims", port: fake.addr.port }));
+    await waitFor(
+      async () => (await linkLocalNodes(a)).some((n: { id: string }) => n.id === impostor.id),
+      "A to list the impostor",
+    );
+    const caller = await deployScript(a, "caller", CALLER, {}, CLIENT);
+    for (const how of ["http", "fetch"]) {
+      const answer = await fetch(
+        `${caller.url}/${how}?target=${encodeURIComponent(`${impostor.id}@mmesh/secret`)}`,
+        { method: "POST", body: "{}" },
+      );
+      assert.equal(answer.status, 599, how);
+      const why = await answer.json();
+      assert.equal(why.status, 0, `${how}: ${JSON.stringify(why)}`);
+      assert.match(why.message, /is not that node's/, how);
+    }
+    assert.ok(!seen.includes("/secret"), `the victim saw ${JSON.stringify(seen)}`);
+  } finally {
+    await group.close();
+    await fake.shutdown();
+    await victim.shutdown();
   }
 });

@@ -6,15 +6,22 @@
  *
  * The node sends it, not the container's process: that process's own permissions (--deny-net)
  * refuse loopback and the node's addresses, where nodes of one machine (and this node) are
- * reached. What is reached is exactly the origin the mesh advertises for that node, nothing
- * else: a redirect is handed back to the microservice, not followed (a redirect's target is not
- * the mesh's), so the microservice's own outbound policy judges where it leads.
+ * reached. What is reached is exactly the origin the mesh advertises for that node, and only
+ * once the node there proved it is that node (the proof discovery asks, peer_proof.ts; kept a
+ * while): a peer's description is its own claim, and a peer that claimed `127.0.0.1:22` or a
+ * metadata address would otherwise aim this node's requests there. A redirect is handed back to
+ * the microservice, not followed (its target is not the mesh's), so the microservice's own
+ * outbound policy judges where it leads.
  *
  * @module
  */
+import * as v from "valibot";
 import type { ContainerCall } from "../../../gen/mcm/validators.ts";
+import { PingAnswerSchema } from "../../../gen/mds/validators.ts";
 import type { LinkLocal } from "../../discovery/link_local.ts";
-import { Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
+import { Forbidden, Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
+import { newChallenge, verifyProof } from "../../identity/node_proof.ts";
+import { readText } from "../../streams/mod.ts";
 import { StreamingAnswer } from "./container_calls.ts";
 
 /** The head of a mesh answer: its first ContainerEvent. */
@@ -42,6 +49,53 @@ export function meshTarget(
   return target;
 }
 
+/** How long a node's proof at an origin is believed; then it is asked again. */
+const PROOF_MS = 30_000;
+/** Proofs kept at most (one a peer and origin; a LAN has far fewer). */
+const MAX_PROOFS = 1024;
+/** A proof is small; an answer larger than this is not a node's. */
+const MAX_PROOF_BYTES = 512 * 1024;
+
+/** Which node proved itself at which origin, until when (ms since the epoch). */
+const proofs = new Map<string, number>();
+
+/**
+ * Whether the node at `origin` is `nodeId`: it signs a fresh challenge with that id's key
+ * (GET /mds/v1/nodes?ping=true, as discovery checks a peer). Forbidden otherwise.
+ */
+async function proveAt(origin: string, nodeId: string, signal: AbortSignal): Promise<void> {
+  const key = `${nodeId}@${origin}`;
+  if ((proofs.get(key) ?? 0) > Date.now()) return;
+  const challenge = newChallenge();
+  const url = new URL("/mds/v1/nodes", origin);
+  url.searchParams.set("ping", "true");
+  url.searchParams.set("challenge", challenge);
+  const refused = (why: string) =>
+    new Forbidden(`node ${nodeId}'s address ${origin} is not that node's (${why})`);
+  let proof: string | undefined;
+  try {
+    const response = await fetch(url, {
+      signal: AbortSignal.any([signal, AbortSignal.timeout(3000)]),
+      redirect: "error",
+      headers: { "accept-encoding": "identity" },
+    });
+    const text = await readText(response, MAX_PROOF_BYTES, "the proof");
+    const answer = v.safeParse(PingAnswerSchema, JSON.parse(text));
+    proof = answer.success ? answer.output.data.proof : undefined;
+  } catch (error) {
+    if (signal.aborted) throw error;
+    throw refused(`no proof: ${(error as Error).message}`);
+  }
+  if (!proof) throw refused("no proof");
+  try {
+    await verifyProof(proof, challenge, nodeId);
+  } catch (error) {
+    throw refused((error as Error).message);
+  }
+  if (proofs.size >= MAX_PROOFS) proofs.delete(proofs.keys().next().value!);
+  proofs.set(key, Date.now() + PROOF_MS);
+}
+
 /**
  * Answers a `mesh` call: events `MeshHead`, then `{ chunk: <base64> }` for each part of the
  * body; the value (null) once it ended. Aborted (the container cancelled), the request stops.
@@ -67,6 +121,7 @@ export function meshRequest(
     }
   }
   return new StreamingAnswer(async (emit, signal) => {
+    await proveAt(target.origin, call.node ?? "", signal);
     let response: Response;
     try {
       response = await fetch(target, { method, headers, body, signal, redirect: "manual" });
