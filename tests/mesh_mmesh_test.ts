@@ -172,7 +172,14 @@ Deno.test("a microservice on A calls <nodeB>@mmesh/... itself: B's answer stream
   assert.equal(pathOnly.status, 599);
   const onB = await pathOnly.json();
   assert.equal(onB.status, 404, JSON.stringify(onB));
-  assert.doesNotMatch(onB.content, /Cannot find node/, "B answered, the path stayed B's");
+  assert.doesNotMatch(onB.content, /Cannot find|statusCode/, onB.content);
+
+  // A names itself too: its own answer (no milm-v1 on A: the gateway's 404), not "no such node".
+  const self = await call("http", `${await nodeIdOf(a)}@mmesh/${path}`);
+  assert.equal(self.status, 599);
+  const onA = await self.json();
+  assert.equal(onA.status, 404, JSON.stringify(onA));
+  assert.match(onA.content, /no microservice at/, onA.content);
 
   // An unknown node: 404 in the reference's shape, through both.
   const nobody = `${"0".repeat(56)}@mmesh/${path}`;
