@@ -60,16 +60,22 @@ mimikModule.exports = function (context, req, res) {
  */
 const CALLER = `
 function fail(res, e) {
-  res.statusCode = 599;
+  try {
+    res.statusCode = 599;
+  } catch (x) {
+    // Streaming already: the status went.
+  }
   res.end(JSON.stringify({ status: e.status, message: e.message, content: e.content }));
 }
 mimikModule.exports = function (context, req, res) {
   var path = req.url.split('?')[0];
   var target = decodeURIComponent(req.url.split('target=')[1] || '');
+  var idle = (req.url.match(/[?&]idle=([0-9]+)/) || [])[1];
   var headers = { 'content-type': 'application/json', 'x-trace': 'trace-' + path.slice(1) };
   if (path === '/http') {
     return context.http.request({
       url: target, type: 'POST', headers: headers, data: req.body, mode: 'stream',
+      socketTimeout: idle ? Number(idle) : undefined,
       success: function (chunk) {
         if (chunk.data) res.write(chunk.data);
         if (chunk.done) res.end();
@@ -152,6 +158,16 @@ Deno.test("a microservice on A calls <nodeB>@mmesh/... itself: B's answer stream
     const lastAt = parts.find((p) => p.text.includes('"three"'))!.at;
     assert.ok(lastAt - firstAt >= 300, `${how}: parts arrived ${lastAt - firstAt} ms apart`);
   }
+
+  // The caller's time without data (socketTimeout) holds across the mesh too: B waits 300 ms.
+  const idle = await fetch(
+    `${caller.url}/http?idle=100&target=${encodeURIComponent(`${bId}@mmesh/${path}`)}`,
+    { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "slow" }] }) },
+  );
+  const cut = await idle.text();
+  assert.match(cut, /"part":"one"/, "the first part came");
+  assert.doesNotMatch(cut, /"part":"two"/, cut);
+  assert.match(cut, /timed out \(no data within 100 ms\)/, cut);
 
   // The same B, addressed plainly: loopback is not A's microservices' to reach.
   const plain = `${b.url}/${path}`;

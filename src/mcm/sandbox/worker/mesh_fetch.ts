@@ -67,7 +67,8 @@ const NULL_BODY = new Set([101, 204, 205, 304]);
 
 /**
  * Sends `init` to `address` through the node; the Response as soon as its head came, its body
- * as its parts come. Within `timeoutMs` in all, as the node's other outbound requests.
+ * as its parts come. Within `timeoutMs` in all, and the `extras`' time to the head
+ * (`connectMs`) and between parts (`idleMs`), as the node's other outbound requests.
  */
 export async function meshFetch(
   calls: MeshCalls,
@@ -84,7 +85,28 @@ export async function meshFetch(
   const request = meshRequest(address, init);
   const body = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
   const stopped = new AbortController();
-  const signal = AbortSignal.any([request.signal, stopped.signal, AbortSignal.timeout(timeoutMs)]);
+  // The relay's deadlines (outbound_relay.ts): in all, to the head, and between parts. Timers
+  // only where asked: the first use of the timers loads Node's into the worker (host_globals.ts).
+  const total = AbortSignal.timeout(timeoutMs);
+  const deadline = new AbortController();
+  const late = (ms: number, what: string) =>
+    setTimeout(() => {
+      deadline.abort(new TypeError(`the request timed out (${what} within ${ms} ms)`));
+    }, ms);
+  const connect = extras?.connectMs === undefined
+    ? undefined
+    : late(extras.connectMs, "no response");
+  let idle = extras?.idleMs === undefined ? undefined : late(extras.idleMs, "no data");
+  const touch = () => {
+    if (idle === undefined) return;
+    clearTimeout(idle);
+    idle = late(extras!.idleMs!, "no data");
+  };
+  const settle = () => {
+    if (connect !== undefined) clearTimeout(connect);
+    if (idle !== undefined) clearTimeout(idle);
+  };
+  const signal = AbortSignal.any([request.signal, stopped.signal, total, deadline.signal]);
   const head = Promise.withResolvers<MeshHead>();
   let parts!: ReadableStreamDefaultController<Uint8Array>;
   const stream = new ReadableStream<Uint8Array>({
@@ -102,7 +124,11 @@ export async function meshFetch(
     signal,
     onEvent: (value) => {
       const event = value as MeshHead | { chunk: string };
-      if (!("chunk" in event)) return head.resolve(event);
+      touch();
+      if (!("chunk" in event)) {
+        if (connect !== undefined) clearTimeout(connect);
+        return head.resolve(event);
+      }
       const bytes = (Uint8Array as unknown as { fromBase64(text: string): Uint8Array })
         .fromBase64(event.chunk);
       try {
@@ -112,6 +138,7 @@ export async function meshFetch(
       }
     },
   });
+  call.finally(settle).catch(() => {});
   call.then(() => {
     head.reject(new TypeError(`node ${address.node} sent no answer`));
     try {
@@ -120,9 +147,14 @@ export async function meshFetch(
       // Cancelled already.
     }
   }, (error: CallError) => {
-    head.reject(error);
+    const why = total.aborted
+      ? new TypeError(`the request timed out (no end within ${timeoutMs} ms)`)
+      : deadline.signal.aborted
+      ? deadline.signal.reason as TypeError
+      : error;
+    head.reject(why);
     try {
-      parts.error(new TypeError(error.message));
+      parts.error(new TypeError(why.message));
     } catch {
       // Cancelled already.
     }
