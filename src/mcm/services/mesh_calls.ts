@@ -9,9 +9,10 @@
  * reached. What is reached is exactly the origin the mesh advertises for that node, and only
  * once the node there proved it is that node (the proof discovery asks, peer_proof.ts; kept a
  * while): a peer's description is its own claim, and a peer that claimed `127.0.0.1:22` or a
- * metadata address would otherwise aim this node's requests there. A redirect is handed back to
- * the microservice, not followed (its target is not the mesh's), so the microservice's own
- * outbound policy judges where it leads.
+ * metadata address would otherwise aim this node's requests there. A redirect is handed back
+ * to the sandbox, not followed here (its target is not the mesh's): the sandbox follows a path
+ * on that node as a mesh request, anything else as an ordinary one, which the microservice's
+ * outbound policy judges (worker/mesh_fetch.ts).
  *
  * @module
  */

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import type { FetchExtras } from "./context_services.ts";
+import type { FetchExtras, RelayedFetch } from "./context_services.ts";
 import type { CallFailure } from "../channel_protocol.ts";
 
 /** ContainerCall `mesh` (node_calls.ts's NodeCall). */
@@ -70,18 +70,72 @@ const NULL_BODY = new Set([101, 204, 205, 304]);
  * as its parts come. Within `timeoutMs` in all, and the `extras`' time to the head
  * (`connectMs`) and between parts (`idleMs`), as the node's other outbound requests.
  */
+const REDIRECTS = 10;
+/** The origin mesh paths are resolved against (never fetched: RFC 2606's `.invalid`). */
+const MESH_ORIGIN = "http://mmesh.invalid";
+
+/**
+ * Sends `init` to `address` through the node, following redirects as fetch does (unless
+ * `redirect` says otherwise): one to a path (a relative Location) stays on that node of the
+ * mesh; one anywhere else is `elsewhere`'s, the microservice's ordinary outbound fetch, whose
+ * policy judges it (a mesh node's allowance is not the address it points to).
+ */
 export async function meshFetch(
   calls: MeshCalls,
   address: MeshAddress,
   init: RequestInit | undefined,
   extras: FetchExtras | undefined,
   timeoutMs: number,
+  elsewhere?: RelayedFetch,
 ): Promise<Response> {
   if (extras?.saveTo !== undefined) {
     throw new TypeError(
       "outputFile is not available with <nodeId>@mmesh URLs: read the answer and save it",
     );
   }
+  const first = meshRequest(address, init);
+  const headers = [...first.headers];
+  let method = first.method;
+  let body: Uint8Array<ArrayBuffer> | null = first.body
+    ? new Uint8Array(await first.arrayBuffer())
+    : null;
+  let at = address;
+  for (let hop = 0;; hop++) {
+    const hopInit = { method, headers, body, signal: init?.signal };
+    const response = await meshHop(calls, at, hopInit, extras, timeoutMs);
+    const location = response.headers.get("location");
+    const redirected = response.status > 300 && response.status < 309 && response.status !== 304;
+    if (first.redirect !== "follow" || !redirected || location === null) return response;
+    await response.body?.cancel();
+    if (hop === REDIRECTS) {
+      throw new TypeError(`more than ${REDIRECTS} redirects from ${address.node}@mmesh`);
+    }
+    if (response.status === 303 || (method === "POST" && response.status < 303)) {
+      method = "GET";
+      body = null;
+    }
+    const next = new URL(location, `${MESH_ORIGIN}${at.path}`);
+    if (next.origin === MESH_ORIGIN) {
+      at = { node: at.node, path: `${next.pathname}${next.search}` };
+      continue;
+    }
+    if (!elsewhere) throw new TypeError(`a redirect out of the mesh to ${next.href}`);
+    return await elsewhere(next.href, { ...hopInit, method, body }, extras);
+  }
+}
+
+/**
+ * One request to `address` through the node, its redirect not followed; the Response as soon as
+ * its head came, its body as its parts come. Within `timeoutMs` in all, and the `extras`' time
+ * to the head (`connectMs`) and between parts (`idleMs`), as the node's other outbound requests.
+ */
+async function meshHop(
+  calls: MeshCalls,
+  address: MeshAddress,
+  init: RequestInit,
+  extras: FetchExtras | undefined,
+  timeoutMs: number,
+): Promise<Response> {
   const request = meshRequest(address, init);
   const body = request.body ? new Uint8Array(await request.arrayBuffer()) : null;
   const stopped = new AbortController();
@@ -180,7 +234,9 @@ export async function meshFetch(
       statusText: got.statusText,
       headers: got.headers,
     });
-    Object.defineProperty(response, "url", { value: `${address.node}@mmesh${address.path}` });
+    Object.defineProperty(response, "url", {
+      value: `http://${address.node}@mmesh${address.path}`,
+    });
     return response;
   } catch (error) {
     stopped.abort();

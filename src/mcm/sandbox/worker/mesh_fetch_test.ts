@@ -94,3 +94,73 @@ Deno.test("meshFetch: the time without data (idleMs) and in all (timeoutMs) cut 
   const total = await meshFetch(late.calls, { node: "b", path: "/" }, undefined, {}, 100);
   await assert.rejects(total.text(), /timed out \(no end within 100 ms\)/);
 });
+
+/** A node that redirects as `routes` say (path → status and Location), else answers "ok". */
+function redirectingNode(routes: Record<string, [number, string]>) {
+  const asked: MeshCall[] = [];
+  const calls = {
+    call(call: MeshCall, options: { onEvent?: (value: unknown) => void }) {
+      asked.push(call);
+      const route = routes[call.path];
+      options.onEvent!(
+        route
+          ? { status: route[0], statusText: "", headers: [["location", route[1]]] }
+          : { status: 200, statusText: "OK", headers: [] },
+      );
+      if (!route) options.onEvent!({ chunk: new TextEncoder().encode("ok").toBase64() });
+      return Promise.resolve(null);
+    },
+  };
+  return { calls, asked };
+}
+
+Deno.test("meshFetch: a redirect to a path stays on that node; one elsewhere goes by the policy", async () => {
+  const node = redirectingNode({
+    "/a": [307, "b?x=1"],
+    "/b?x=1": [303, "/c"],
+    "/out": [302, "http://127.0.0.1:22/"],
+  });
+  const answer = await meshFetch(
+    node.calls,
+    { node: "n", path: "/a" },
+    {
+      method: "POST",
+      body: "hi",
+    },
+    {},
+    5000,
+  );
+  assert.equal(await answer.text(), "ok");
+  assert.deepEqual(node.asked.map((c) => [c.node, c.method, c.path, c.data]), [
+    ["n", "POST", "/a", btoa("hi")],
+    ["n", "POST", "/b?x=1", btoa("hi")],
+    ["n", "GET", "/c", undefined],
+  ]);
+
+  const elsewhere: string[] = [];
+  const refused = await meshFetch(
+    node.calls,
+    { node: "n", path: "/out" },
+    undefined,
+    {},
+    5000,
+    (input) => {
+      elsewhere.push(String(input));
+      return Promise.resolve(new Response("refused by the policy", { status: 599 }));
+    },
+  );
+  assert.deepEqual(elsewhere, ["http://127.0.0.1:22/"]);
+  assert.equal(refused.status, 599);
+
+  const manual = await meshFetch(
+    node.calls,
+    { node: "n", path: "/out" },
+    {
+      redirect: "manual",
+    },
+    {},
+    5000,
+  );
+  assert.equal(manual.status, 302);
+  assert.equal(manual.headers.get("location"), "http://127.0.0.1:22/");
+});

@@ -138,7 +138,7 @@ export function nodeAwareFetch(
     const mesh = typeof input === "string" || input instanceof URL
       ? meshAddress(String(input))
       : undefined;
-    if (mesh) return await meshFetch(calls, mesh, init, extras, timeoutMs);
+    if (mesh) return await meshFetch(calls, mesh, init, extras, timeoutMs, fetcher);
     const request = new Request(input, init);
     const url = new URL(request.url);
     const port = url.port || (url.protocol === "https:" ? "443" : "80");
