@@ -263,15 +263,23 @@ export interface components {
          *     `bep`: the node's BEP URL. `chat` and `embed` (`context.ml`): `request` is the body of
          *     the inference API's POST /chat/completions or /embeddings (spec/inference.yaml), its
          *     `model` a model of the node's registry (id, or the path of its file); a streamed chat
-         *     sends ContainerEvents before its answer. Answered by a ContainerAnswer of the same
-         *     `id`; a ContainerCancel of that `id` stops it, and so does the channel's end.
+         *     sends ContainerEvents before its answer. `mesh`: a request to `<node>@mmesh/<path>`
+         *     (`method`, `headers`, the body in base64 as `data`), sent by the node to that node's
+         *     `type: "local"` address in its linkLocal view; its ContainerEvents are the answer's
+         *     head (`{status, statusText, headers}`), then `{chunk}` (base64) for each part of its
+         *     body as it comes; an unknown node is `not_found`. Answered by a ContainerAnswer of the
+         *     same `id`; a ContainerCancel of that `id` stops it, and so does the channel's end.
          */
         ContainerCall: {
             /** @constant */
             t: "call";
             id: number;
             /** @enum {string} */
-            op: "nodes" | "decrypt" | "bep" | "chat" | "embed";
+            op: "nodes" | "decrypt" | "bep" | "chat" | "embed" | "mesh";
+            node?: string;
+            path?: string;
+            method?: string;
+            headers?: string[][];
             clusters?: string;
             ping?: boolean;
             type?: string;

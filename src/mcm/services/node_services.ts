@@ -9,7 +9,8 @@
  * only a valid token of the node's account with scope `edge:clusters` opens it. Listings that
  * came over HTTP (encrypted for a token, spec/mds.yaml) open with that same token.
  *
- * `context.ml`'s chat completions and embeddings run on the node's inference (ml_calls.ts).
+ * `context.ml`'s chat completions and embeddings run on the node's inference (ml_calls.ts);
+ * `<nodeId>@mmesh/<path>` requests go to that node of the mesh (mesh_calls.ts).
  *
  * @module
  */
@@ -24,6 +25,7 @@ import { localLinkListing, mdsNode } from "../../mds/listing.ts";
 import { decryptListing } from "../../crypto/listing_crypto.ts";
 import type { InferenceService } from "../../inference/inference_service.ts";
 import { MlCalls } from "./ml_calls.ts";
+import { meshRequest } from "./mesh_calls.ts";
 
 const KID = "edgenode-container";
 const CLUSTERS = ["linkLocal", "account", "proximity"] as const;
@@ -75,6 +77,8 @@ export class NodeServices {
         return await this.#ml.chat(call.request, container, client);
       case "embed":
         return await this.#ml.embed(call.request, container, client);
+      case "mesh":
+        return meshRequest(this.#linkLocal, call);
     }
   }
 

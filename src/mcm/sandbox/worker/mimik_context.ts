@@ -8,6 +8,7 @@
  */
 import type { ContextInfo } from "../channel_protocol.ts";
 import type { RelayedFetch, Storage } from "./context_services.ts";
+import { meshAddress, meshRequest } from "./mesh_fetch.ts";
 import { type MlContext, mlContext } from "./ml_context.ts";
 import type { NodeCallError, NodeCalls } from "./node_calls.ts";
 import { callBack, requestSignal } from "./request_scope.ts";
@@ -68,7 +69,7 @@ function positive(value: unknown): number | undefined {
 }
 
 /** The request `options` describe, or the message of what is wrong with them. */
-function requestOf(options: HttpRequestOptions): Request | string {
+function requestOf(options: HttpRequestOptions): { url: string; init: RequestInit } | string {
   const headers = new Headers();
   for (const [name, value] of Object.entries(options.headers ?? {})) {
     headers.set(name, String(value));
@@ -94,8 +95,13 @@ function requestOf(options: HttpRequestOptions): Request | string {
   // Reference microservices write URLs without a scheme ("127.0.0.1:8083/mcm/v1").
   const raw = String(options.url ?? "");
   const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`;
+  const init = { method: (options.type ?? "GET").toUpperCase(), headers, body };
   try {
-    return new Request(url, { method: (options.type ?? "GET").toUpperCase(), headers, body });
+    // Checked as fetch checks it; a `<nodeId>@mmesh/` URL by its path (mesh_fetch.ts).
+    const mesh = meshAddress(raw);
+    if (mesh) meshRequest(mesh, init);
+    else new Request(url, init);
+    return mesh ? { url: raw, init } : { url, init };
   } catch (error) {
     return (error as Error).message;
   }
@@ -129,7 +135,7 @@ function httpRequest(fetcher: RelayedFetch) {
       return callBack(options.error, { message: request, status: 400 });
     }
     const saveTo = options.outputFile === undefined ? undefined : String(options.outputFile);
-    fetcher(request, undefined, {
+    fetcher(request.url, request.init, {
       saveTo,
       connectMs: positive(options.connectionTimeout),
       idleMs: positive(options.socketTimeout),

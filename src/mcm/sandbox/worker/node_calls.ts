@@ -12,13 +12,15 @@
 import { HTTP_STATUS_OF } from "../../../http/error_statuses.ts";
 import type { CallFailure } from "../channel_protocol.ts";
 import type { RelayedFetch } from "./context_services.ts";
+import { meshAddress, type MeshCall, meshFetch } from "./mesh_fetch.ts";
 
 /** A call of spec/mcm.yaml's ContainerCall, without its `t` and `id`. */
 export type NodeCall =
   | { op: "nodes"; clusters?: string; ping?: boolean }
   | { op: "decrypt"; type: string; data: string; token: string }
   | { op: "bep" }
-  | { op: "chat" | "embed"; request: Record<string, unknown> };
+  | { op: "chat" | "embed"; request: Record<string, unknown> }
+  | MeshCall;
 
 /** The node's answer: a value, or an error of a kind; or an event before it. */
 export type NodeAnswer =
@@ -121,15 +123,22 @@ function json(status: number, body: unknown): Response {
 
 /**
  * A `fetch` that answers requests to the node's own port (`localhost:<httpPort>`) through
- * `calls` and passes every other one to `fetcher`. Of the node's API only GET /mds/v1/nodes is
- * there; any other path is 403.
+ * `calls`, sends `<nodeId>@mmesh/<path>` through the node to that node of the mesh (within
+ * `timeoutMs`: mesh_fetch.ts), and passes every other one to `fetcher`. Of the node's API only
+ * GET /mds/v1/nodes is there; any other path is 403.
  */
 export function nodeAwareFetch(
   fetcher: RelayedFetch,
   calls: NodeCalls,
   httpPort: string,
+  timeoutMs = 30_000,
 ): RelayedFetch {
   return async (input, init, extras) => {
+    // Before a Request is made of it: `http://<id>@mmesh/` would be a URL with credentials.
+    const mesh = typeof input === "string" || input instanceof URL
+      ? meshAddress(String(input))
+      : undefined;
+    if (mesh) return await meshFetch(calls, mesh, init, extras, timeoutMs, fetcher);
     const request = new Request(input, init);
     const url = new URL(request.url);
     const port = url.port || (url.protocol === "https:" ? "443" : "80");

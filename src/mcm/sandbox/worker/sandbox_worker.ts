@@ -67,7 +67,12 @@ function boot(
 ) {
   memory = chargeMemory(globalThis, heapBytes, taken.heap);
   const outbound = outboundClient(setup.outboundPort, start.fetchTimeoutMs);
-  const fetcher = nodeAwareFetch(outbound.fetch, calls, start.info.httpPort);
+  const fetcher = nodeAwareFetch(
+    outbound.fetch,
+    calls,
+    start.info.httpPort,
+    start.fetchTimeoutMs,
+  );
   installGlobals(fetcher as typeof fetch, log, taken.inspect);
   const storage = syncStorage(setup.storagePort, setup.storageAnswers);
   const context = mimikContext(start.env, start.info, storage, fetcher, calls);

@@ -1,0 +1,161 @@
+/**
+ * `<nodeId>@mmesh/<path>` requests of microservices (ContainerCall `mesh`): the node finds the
+ * node in its linkLocal view, takes its `type: "local"` address and sends the request to
+ * `<href>/<path>` itself, the caller's method, headers and body kept, the answer streamed back
+ * as ContainerEvents (its head, then its body's chunks) as it comes.
+ *
+ * The node sends it, not the container's process: that process's own permissions (--deny-net)
+ * refuse loopback and the node's addresses, where nodes of one machine (and this node) are
+ * reached. What is reached is exactly the origin the mesh advertises for that node, and only
+ * once the node there proved it is that node (the proof discovery asks, peer_proof.ts; kept a
+ * while): a peer's description is its own claim, and a peer that claimed `127.0.0.1:22` or a
+ * metadata address would otherwise aim this node's requests there. A redirect is handed back
+ * to the sandbox, not followed here (its target is not the mesh's): the sandbox follows a path
+ * on that node as a mesh request, anything else as an ordinary one, which the microservice's
+ * outbound policy judges (worker/mesh_fetch.ts).
+ *
+ * @module
+ */
+import * as v from "valibot";
+import type { ContainerCall } from "../../../gen/mcm/validators.ts";
+import { PingAnswerSchema } from "../../../gen/mds/validators.ts";
+import type { LinkLocal } from "../../discovery/link_local.ts";
+import { Forbidden, Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
+import { newChallenge, verifyProof } from "../../identity/node_proof.ts";
+import { readText } from "../../streams/mod.ts";
+import { StreamingAnswer } from "./container_calls.ts";
+
+/** The head of a mesh answer: its first ContainerEvent. */
+export interface MeshHead {
+  status: number;
+  statusText: string;
+  headers: [string, string][];
+}
+
+/** Where `nodeId`'s `path` is, by the mesh's view; NotFound for a node it does not list. */
+export function meshTarget(
+  linkLocal: Pick<LinkLocal, "members">,
+  nodeId: string,
+  path: string,
+): URL {
+  const node = linkLocal.members().find((member) => member.id === nodeId);
+  // The reference's agent's words ("Cannot find node"), so that its callers match them.
+  if (!node) throw new NotFound(`Cannot find node ${nodeId} in the linkLocal network`);
+  const local = node.addresses.find((address) => address.type === "local");
+  if (!local) throw new NotFound(`Cannot find a local address of node ${nodeId}`);
+  const base = new URL(local.url.href);
+  const target = new URL(`${base.href.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`);
+  // `/..` segments are resolved inside the origin; nothing in a path leaves it, but say so.
+  if (target.origin !== base.origin) throw new Invalid(`'${path}' is not a path of node ${nodeId}`);
+  return target;
+}
+
+/** How long a node's proof at an origin is believed; then it is asked again. */
+const PROOF_MS = 30_000;
+/** Proofs kept at most (one a peer and origin; a LAN has far fewer). */
+const MAX_PROOFS = 1024;
+/** A proof is small; an answer larger than this is not a node's. */
+const MAX_PROOF_BYTES = 512 * 1024;
+
+/** Which node proved itself at which origin, until when (ms since the epoch). */
+const proofs = new Map<string, number>();
+
+/**
+ * Whether the node at `origin` is `nodeId`: it signs a fresh challenge with that id's key
+ * (GET /mds/v1/nodes?ping=true, as discovery checks a peer). Forbidden otherwise.
+ */
+async function proveAt(origin: string, nodeId: string, signal: AbortSignal): Promise<void> {
+  const key = `${nodeId}@${origin}`;
+  if ((proofs.get(key) ?? 0) > Date.now()) return;
+  const challenge = newChallenge();
+  const url = new URL("/mds/v1/nodes", origin);
+  url.searchParams.set("ping", "true");
+  url.searchParams.set("challenge", challenge);
+  const refused = (why: string) =>
+    new Forbidden(`node ${nodeId}'s address ${origin} is not that node's (${why})`);
+  let proof: string | undefined;
+  try {
+    const response = await fetch(url, {
+      signal: AbortSignal.any([signal, AbortSignal.timeout(3000)]),
+      redirect: "error",
+      headers: { "accept-encoding": "identity" },
+    });
+    const text = await readText(response, MAX_PROOF_BYTES, "the proof");
+    const answer = v.safeParse(PingAnswerSchema, JSON.parse(text));
+    proof = answer.success ? answer.output.data.proof : undefined;
+  } catch (error) {
+    if (signal.aborted) throw error;
+    throw refused(`no proof: ${(error as Error).message}`);
+  }
+  if (!proof) throw refused("no proof");
+  try {
+    await verifyProof(proof, challenge, nodeId);
+  } catch (error) {
+    throw refused((error as Error).message);
+  }
+  if (proofs.size >= MAX_PROOFS) proofs.delete(proofs.keys().next().value!);
+  proofs.set(key, Date.now() + PROOF_MS);
+}
+
+/**
+ * Answers a `mesh` call: events `MeshHead`, then `{ chunk: <base64> }` for each part of the
+ * body; the value (null) once it ended. Aborted (the container cancelled), the request stops.
+ */
+export function meshRequest(
+  linkLocal: Pick<LinkLocal, "members">,
+  call: ContainerCall,
+): StreamingAnswer {
+  const target = meshTarget(linkLocal, call.node ?? "", call.path ?? "");
+  let headers: Headers;
+  try {
+    headers = new Headers(call.headers ?? []);
+  } catch (error) {
+    throw new Invalid(`invalid request headers: ${(error as Error).message}`);
+  }
+  const method = (call.method ?? "GET").toUpperCase();
+  let body: Uint8Array<ArrayBuffer> | null = null;
+  if (call.data !== undefined && method !== "GET" && method !== "HEAD") {
+    try {
+      body = Uint8Array.fromBase64(call.data) as Uint8Array<ArrayBuffer>;
+    } catch {
+      throw new Invalid("the request body ('data') is not base64");
+    }
+  }
+  return new StreamingAnswer(async (emit, signal) => {
+    await proveAt(target.origin, call.node ?? "", signal);
+    let response: Response;
+    try {
+      response = await fetch(target, { method, headers, body, signal, redirect: "manual" });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw new UpstreamFailed(
+        `node ${call.node} (${target.origin}) did not answer: ${(error as Error).message}`,
+      );
+    }
+    emit(
+      {
+        status: response.status,
+        statusText: response.statusText,
+        headers: [...response.headers],
+      } satisfies MeshHead,
+    );
+    if (!response.body) return null;
+    const reader = response.body.getReader();
+    const stop = () => reader.cancel().catch(() => {});
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return null;
+        emit({ chunk: value.toBase64() });
+      }
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw new UpstreamFailed(
+        `node ${call.node} broke off its answer: ${(error as Error).message}`,
+      );
+    } finally {
+      signal.removeEventListener("abort", stop);
+    }
+  });
+}
