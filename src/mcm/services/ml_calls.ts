@@ -122,12 +122,10 @@ export class MlCalls {
    * or one answer.
    */
   async chat(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
-    const { service, body, target, name, detached } = await this.#prepare(
-      request,
-      "llm",
+    const { service, body, target, name, caller } = await this.#prepare(request, "llm", {
       container,
-    );
-    const caller = callerOf(container, client, detached);
+      client,
+    });
     const checked = validate(ChatCompletionRequestSchema, { ...body, model: name }, "body");
     const job = chatJob(checked);
     const completionId = `chatcmpl-${crypto.randomUUID()}`;
@@ -161,12 +159,10 @@ export class MlCalls {
 
   /** Embeddings: `data` is the JSON text of the vectors' array, one per input. */
   async embed(request: unknown, container?: string, client?: string): Promise<StreamingAnswer> {
-    const { service, body, target, name, detached } = await this.#prepare(
-      request,
-      "embed",
+    const { service, body, target, name, caller } = await this.#prepare(request, "embed", {
       container,
-    );
-    const caller = callerOf(container, client, detached);
+      client,
+    });
     const checked = validate(EmbeddingsRequestSchema, { ...body, model: name }, "body");
     const input = typeof checked.input === "string" ? [checked.input] : checked.input;
     return new StreamingAnswer(async (_emit, signal): Promise<MlEvent> => {
@@ -175,8 +171,12 @@ export class MlCalls {
     });
   }
 
-  /** The service, the request's body and what its `model` names. */
-  async #prepare(request: unknown, kind: "llm" | "embed", container: string | undefined) {
+  /** The engine, the request's body, what its `model` names and whose call it is (callerOf). */
+  async #prepare(
+    request: unknown,
+    kind: "llm" | "embed",
+    { container, client }: { container?: string; client?: string },
+  ) {
     const service = this.#inference;
     if (!service) throw new Unavailable(INFERENCE_OFF);
     if (typeof request !== "object" || request === null || Array.isArray(request)) {
@@ -187,7 +187,7 @@ export class MlCalls {
       service,
       body,
       ...await this.#target(service, body, kind, container),
-      detached: detached === true,
+      caller: callerOf(container, client, detached === true),
     };
   }
 
