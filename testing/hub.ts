@@ -96,14 +96,15 @@ export async function connected(node: TestNode): Promise<void> {
 }
 
 /**
- * Starts a node with `hub.url`, associates it with `account`, stores a clusters token (with
- * `expiresAt` when given) and reports `fix`; waits for the hub connection.
+ * Starts a node with `hub.url` (and `config` over the test's defaults: no mDNS), associates it
+ * with `account`, stores a clusters token (with `expiresAt` when given) and reports `fix`; waits
+ * for the hub connection.
  */
 export async function joinHub(
   hubUrl: string,
   issuer: TestIssuer,
   account: string,
-  options: { name: string; fix?: Fix; expiresAt?: number },
+  options: { name: string; fix?: Fix; expiresAt?: number; config?: Record<string, unknown> },
 ): Promise<HubNode> {
   const node = await startTestNode({
     args: ["--trust", issuer.trustFile],
@@ -112,6 +113,7 @@ export async function joinHub(
       nodeName: options.name,
       discovery: { mdns: false },
       hub: { url: hubUrl },
+      ...options.config,
     },
   });
   const connection = { url: node.url, credential: node.apiKey };

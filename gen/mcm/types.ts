@@ -265,7 +265,8 @@ export interface components {
          *     `model` a model of the node's registry (id, or the path of its file); a streamed chat
          *     sends ContainerEvents before its answer. `mesh`: a request to `<node>@mmesh/<path>`
          *     (`method`, `headers`, the body in base64 as `data`), sent by the node to that node's
-         *     `type: "local"` address in its linkLocal view; its ContainerEvents are the answer's
+         *     `type: "local"` address in its linkLocal view (or through the hub to a node of the
+         *     account, with the caller's token); its ContainerEvents are the answer's
          *     head (`{status, statusText, headers}`), then `{chunk}` (base64) for each part of its
          *     body as it comes; an unknown node is `not_found`. Answered by a ContainerAnswer of the
          *     same `id`; a ContainerCancel of that `id` stops it, and so does the channel's end.

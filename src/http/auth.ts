@@ -13,7 +13,14 @@ function digest(value: string): Uint8Array {
 
 /** The bearer credential of a request, or undefined when there is none. */
 export function bearerToken(request: Request): string | undefined {
-  const header = request.headers.get("authorization");
+  return bearerOf(request.headers.get("authorization"));
+}
+
+/**
+ * The credential of an `Authorization`-style header's value (`Bearer <credential>`): undefined
+ * without one, "" when it is not a bearer credential.
+ */
+export function bearerOf(header: string | null): string | undefined {
   if (!header) return undefined;
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
   return match ? match[1] : "";

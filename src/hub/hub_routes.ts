@@ -7,7 +7,7 @@
  */
 import { hubRoutes } from "../../gen/hub/routes.ts";
 import { Forbidden, Invalid, NotFound, Unavailable } from "../errors/mod.ts";
-import { requireBearer } from "../http/auth.ts";
+import { bearerOf, requireBearer } from "../http/auth.ts";
 import { json, upgradeReply } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
 import { SCOPES } from "../identity/identity.ts";
@@ -20,6 +20,7 @@ import {
   routedNodeId,
   ROUTING_HEADER,
   tunnelAddress,
+  TUNNEL_AUTHORIZATION_HEADER,
   VIA_HEADER,
 } from "../tunnel/routing.ts";
 import { TUNNEL_PROTOCOL } from "../tunnel/wire_frames.ts";
@@ -106,7 +107,9 @@ export async function tunnel(
   const cluster = nodes.cluster;
   // Sent on by another hub of the cluster: served here or nowhere, never forwarded again.
   const client = forwardedClient(cluster?.key, request, nodeId);
-  const token = requireBearer(request, "edge access token of the target node's account");
+  // x-edge-authorization first: a mesh call keeps its own Authorization for the microservice.
+  const token = bearerOf(request.headers.get(TUNNEL_AUTHORIZATION_HEADER)) ||
+    requireBearer(request, "edge access token of the target node's account");
   // A refused token is a TokenError: Forbidden, as the table says.
   const { accountId } = await verifier.verify(token, SCOPES.clusters, nodeId);
   const session = nodes.session(nodeId);

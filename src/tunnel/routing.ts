@@ -15,6 +15,12 @@ export const ROUTING_HEADER = "x-edge-routing";
  */
 export const REFERENCE_PORT_HEADER = "x-mimik-port";
 export const REFERENCE_ROUTING_HEADER = "x-mimik-routing";
+/**
+ * Where a tunnelled request may carry its credential instead of `Authorization` (`Bearer <edge
+ * access token>`), so that `Authorization` reaches the node's microservice untouched (a mesh
+ * call's own API key): the hub reads it first and never passes it on.
+ */
+export const TUNNEL_AUTHORIZATION_HEADER = "x-edge-authorization";
 /** Set by the hub on every tunnelled request. */
 export const VIA_HEADER = "x-edge-via";
 export const FORWARDED_FOR_HEADER = "x-edge-forwarded-for";
@@ -46,6 +52,7 @@ const NOT_FORWARDED = new Set([
   ROUTING_HEADER,
   REFERENCE_PORT_HEADER,
   REFERENCE_ROUTING_HEADER,
+  TUNNEL_AUTHORIZATION_HEADER,
   VIA_HEADER,
   FORWARDED_FOR_HEADER,
   CALLER_ACCOUNT_HEADER,
@@ -59,6 +66,11 @@ export function tunnelAddress(headers: Headers): { routing?: string; port?: stri
   if (routing === null) return {};
   const port = headers.get(PORT_HEADER) ?? headers.get(REFERENCE_PORT_HEADER);
   return port === null ? { routing } : { routing, port };
+}
+
+/** The header value that carries a tunnelled request's credential (see TUNNEL_AUTHORIZATION_HEADER). */
+export function tunnelCredential(headers: Headers): string | null {
+  return headers.get(TUNNEL_AUTHORIZATION_HEADER) ?? headers.get("authorization");
 }
 
 /** The routing header of a node: base64 of `{"nodeId", "localLinkNetworkId"}`. */

@@ -12,7 +12,12 @@
 import { Forbidden, UpstreamFailed } from "../../errors/mod.ts";
 import type { ClusterKey } from "./cluster_key.ts";
 import type { RemoteNode } from "./cluster_presence.ts";
-import { HUB_CLIENT_HEADER, HUB_FORWARD_HEADER, tunnelAddress } from "../../tunnel/routing.ts";
+import {
+  HUB_CLIENT_HEADER,
+  HUB_FORWARD_HEADER,
+  tunnelAddress,
+  tunnelCredential,
+} from "../../tunnel/routing.ts";
 
 /**
  * The signed mark of a request forwarded by a hub, `<hub id>.<ms since epoch>.<mac>`, and the
@@ -55,7 +60,7 @@ function markText(hubId: string, at: number, request: Request, nodeId: string, c
     nodeId,
     tunnelAddress(request.headers).port ?? "",
     client,
-    request.headers.get("authorization") ?? "",
+    tunnelCredential(request.headers) ?? "",
   ].join("\n");
 }
 

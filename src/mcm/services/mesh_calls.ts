@@ -14,16 +14,20 @@
  * on that node as a mesh request, anything else as an ordinary one, which the microservice's
  * outbound policy judges (worker/mesh_fetch.ts).
  *
+ * A node of the account that is not in the linkLocal view is reached through the hub, with the
+ * caller's token (mesh_hub.ts); without a token the mesh is the LAN, as the reference's.
+ *
  * @module
  */
 import * as v from "valibot";
 import type { ContainerCall } from "../../../gen/mcm/validators.ts";
 import { PingAnswerSchema } from "../../../gen/mds/validators.ts";
 import type { LinkLocal } from "../../discovery/link_local.ts";
-import { Forbidden, Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
+import { Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
 import { newChallenge, verifyProof } from "../../identity/node_proof.ts";
 import { readText } from "../../streams/mod.ts";
 import { StreamingAnswer } from "./container_calls.ts";
+import { callerToken, hubRoute, type MeshHub, unknownNode } from "./mesh_hub.ts";
 
 /** The head of a mesh answer: its first ContainerEvent. */
 export interface MeshHead {
@@ -40,7 +44,7 @@ export function meshTarget(
 ): URL {
   const node = linkLocal.members().find((member) => member.id === nodeId);
   // The reference's agent's words ("Cannot find node"), so that its callers match them.
-  if (!node) throw new NotFound(`Cannot find node ${nodeId} in the linkLocal network`);
+  if (!node) throw unknownNode(nodeId);
   const local = node.addresses.find((address) => address.type === "local");
   if (!local) throw new NotFound(`Cannot find a local address of node ${nodeId}`);
   const base = new URL(local.url.href);
@@ -62,7 +66,7 @@ const proofs = new Map<string, number>();
 
 /**
  * Whether the node at `origin` is `nodeId`: it signs a fresh challenge with that id's key
- * (GET /mds/v1/nodes?ping=true, as discovery checks a peer). Forbidden otherwise.
+ * (GET /mds/v1/nodes?ping=true, as discovery checks a peer). UpstreamFailed otherwise.
  */
 async function proveAt(origin: string, nodeId: string, signal: AbortSignal): Promise<void> {
   const key = `${nodeId}@${origin}`;
@@ -71,8 +75,9 @@ async function proveAt(origin: string, nodeId: string, signal: AbortSignal): Pro
   const url = new URL("/mds/v1/nodes", origin);
   url.searchParams.set("ping", "true");
   url.searchParams.set("challenge", challenge);
+  // As a node that does not answer: the request had no answer from that node.
   const refused = (why: string) =>
-    new Forbidden(`node ${nodeId}'s address ${origin} is not that node's (${why})`);
+    new UpstreamFailed(`node ${nodeId}'s address ${origin} is not that node's (${why})`);
   let proof: string | undefined;
   try {
     const response = await fetch(url, {
@@ -97,21 +102,52 @@ async function proveAt(origin: string, nodeId: string, signal: AbortSignal): Pro
   proofs.set(key, Date.now() + PROOF_MS);
 }
 
+/** What the node knows of the mesh: its linkLocal view, and its hub when it has one. */
+export interface MeshView {
+  linkLocal: Pick<LinkLocal, "members">;
+  hub?: MeshHub;
+}
+
+/** How the hint of a 404 ends when a hub could have reached the node with a token. */
+const HUB_HINT = " (a node of the account elsewhere is reached through the hub with an edge " +
+  "access token of the account, scope edge:clusters: send 'x-edge-authorization: Bearer <token>')";
+
+/**
+ * Where the request goes: the node's local address on the LAN once it proved itself there, or
+ * the hub's tunnel for a node of the account elsewhere when the caller sent a token.
+ */
+async function meshRoute(
+  view: MeshView,
+  nodeId: string,
+  path: string,
+  headers: Headers,
+  signal: AbortSignal,
+): Promise<{ url: URL; headers: Headers }> {
+  if (view.linkLocal.members().some((member) => member.id === nodeId)) {
+    const url = meshTarget(view.linkLocal, nodeId, path);
+    await proveAt(url.origin, nodeId, signal);
+    return { url, headers };
+  }
+  const token = callerToken(headers);
+  if (!view.hub || !token) throw unknownNode(nodeId, view.hub ? HUB_HINT : "");
+  return await hubRoute(view.hub, nodeId, path, headers, token);
+}
+
 /**
  * Answers a `mesh` call: events `MeshHead`, then `{ chunk: <base64> }` for each part of the
  * body; the value (null) once it ended. Aborted (the container cancelled), the request stops.
  */
-export function meshRequest(
-  linkLocal: Pick<LinkLocal, "members">,
-  call: ContainerCall,
-): StreamingAnswer {
-  const target = meshTarget(linkLocal, call.node ?? "", call.path ?? "");
+export function meshRequest(view: MeshView, call: ContainerCall): StreamingAnswer {
+  const nodeId = call.node ?? "";
   let headers: Headers;
   try {
     headers = new Headers(call.headers ?? []);
   } catch (error) {
     throw new Invalid(`invalid request headers: ${(error as Error).message}`);
   }
+  // The answer is relayed as its bytes come: not compressed on the way unless the caller asked
+  // (a compressed stream comes in bursts, and fetch would inflate it behind the caller's back).
+  if (!headers.has("accept-encoding")) headers.set("accept-encoding", "identity");
   const method = (call.method ?? "GET").toUpperCase();
   let body: Uint8Array<ArrayBuffer> | null = null;
   if (call.data !== undefined && method !== "GET" && method !== "HEAD") {
@@ -122,14 +158,20 @@ export function meshRequest(
     }
   }
   return new StreamingAnswer(async (emit, signal) => {
-    await proveAt(target.origin, call.node ?? "", signal);
+    const target = await meshRoute(view, nodeId, call.path ?? "", headers, signal);
     let response: Response;
     try {
-      response = await fetch(target, { method, headers, body, signal, redirect: "manual" });
+      response = await fetch(target.url, {
+        method,
+        headers: target.headers,
+        body,
+        signal,
+        redirect: "manual",
+      });
     } catch (error) {
       if (signal.aborted) throw error;
       throw new UpstreamFailed(
-        `node ${call.node} (${target.origin}) did not answer: ${(error as Error).message}`,
+        `node ${call.node} (${target.url.origin}) did not answer: ${(error as Error).message}`,
       );
     }
     emit(

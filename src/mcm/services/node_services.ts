@@ -78,7 +78,10 @@ export class NodeServices {
       case "embed":
         return await this.#ml.embed(call.request, container, client);
       case "mesh":
-        return meshRequest(this.#linkLocal, call);
+        return meshRequest({
+          linkLocal: this.#linkLocal,
+          hub: this.#hub && { hub: this.#hub, identity: this.#identity },
+        }, call);
     }
   }
 

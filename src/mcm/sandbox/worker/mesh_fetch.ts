@@ -66,6 +66,12 @@ interface MeshHead {
 const NULL_BODY = new Set([101, 204, 205, 304]);
 
 /**
+ * The node's refusals a microservice gets as an answer (`{message, statusCode}`, the reference's
+ * error shape), as from the node it addressed; any other failure is a request without one.
+ */
+const ANSWERED_REFUSALS = new Set<string>(["not_found", "invalid", "unauthenticated", "forbidden"]);
+
+/**
  * Sends `init` to `address` through the node; the Response as soon as its head came, its body
  * as its parts come. Within `timeoutMs` in all, and the `extras`' time to the head
  * (`connectMs`) and between parts (`idleMs`), as the node's other outbound requests.
@@ -218,7 +224,7 @@ async function meshHop(
     got = await head.promise;
   } catch (error) {
     const { kind, status, message } = error as CallError;
-    if (kind === "not_found" || kind === "invalid") {
+    if (ANSWERED_REFUSALS.has(kind)) {
       return new Response(JSON.stringify({ message, statusCode: status }), {
         status,
         headers: { "content-type": "application/json" },

@@ -1,0 +1,94 @@
+/**
+ * `<nodeId>@mmesh/<path>` for a node of the account that is not on the LAN: the request goes to
+ * the hub, addressed to that node (its `x-edge-port` and `x-edge-routing`, spec/hub.yaml
+ * "Tunnels"), and streams back through it.
+ *
+ * The caller's edge access token authorises it, never the node's own: the node holds a token of
+ * the account, and lending it to any microservice would let each reach every node of the
+ * account with the owner's rights. The token travels as `x-edge-authorization: Bearer <token>`
+ * (or is the request's own `Authorization`, when that is one), so a microservice's own
+ * `Authorization` (a mILM's API key) still reaches the microservice it calls; the hub reads the
+ * credential there first and drops that header before the node.
+ *
+ * @module
+ */
+import type { NodeDescription } from "../../../gen/mds/validators.ts";
+import { Forbidden, NotFound } from "../../errors/mod.ts";
+import { bearerOf } from "../../http/auth.ts";
+import type { HubLink } from "../../hub_client/hub_link.ts";
+import { type Identity, SCOPES } from "../../identity/identity.ts";
+import { TokenError } from "../../identity/token_verifier.ts";
+import {
+  PORT_HEADER,
+  routingHeader,
+  ROUTING_HEADER,
+  TUNNEL_AUTHORIZATION_HEADER,
+} from "../../tunnel/routing.ts";
+
+/** What reaching a node through the hub needs of the node. */
+export interface MeshHub {
+  /** The hub link (the account listing). */
+  hub: Pick<HubLink, "list">;
+  /** Checks the caller's token (this node's account, scope `edge:clusters`). */
+  identity: Pick<Identity, "checkAccountToken">;
+}
+
+/** An edge access token's shape (a JWS): what may be taken from `Authorization`. */
+const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/**
+ * The caller's edge access token for the hub: `x-edge-authorization`'s bearer, else
+ * `Authorization`'s when it is a token (not an API key); undefined without one.
+ */
+export function callerToken(headers: Headers): string | undefined {
+  const explicit = bearerOf(headers.get(TUNNEL_AUTHORIZATION_HEADER));
+  if (explicit) return explicit;
+  const own = bearerOf(headers.get("authorization"));
+  return own && JWT.test(own) ? own : undefined;
+}
+
+/** What the reference's agent says of an unknown node, so that its callers match it. */
+export function unknownNode(nodeId: string, why = ""): NotFound {
+  return new NotFound(`Cannot find node ${nodeId} in the linkLocal network${why}`);
+}
+
+/**
+ * The request to `nodeId`'s `path` through the hub: its URL (the hub's tunnel address) and its
+ * headers (the caller's, plus the tunnel's). Forbidden for a token that is not the account's;
+ * NotFound for a node the account's listing does not hold now.
+ */
+export async function hubRoute(
+  { hub, identity }: MeshHub,
+  nodeId: string,
+  path: string,
+  headers: Headers,
+  token: string,
+): Promise<{ url: URL; headers: Headers }> {
+  try {
+    await identity.checkAccountToken(token, SCOPES.clusters);
+  } catch (error) {
+    if (!(error instanceof TokenError)) throw error;
+    throw new Forbidden(`the token cannot reach the account's nodes: ${error.message}`);
+  }
+  const node = (await hub.list("account")).find((entry) => entry.id === nodeId);
+  if (!node) throw unknownNode(nodeId, ", nor among the account's nodes connected to the hub");
+  const { proxy, port } = tunnelAddressOf(node);
+  const url = new URL(`${proxy.href.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`);
+  if (url.origin !== proxy.origin) throw new NotFound(`'${path}' is not a path of node ${nodeId}`);
+  const sent = new Headers(headers);
+  sent.set(TUNNEL_AUTHORIZATION_HEADER, `Bearer ${token}`);
+  sent.set(PORT_HEADER, port);
+  sent.set(ROUTING_HEADER, routingHeader(node.id, node.localLinkNetworkId));
+  return { url, headers: sent };
+}
+
+/** The hub's address for `node` (its `proxy` address) and the port its sep info names. */
+function tunnelAddressOf(node: NodeDescription): { proxy: URL; port: string } {
+  const proxy = node.addresses.find((address) => address.type === "proxy");
+  const local = node.addresses.find((address) => address.type === "local");
+  if (!proxy || !local) throw new NotFound(`node ${node.id} has no address through the hub`);
+  // The port the node serves the hub's tunnel on is its HTTP port (hub_link.ts's sep info).
+  const localUrl = new URL(local.url.href);
+  const port = localUrl.port || (localUrl.protocol === "https:" ? "443" : "80");
+  return { proxy: new URL(proxy.url.href), port };
+}
