@@ -7,6 +7,7 @@ import type dnsPacket from "dns-packet";
 import type { TestNode } from "../testing/node.ts";
 import { runEdgenode, waitFor, withTempDir } from "../testing/node.ts";
 import { debianPackage } from "../testing/debian.ts";
+import { deployScript } from "../testing/mcm.ts";
 import {
   announcement,
   describeImpostor,
@@ -204,6 +205,36 @@ Deno.test("with multicast off, static peers are checked and listed", async () =>
   } finally {
     await Promise.all([a.stop(), b.stop()]);
   }
+});
+
+Deno.test("with multicast off, a static peer's deploy shows within seconds, not an announce interval", async () => {
+  const port = randomMdnsPort();
+  const quiet = { announceSeconds: 30 };
+  await using b = await startMeshNode(port, { name: "b", discovery: { mdns: false, ...quiet } });
+  await using a = await startMeshNode(port, {
+    name: "a",
+    discovery: { mdns: false, peers: [b.url], ...quiet },
+  });
+  const idB = await nodeIdOf(b);
+  const servicesOfB = async () =>
+    ((await linkLocalNodes(a)).find((n: { id: string }) => n.id === idB)?.services ?? [])
+      .map((s: { serviceType: string }) => s.serviceType);
+  await waitFor(async () => (await linkLocalIds(a)).includes(idB), "a to list b");
+  const client = "5d322ba6-8e4f-4b6f-a0b3-6d2b9c1e0f11";
+  await deployScript(
+    b,
+    "hello",
+    "mimikModule.exports = function (c, q, r) { r.end('hi'); };",
+    {},
+    client,
+  );
+  const started = Date.now();
+  await waitFor(
+    async () => (await servicesOfB()).includes(`${client}-hello`),
+    "a to list b's new service",
+    10_000,
+  );
+  console.log(`static peer's deploy listed after ${Date.now() - started} ms`);
 });
 
 Deno.test("bad discovery settings stop the node with exit 2 and say what to fix", () =>

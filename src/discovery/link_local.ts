@@ -54,6 +54,11 @@ const MAX_REMEMBERED_FAILURES = 1024;
  * (RFC 6762 §6: a record at most once a second), so a burst of deploys makes one announcement.
  */
 const MIN_CHANGE_ANNOUNCE_MS = 1000;
+/**
+ * Static peers are checked at least this often: they hear no announcement, so this is how soon
+ * a peer's deploy, stop or removal shows (one proof request a peer; a list is short).
+ */
+const STATIC_PEER_CHECK_MS = 3000;
 
 /**
  * The `svc` TXT value: a digest of the node's services, which changes with a deploy, a stop
@@ -184,7 +189,9 @@ export class LinkLocal {
       this.#responder?.sent(packet.answers ?? []);
     }
     if (now >= this.#nextStaticCheckAt) {
-      this.#nextStaticCheckAt = now + this.#announceMs;
+      // A long list is spread out: at most ten checks a second in all.
+      const every = Math.max(STATIC_PEER_CHECK_MS, this.#settings.peers.length * 100);
+      this.#nextStaticCheckAt = now + Math.min(this.#announceMs, every);
       for (const url of this.#settings.peers) {
         this.#check(url, undefined, undefined, TTL_INTERVALS * this.#announceMs);
       }
