@@ -20,8 +20,8 @@ import { type Identity, SCOPES } from "../../identity/identity.ts";
 import { TokenError } from "../../identity/token_verifier.ts";
 import {
   PORT_HEADER,
-  routingHeader,
   ROUTING_HEADER,
+  routingHeader,
   TUNNEL_AUTHORIZATION_HEADER,
 } from "../../tunnel/routing.ts";
 
@@ -70,7 +70,7 @@ export async function hubRoute(
     if (!(error instanceof TokenError)) throw error;
     throw new Forbidden(`the token cannot reach the account's nodes: ${error.message}`);
   }
-  const node = (await hub.list("account")).find((entry) => entry.id === nodeId);
+  const node = (await accountNodes(hub)).find((entry) => entry.id === nodeId);
   if (!node) throw unknownNode(nodeId, ", nor among the account's nodes connected to the hub");
   const { proxy, port } = tunnelAddressOf(node);
   const url = new URL(`${proxy.href.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`);
@@ -80,6 +80,26 @@ export async function hubRoute(
   sent.set(PORT_HEADER, port);
   sent.set(ROUTING_HEADER, routingHeader(node.id, node.localLinkNetworkId));
   return { url, headers: sent };
+}
+
+/** How long the account's listing is reused: an agent's prompts come in bursts. */
+const LISTING_MS = 2000;
+const listings = new WeakMap<
+  MeshHub["hub"],
+  { until: number; nodes: Promise<NodeDescription[]> }
+>();
+
+/** The account's nodes connected to the hub now (at most LISTING_MS old). */
+function accountNodes(hub: MeshHub["hub"]): Promise<NodeDescription[]> {
+  const kept = listings.get(hub);
+  if (kept && kept.until > Date.now()) return kept.nodes;
+  const nodes = hub.list("account");
+  listings.set(hub, { until: Date.now() + LISTING_MS, nodes });
+  // A failure is not kept: the next call asks again.
+  nodes.catch(() => {
+    if (listings.get(hub)?.nodes === nodes) listings.delete(hub);
+  });
+  return nodes;
 }
 
 /** The hub's address for `node` (its `proxy` address) and the port its sep info names. */
