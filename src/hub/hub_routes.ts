@@ -19,8 +19,8 @@ import {
   PORT_HEADER,
   routedNodeId,
   ROUTING_HEADER,
-  tunnelAddress,
   TUNNEL_AUTHORIZATION_HEADER,
+  tunnelAddress,
   VIA_HEADER,
 } from "../tunnel/routing.ts";
 import { TUNNEL_PROTOCOL } from "../tunnel/wire_frames.ts";
