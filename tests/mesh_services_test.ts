@@ -17,7 +17,7 @@ import {
   startMeshNode,
 } from "../testing/mesh.ts";
 import { type TestNode, waitFor, withTempDir } from "../testing/node.ts";
-import { AGENT_STYLE } from "./helpers/reference_style_mims.ts";
+import { AGENT_STYLE, SCRIPTED_MILM } from "./helpers/reference_style_mims.ts";
 
 /** The reference's clients are UUIDs; agents take a service type's first 36 characters. */
 const CLIENT = "0b6c4a2e-6f4b-4d4e-9a51-3c2f1e0d9b8a";
@@ -142,32 +142,6 @@ Deno.test("a burst of deploys and removals on B: one announcement a second at mo
     }
   }));
 
-/**
- * B's microservice, as mILM serves chat: `POST <base>/chat/completions` streams its answer in
- * server-sent events, a chunk every 300 ms.
- */
-const MILM_STYLE = `
-mimikModule.exports = function (context, req, res) {
-  var path = req.url.split('?')[0];
-  if (req.method !== 'POST' || path !== '/chat/completions') {
-    res.statusCode = 404;
-    return res.end(JSON.stringify({ message: 'not found' }));
-  }
-  var asked = JSON.parse(req.body).messages[0].content;
-  var parts = ['one', 'two', 'three'];
-  res.setHeader('content-type', 'text/event-stream');
-  var i = 0;
-  function next() {
-    if (i === parts.length) {
-      res.write('data: [DONE]\\n\\n');
-      return res.end();
-    }
-    res.write('data: ' + JSON.stringify({ node: context.info.nodeId, asked: asked, part: parts[i++] }) + '\\n\\n');
-    setTimeout(next, 300);
-  }
-  next();
-};`;
-
 Deno.test("an agent-style microservice on A finds B's microservice by <clientId>-<name> and streams its answer", () =>
   withTempDir(async (dir) => {
     const issuer = await makeIssuer(`${dir}/issuer`);
@@ -207,7 +181,7 @@ Deno.test("an agent-style microservice on A finds B's microservice by <clientId>
       assert.equal(missing.status, 404);
       assert.match((await missing.json()).message, /Cannot find mim service on node/);
 
-      await deployScript(b, "milm-v1", MILM_STYLE, { "MCM.BASE_API_PATH": "/milm/v1" }, CLIENT);
+      await deployScript(b, "milm-v1", SCRIPTED_MILM, { "MCM.BASE_API_PATH": "/milm/v1" }, CLIENT);
       await seenWithin(a, bId, [`${CLIENT}-milm-v1`], "A to list B's milm-v1");
 
       const answer = await ask("hello B");
@@ -222,9 +196,9 @@ Deno.test("an agent-style microservice on A finds B's microservice by <clientId>
       const events = text.split("\n\n").filter(Boolean).map((e) => e.replace(/^data: /, ""));
       assert.equal(events.pop(), "[DONE]");
       assert.deepEqual(events.map((e) => JSON.parse(e)), [
-        { node: bId, asked: "hello B", part: "one" },
-        { node: bId, asked: "hello B", part: "two" },
-        { node: bId, asked: "hello B", part: "three" },
+        { node: bId, asked: "hello B", trace: null, part: "one" },
+        { node: bId, asked: "hello B", trace: null, part: "two" },
+        { node: bId, asked: "hello B", trace: null, part: "three" },
       ]);
       // Streamed: the first part came well before the last was written (600 ms later).
       const firstAt = arrivals.find((a) => a.text.includes('"one"'))!.at;

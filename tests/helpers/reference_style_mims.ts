@@ -1,7 +1,8 @@
 /**
  * Microservices written the way the reference's AI microservices are (no vendor code), shared
- * by the tests that run them: a mILM-style model server (`MILM_STYLE`) and an agent written
- * the way mai-v1 is (`AGENT_STYLE`), both ES5 classic scripts setting `mimikModule.exports`.
+ * by the tests that run them: a mILM-style model server (`MILM_STYLE`), a stand-in that streams
+ * a scripted answer where mILM streams a chat (`SCRIPTED_MILM`) and an agent written the way
+ * mai-v1 is (`AGENT_STYLE`), all ES5 classic scripts setting `mimikModule.exports`.
  * /work/shared/notes/real-behaviour.md (§2, §8, §9) and the reference's developer guide
  * (03-multi-agent-architecture/coordinator-machine/setup.http) describe what they imitate.
  *
@@ -205,4 +206,34 @@ mimikModule.exports = function (context, req, res) {
   }
   if (req.method === 'POST' && path === '/chat/completions') return chat(context, req, res);
   fail(res, 404, 'not found');
+};`;
+
+/**
+ * A stand-in for mILM's streamed chat, no model: `POST /chat/completions` answers three
+ * server-sent events 300 ms apart, each naming the node, what was asked (the first message's
+ * content) and the caller's `x-trace` header (null without), then `data: [DONE]`.
+ */
+export const SCRIPTED_MILM = `
+mimikModule.exports = function (context, req, res) {
+  var path = req.url.split('?')[0];
+  if (req.method !== 'POST' || path !== '/chat/completions') {
+    res.statusCode = 404;
+    return res.end(JSON.stringify({ message: 'no ' + req.method + ' ' + path }));
+  }
+  var asked = JSON.parse(req.body).messages[0].content;
+  var trace = req.headers['x-trace'] || null;
+  var parts = ['one', 'two', 'three'];
+  res.setHeader('content-type', 'text/event-stream');
+  var i = 0;
+  function next() {
+    if (i === parts.length) {
+      res.write('data: [DONE]\\n\\n');
+      return res.end();
+    }
+    res.write('data: ' + JSON.stringify({
+      node: context.info.nodeId, asked: asked, trace: trace, part: parts[i++]
+    }) + '\\n\\n');
+    setTimeout(next, 300);
+  }
+  next();
 };`;
