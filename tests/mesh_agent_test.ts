@@ -8,7 +8,8 @@
  * URLs, the model id, mILM's key as `apikey: "Bearer <key>"`), resolves the prompt URL the
  * agent's way (the decrypted linkLocal listing) and the runtime's way (the URL handed to
  * `context.http.request`), and relays the model's chunks as they come. A wrong key is refused
- * by B's mILM and reported by the agent; B's mILM deletes the model and it unloads.
+ * by B's mILM and reported by the agent, so is a node the LAN does not have; B's mILM deletes
+ * the model and it unloads.
  */
 import assert from "node:assert/strict";
 import { ensureTestEngine } from "../testing/engine.ts";
@@ -37,7 +38,7 @@ const MAX_TOKENS = 48;
  * while they generate, so a starved reader may now and then get a whole answer in one read; a
  * hop that buffers whole answers gives one read every time.
  */
-const TRIES = 3;
+const TRIES = 4;
 
 /** Why inference cannot run here, if it cannot (the engine is installed on first use). */
 const noEngine = await ensureTestEngine().then(() => undefined, (e: Error) => e.message);
@@ -158,11 +159,16 @@ Deno.test({
           }, CLIENT),
         };
         for (const [way, agent] of Object.entries(agents)) {
-          for (const [id, apikey] of [["pair", `Bearer ${KEY}`], ["wrong-key", "Bearer nope"]]) {
+          const collections = [
+            ["pair", prompt, `Bearer ${KEY}`],
+            ["wrong-key", prompt, "Bearer nope"],
+            ["nobody", `${"0".repeat(56)}@mmesh/${CLIENT}/milm/v1/chat/completions`, KEY],
+          ];
+          for (const [id, url, apikey] of collections) {
             const declared = await call(`${agent.url}/models`, {
               id,
               object: "model",
-              modelfile: { prompts: [{ url: prompt, model: "tiny", apikey, required: true }] },
+              modelfile: { prompts: [{ url, model: "tiny", apikey, required: true }] },
               owned_by: "mimik",
             });
             assert.equal(declared.status, 201, `${way}: ${await declared.text()}`);
@@ -195,6 +201,14 @@ Deno.test({
           assert.equal(refused.status, 403, `${way}: ${JSON.stringify(why)}`);
           assert.match(why.message, /^prompt .*@mmesh\/.*: HTTP 403/, way);
           assert.deepEqual(JSON.parse(why.content), { message: "Forbidden", statusCode: 403 });
+
+          // A node the LAN does not have: the agent's own 404, or the runtime's in the
+          // reference's shape.
+          const nobody = await ask("nobody");
+          const missing = await nobody.json();
+          assert.equal(nobody.status, 404, `${way}: ${JSON.stringify(missing)}`);
+          const said = way === "listing" ? missing.message : JSON.parse(missing.content).message;
+          assert.match(said, /Cannot find node 0{56}/, way);
         }
 
         // B's mILM deletes the model: it unloads, and the agent reports B's refusal after.
