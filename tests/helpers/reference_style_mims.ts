@@ -24,7 +24,7 @@ function fail(res, status, message, content) {
 }
 function authorized(context, req) {
   var given = String(req.headers.authorization || '').replace(/^bearer\s+/i, '');
-  return given === String(context.env.API_KEY);
+  return typeof context.env.API_KEY === 'string' && given === context.env.API_KEY;
 }
 function json(text) {
   try { return JSON.parse(text || '{}'); } catch (e) { return {}; }
@@ -92,7 +92,7 @@ mimikModule.exports = function (context, req, res) {
 /**
  * An agent written the way mai-v1 (1.8.1) is. `POST /models` declares an agent collection as
  * the reference's guide does: `{id, modelfile: {prompts: [{url, model, apikey, required,
- * clientId?}]}}`, kept in its storage (each request is a fresh isolate). `POST
+ * clientId?}]}}`, kept in its storage (in the reference each request is a fresh isolate). `POST
  * /chat/completions {model: <collection>, messages}` sends the messages to each prompt in turn,
  * `model` replaced by the prompt's and `Authorization: <apikey>`, and relays the answers'
  * server-sent events as they come, one `data: [DONE]` at the end.
