@@ -4,7 +4,8 @@
  * the caller's settings, shown in its container's record, loaded again when the file is replaced
  * and unloaded when it is deleted; names that lead out of the storage (`..`, absolute paths,
  * links) and crafted files are refused clearly, and a bystander's model runs on unharmed. And
- * the whole mILM way: download into `cache/`, chat, delete (the model unloaded).
+ * the whole mILM way (tests/helpers/reference_style_mims.ts): download into `cache/`, list it
+ * ready, chat, delete (the model unloaded).
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -15,6 +16,7 @@ import { startTestNode, type TestNode, waitFor } from "../testing/node.ts";
 import { hugeDeclaredGguf, tinyLlamaGguf } from "../testing/tiny_llama.ts";
 import { declaredTensorGguf, withU32 } from "./helpers/hostile_inference_models.ts";
 import { chat, enginePid, inferenceNode, say } from "./helpers/inference.ts";
+import { MILM_STYLE } from "./helpers/reference_style_mims.ts";
 
 /** POST /chat: the body is context.ml's options; the callbacks answer. */
 const CHAT_MIM = String.raw`
@@ -214,47 +216,7 @@ Deno.test("context.ml on a GGUF of the caller's storage", async (t) => {
   });
 });
 
-/** mILM's pattern (no vendor code): download to `cache/<id>.gguf`, chat on it, delete it. */
-const MILM_STYLE = String.raw`
-function send(res, status, body) {
-  res.statusCode = status;
-  res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify(body));
-}
-function modelFile(id) { return 'cache/' + id + '.gguf'; }
-mimikModule.exports = function (context, req, res) {
-  var path = req.url.split('?')[0];
-  var id = req.url.indexOf('modelId=') < 0 ? '' : req.url.split('modelId=')[1];
-  if (req.method === 'POST' && path === '/models') {
-    var body = JSON.parse(req.body);
-    return context.http.request({
-      url: body.url,
-      outputFile: modelFile(body.id),
-      mode: 'stream',
-      success: function (r) { if (r.done) send(res, 201, { id: body.id, readyToUse: true }); },
-      error: function (e) { send(res, 500, { message: e.message }); }
-    });
-  }
-  if (req.method === 'DELETE' && path === '/models') {
-    context.storage.deleteFile(modelFile(id));
-    return send(res, 200, { id: id, deleted: true });
-  }
-  if (req.method === 'POST' && path === '/chat') {
-    var options = JSON.parse(req.body);
-    options.model = modelFile(options.model);
-    options.success = function (e) {
-      res.setHeader('content-type', e.headers['content-type']);
-      if (!options.stream) return res.end(e.data);
-      res.write(e.data);
-      if (e.done) res.end();
-    };
-    options.error = function (e) { send(res, 422, { message: e.message, status: e.status }); };
-    return context.ml.chatCompletions(options);
-  }
-  send(res, 404, { message: 'Not Found' });
-};`;
-
-Deno.test("a mILM-style microservice downloads its model into cache/, chats, deletes it", async () => {
+Deno.test("a mILM-style microservice downloads its model into cache/, lists it, chats, deletes it", async () => {
   await ensureTestEngine();
   await using files = startFileServer();
   await using node = await startTestNode({
@@ -264,16 +226,25 @@ Deno.test("a mILM-style microservice downloads its model into cache/, chats, del
       mcm: { outboundNetworks: ["public", "private", "loopback"] },
     },
   });
-  const { url, container } = await deployScript(node, "milm", MILM_STYLE);
+  const { url, container } = await deployScript(node, "milm", MILM_STYLE, { API_KEY: "1234" });
+  const milm = (path: string, init: RequestInit = {}, key = "1234") =>
+    fetch(`${url}${path}`, {
+      ...init,
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    });
   const modelUrl = files.serve("/tiny.gguf", tinyLlamaGguf());
-  const downloaded = await post(`${url}/models`, { id: "tiny", url: modelUrl });
+  const download = { method: "POST", body: JSON.stringify({ id: "tiny", url: modelUrl }) };
+  const forbidden = await milm("/models", download, "not-the-key");
+  assert.equal(forbidden.status, 403, "mILM's key check");
+  assert.equal((await forbidden.json()).message, "Forbidden");
+  const downloaded = await milm("/models", download);
   assert.equal(downloaded.status, 201, await downloaded.text());
+  const listed = await fetch(`${url}/models`);
+  assert.deepEqual((await listed.json()).data, [{ id: "tiny", object: "model", readyToUse: true }]);
 
-  const streamed = await post(`${url}/chat`, {
-    model: "tiny",
-    messages: HELLO,
-    stream: true,
-    max_tokens: 3,
+  const streamed = await milm("/chat/completions", {
+    method: "POST",
+    body: JSON.stringify({ model: "tiny", messages: HELLO, stream: true, max_tokens: 3 }),
   });
   assert.equal(streamed.status, 200);
   const text = await streamed.text();
@@ -283,15 +254,19 @@ Deno.test("a mILM-style microservice downloads its model into cache/, chats, del
     "cache/tiny.gguf",
   ]);
 
-  const deleted = await fetch(`${url}/models?modelId=tiny`, { method: "DELETE" });
+  const deleted = await milm("/models?modelId=tiny", { method: "DELETE" });
   assert.equal(deleted.status, 200, await deleted.text());
   await waitFor(
     async () => (await loadedFiles(node, container.id)).length === 0,
     "the deleted model unloaded",
   );
-  const after = await post(`${url}/chat`, { model: "tiny", messages: HELLO });
+  assert.deepEqual((await (await fetch(`${url}/models`)).json()).data, []);
+  const after = await milm("/chat/completions", {
+    method: "POST",
+    body: JSON.stringify({ model: "tiny", messages: HELLO }),
+  });
   const refused = await after.json();
-  assert.equal(after.status, 422);
-  assert.equal(refused.status, 400);
+  assert.equal(after.status, 400, JSON.stringify(refused));
+  assert.equal(refused.statusCode, 400);
   assert.match(refused.message, /no such file in the container's storage/);
 });

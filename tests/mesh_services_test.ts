@@ -17,6 +17,7 @@ import {
   startMeshNode,
 } from "../testing/mesh.ts";
 import { type TestNode, waitFor, withTempDir } from "../testing/node.ts";
+import { AGENT_STYLE, SCRIPTED_MILM } from "./helpers/reference_style_mims.ts";
 
 /** The reference's clients are UUIDs; agents take a service type's first 36 characters. */
 const CLIENT = "0b6c4a2e-6f4b-4d4e-9a51-3c2f1e0d9b8a";
@@ -141,97 +142,6 @@ Deno.test("a burst of deploys and removals on B: one announcement a second at mo
     }
   }));
 
-/**
- * B's microservice, as mILM serves chat: `POST <base>/chat/completions` streams its answer in
- * server-sent events, a chunk every 300 ms.
- */
-const MILM_STYLE = `
-mimikModule.exports = function (context, req, res) {
-  var path = req.url.split('?')[0];
-  if (req.method !== 'POST' || path !== '/chat/completions') {
-    res.statusCode = 404;
-    return res.end(JSON.stringify({ message: 'not found' }));
-  }
-  var asked = JSON.parse(req.body).messages[0].content;
-  var parts = ['one', 'two', 'three'];
-  res.setHeader('content-type', 'text/event-stream');
-  var i = 0;
-  function next() {
-    if (i === parts.length) {
-      res.write('data: [DONE]\\n\\n');
-      return res.end();
-    }
-    res.write('data: ' + JSON.stringify({ node: context.info.nodeId, asked: asked, part: parts[i++] }) + '\\n\\n');
-    setTimeout(next, 300);
-  }
-  next();
-};`;
-
-/**
- * A's microservice, resolving a prompt URL the way the reference's agent (mai-v1) does:
- * \`<nodeId>@mmesh/<clientId>/<path>\`: its linkLocal listing through context.http.request,
- * decrypted with its EDGE_ACCESS_TOKEN, the node by id, a service of type
- * \`<clientId>-milm-v1\` (the clientId: the first 36 characters of its own service type), the
- * node's local address, then \`<url.href>/<path>\`, streamed back as it comes.
- */
-const AGENT_STYLE = `
-function fail(res, status, message) {
-  res.statusCode = status;
-  res.end(JSON.stringify({ message: message }));
-}
-mimikModule.exports = function (context, req, res) {
-  var target = decodeURIComponent(req.url.split('target=')[1] || '');
-  var at = target.indexOf('@mmesh/');
-  if (at < 0) return fail(res, 400, 'not an mmesh url: ' + target);
-  var nodeId = target.slice(0, at);
-  var path = target.slice(at + '@mmesh/'.length);
-  var clientId = context.info.serviceType.substring(0, 36);
-  context.http.request({
-    url: 'http://localhost:' + context.info.httpPort + '/mds/v1/nodes?clusters=linkLocal',
-    success: function (r) {
-      context.edge.decryptEncryptedNodesJson({
-        type: 'local',
-        data: JSON.stringify(JSON.parse(r.data).data),
-        token: context.env.EDGE_ACCESS_TOKEN,
-        success: function (d) {
-          var nodes = JSON.parse(d.data).localLinkNetwork.nodes;
-          var node = null;
-          for (var i = 0; i < nodes.length; i++) if (nodes[i].id === nodeId) node = nodes[i];
-          if (!node) return fail(res, 404, 'Cannot find node ' + nodeId);
-          var service = null;
-          for (var j = 0; j < node.services.length; j++) {
-            if (node.services[j].serviceType === clientId + '-milm-v1') service = node.services[j];
-          }
-          if (!service) return fail(res, 404, 'Cannot find mim service on node');
-          var local = null;
-          for (var k = 0; k < node.addresses.length; k++) {
-            if (node.addresses[k].type === 'local') local = node.addresses[k];
-          }
-          var os = null;
-          for (var m = 0; m < node.characteristics.length; m++) {
-            if (node.characteristics[m].name === 'os') os = node.characteristics[m].value;
-          }
-          res.setHeader('x-peer-os', String(os));
-          context.http.request({
-            url: local.url.href + '/' + path,
-            type: 'POST',
-            headers: { 'content-type': 'application/json' },
-            data: req.body,
-            mode: 'stream',
-            success: function (chunk) {
-              if (chunk.data) res.write(chunk.data);
-              if (chunk.done) res.end();
-            },
-            error: function (e) { fail(res, 502, e.message); }
-          });
-        },
-        error: function (e) { fail(res, 403, e.message); }
-      });
-    },
-    error: function (e) { fail(res, 502, e.message); }
-  });
-};`;
-
 Deno.test("an agent-style microservice on A finds B's microservice by <clientId>-<name> and streams its answer", () =>
   withTempDir(async (dir) => {
     const issuer = await makeIssuer(`${dir}/issuer`);
@@ -244,21 +154,34 @@ Deno.test("an agent-style microservice on A finds B's microservice by <clientId>
       const token = await cliToken(issuer, "acct-1", "edge:clusters");
       const agent = await deployScript(a, "mai-v1", AGENT_STYLE, {
         EDGE_ACCESS_TOKEN: token,
+        API_KEY: "1234",
       }, CLIENT);
       assert.equal(agent.container.id, `${CLIENT}-mai-v1`);
-      const target = `${bId}@mmesh/${CLIENT}/milm/v1/chat/completions`;
-      const ask = (content: string) =>
-        fetch(`${agent.url}/chat?target=${encodeURIComponent(target)}`, {
+      const headers = { "content-type": "application/json", authorization: "Bearer 1234" };
+      /** Declares collection `id` of one prompt, served at `url`. */
+      const collect = async (id: string, url: string) => {
+        const prompts = [{ url, model: "any", apikey: "Bearer 1234", required: true }];
+        const declared = await fetch(`${agent.url}/models`, {
           method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ messages: [{ role: "user", content }] }),
+          headers,
+          body: JSON.stringify({ id, object: "model", modelfile: { prompts } }),
+        });
+        assert.equal(declared.status, 201, await declared.text());
+      };
+      await collect("b", `${bId}@mmesh/${CLIENT}/milm/v1/chat/completions`);
+      await collect("nobody", `${"0".repeat(56)}@mmesh/x/y`);
+      const ask = (content: string, model = "b") =>
+        fetch(`${agent.url}/chat/completions`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ model, messages: [{ role: "user", content }], stream: true }),
         });
 
       const missing = await ask("before");
       assert.equal(missing.status, 404);
       assert.match((await missing.json()).message, /Cannot find mim service on node/);
 
-      await deployScript(b, "milm-v1", MILM_STYLE, { "MCM.BASE_API_PATH": "/milm/v1" }, CLIENT);
+      await deployScript(b, "milm-v1", SCRIPTED_MILM, { "MCM.BASE_API_PATH": "/milm/v1" }, CLIENT);
       await seenWithin(a, bId, [`${CLIENT}-milm-v1`], "A to list B's milm-v1");
 
       const answer = await ask("hello B");
@@ -273,19 +196,16 @@ Deno.test("an agent-style microservice on A finds B's microservice by <clientId>
       const events = text.split("\n\n").filter(Boolean).map((e) => e.replace(/^data: /, ""));
       assert.equal(events.pop(), "[DONE]");
       assert.deepEqual(events.map((e) => JSON.parse(e)), [
-        { node: bId, asked: "hello B", part: "one" },
-        { node: bId, asked: "hello B", part: "two" },
-        { node: bId, asked: "hello B", part: "three" },
+        { node: bId, asked: "hello B", trace: null, part: "one" },
+        { node: bId, asked: "hello B", trace: null, part: "two" },
+        { node: bId, asked: "hello B", trace: null, part: "three" },
       ]);
       // Streamed: the first part came well before the last was written (600 ms later).
       const firstAt = arrivals.find((a) => a.text.includes('"one"'))!.at;
       const lastAt = arrivals.find((a) => a.text.includes('"three"'))!.at;
       assert.ok(lastAt - firstAt >= 300, `parts arrived ${lastAt - firstAt} ms apart`);
 
-      const unknown = await fetch(
-        `${agent.url}/chat?target=${encodeURIComponent(`${"0".repeat(56)}@mmesh/x/y`)}`,
-        { method: "POST", body: "{}" },
-      );
+      const unknown = await ask("anyone?", "nobody");
       assert.equal(unknown.status, 404);
       assert.match((await unknown.json()).message, /Cannot find node/);
     }, { args: ["--trust", issuer.trustFile], config: loopback });
