@@ -21,37 +21,9 @@ import {
   startMeshNode,
 } from "../testing/mesh.ts";
 import { waitFor } from "../testing/node.ts";
+import { SCRIPTED_MILM as MILM_STYLE } from "./helpers/reference_style_mims.ts";
 
 const CLIENT = "0b6c4a2e-6f4b-4d4e-9a51-3c2f1e0d9b8a";
-
-/**
- * B's microservice, as mILM streams a chat: three server-sent events 300 ms apart, each naming
- * the node, what was asked and the caller's `x-trace` header.
- */
-const MILM_STYLE = `
-mimikModule.exports = function (context, req, res) {
-  var path = req.url.split('?')[0];
-  if (req.method !== 'POST' || path !== '/chat/completions') {
-    res.statusCode = 404;
-    return res.end(JSON.stringify({ message: 'no ' + req.method + ' ' + path }));
-  }
-  var asked = JSON.parse(req.body).messages[0].content;
-  var trace = req.headers['x-trace'] || null;
-  var parts = ['one', 'two', 'three'];
-  res.setHeader('content-type', 'text/event-stream');
-  var i = 0;
-  function next() {
-    if (i === parts.length) {
-      res.write('data: [DONE]\\n\\n');
-      return res.end();
-    }
-    res.write('data: ' + JSON.stringify({
-      node: context.info.nodeId, asked: asked, trace: trace, part: parts[i++]
-    }) + '\\n\\n');
-    setTimeout(next, 300);
-  }
-  next();
-};`;
 
 /**
  * A's microservice: sends the request's body to `?target=` as it is written, through
