@@ -266,9 +266,10 @@ export interface components {
          *     sends ContainerEvents before its answer. `mesh`: a request to `<node>@mmesh/<path>`
          *     (`method`, `headers`, the body in base64 as `data`), sent by the node to that node's
          *     `type: "local"` address in its linkLocal view (or through the hub to a node of the
-         *     account, with the caller's token); its ContainerEvents are the answer's
-         *     head (`{status, statusText, headers}`), then `{chunk}` (base64) for each part of its
-         *     body as it comes; an unknown node is `not_found`. Answered by a ContainerAnswer of the
+         *     account, with the caller's token); its ContainerEvents are the answer's head
+         *     (`{status, statusText, headers}`), then `{chunk}` (base64, at most 64 KiB decoded) for
+         *     each part of its body as it comes, within the credit the container gives by
+         *     ContainerTook; an unknown node is `not_found`. Answered by a ContainerAnswer of the
          *     same `id`; a ContainerCancel of that `id` stops it, and so does the channel's end.
          */
         ContainerCall: {
@@ -297,6 +298,20 @@ export interface components {
             t: "event";
             id: number;
             value: unknown;
+        };
+        /**
+         * @description Flow control of a streamed answer's body (a `mesh` call's `{chunk}` events): the
+         *     microservice's reader took `bytes` more of call `id`'s body (decoded). The node sends
+         *     at most 1 MiB of a body beyond what was taken, and reads no more of its source (a
+         *     peer's answer) until it may send it: what a microservice does not read stays with the
+         *     peer. A report for a call that ended is ignored; one of more than was sent breaks the
+         *     protocol, and the container is ended.
+         */
+        ContainerTook: {
+            /** @constant */
+            t: "took";
+            id: number;
+            bytes: number;
         };
         /**
          * @description The microservice no longer waits for its call `id` (the request that made it ended):

@@ -58,6 +58,11 @@ export const ContainerReadySchema = v.strictObject({ "t": v.literal("ready", "mu
 /** ContainerReady as validated. */
 export type ContainerReady = v.InferOutput<typeof ContainerReadySchema>;
 
+/** Flow control of a streamed answer's body (a `mesh` call's `{chunk}` events): the */
+export const ContainerTookSchema = v.strictObject({ "t": v.literal("took", "must be \"took\""), "id": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(1, "must be at least 1"), v.maxValue(9007199254740991, "must be at most 9007199254740991")), "bytes": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(1, "must be at least 1"), v.maxValue(1073741824, "must be at most 1073741824")) });
+/** ContainerTook as validated. */
+export type ContainerTook = v.InferOutput<typeof ContainerTookSchema>;
+
 /** The Image schema. */
 export const ImageSchema = v.strictObject({ "id": v.string("must be a string"), "name": v.string("must be a string"), "repoTags": v.array(v.string("must be a string"), "must be an array"), "digest": v.string("must be a string"), "size": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "created": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")), "containers": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer")) });
 /** Image as validated. */

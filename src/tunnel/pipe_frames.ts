@@ -68,6 +68,8 @@ export class CoalescingWriter {
   readonly #write: (bytes: Uint8Array) => Promise<unknown>;
   readonly #onError: (error: Error) => void;
   #queue: Uint8Array[] = [];
+  /** Bytes queued or being written. */
+  #pending = 0;
   #writing = false;
   #failed = false;
 
@@ -77,10 +79,19 @@ export class CoalescingWriter {
     this.#onError = onError;
   }
 
+  /**
+   * Bytes queued and not yet written (the batch being written included): what a sink that
+   * does not read (a container process that stopped reading its stdin) makes this side hold.
+   */
+  get queuedBytes(): number {
+    return this.#pending;
+  }
+
   /** Queues bytes (which must not change until written). */
   push(bytes: Uint8Array): void {
     if (this.#failed) return;
     this.#queue.push(bytes);
+    this.#pending += bytes.length;
     if (!this.#writing) {
       this.#writing = true;
       // Bytes of the same turn (a response's head, body and end) leave in one write.
@@ -94,9 +105,11 @@ export class CoalescingWriter {
         const batch = concatBytes(this.#queue);
         this.#queue = [];
         await this.#write(batch);
+        this.#pending -= batch.length;
       }
     } catch (error) {
       this.#queue = [];
+      this.#pending = 0;
       this.#failed = true;
       this.#onError(error as Error);
     } finally {
@@ -112,6 +125,11 @@ export class FrameWriter {
   /** `write` must write all the bytes; `onError` hears the first failure (the sink is gone). */
   constructor(write: (bytes: Uint8Array) => Promise<unknown>, onError: (error: Error) => void) {
     this.#out = new CoalescingWriter(write, onError);
+  }
+
+  /** Bytes of frames queued and not yet written (CoalescingWriter.queuedBytes). */
+  get queuedBytes(): number {
+    return this.#out.queuedBytes;
   }
 
   /** Queues one frame. */

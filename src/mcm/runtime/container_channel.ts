@@ -14,6 +14,7 @@ import {
   ContainerFatalSchema,
   ContainerLogSchema,
   ContainerReadySchema,
+  ContainerTookSchema,
 } from "../../../gen/mcm/validators.ts";
 import { ResponseMessageSchema } from "../../../gen/hub/validators.ts";
 import { UpstreamFailed, UpstreamTimeout } from "../../errors/mod.ts";
@@ -22,7 +23,7 @@ import { MuxRequests, type RequestHead } from "../../tunnel/mux_requests.ts";
 import { FrameDecoder, FrameWriter } from "../../tunnel/pipe_frames.ts";
 import { StreamMux } from "../../tunnel/stream_mux.ts";
 import { checkBundle, LoadError } from "../images/bundle_check.ts";
-import { CallAnswers } from "../services/container_calls.ts";
+import { CallAnswers, CreditError } from "../services/container_calls.ts";
 import type { ContainerPlacement, Placement } from "./container_placement.ts";
 import type { ContainerUsage } from "./container_usage.ts";
 import { verdictReason } from "./process_blame.ts";
@@ -49,6 +50,7 @@ const FROM_CONTAINER = {
   fatal: ContainerFatalSchema,
   call: ContainerCallSchema,
   cancel: ContainerCancelSchema,
+  took: ContainerTookSchema,
 };
 
 const HOP_BY_HOP = new Set([
@@ -296,6 +298,13 @@ export class ContainerChannel {
         return void this.#calls.answer(message);
       case "cancel":
         return this.#calls.cancel(message.id);
+      case "took":
+        try {
+          return this.#calls.took(message.id, message.bytes);
+        } catch (error) {
+          if (!(error instanceof CreditError)) throw error;
+          throw new MessageError(`it broke the calls' flow control: ${error.message}`);
+        }
       case "ping":
         return this.#writer.send(JSON.stringify({ t: "pong" }));
       case "abort":

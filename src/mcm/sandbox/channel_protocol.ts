@@ -113,3 +113,9 @@ export interface CallFailure {
   kind: ErrorKind | "internal";
   details?: ErrorDetails;
 }
+
+/**
+ * Bytes of a streamed answer's body (a `mesh` call's chunks, decoded) the node sends beyond what
+ * the microservice's reader took (ContainerTook): what it does not read stays with the peer.
+ */
+export const CALL_WINDOW_BYTES = 1024 * 1024;

@@ -13,6 +13,9 @@ import type { ContainerCall } from "../../../gen/mcm/validators.ts";
 import { DomainError, TooLarge, TooMany } from "../../errors/mod.ts";
 import { MAX_FRAME_BYTES } from "../../tunnel/pipe_frames.ts";
 import type { CallFailure } from "../sandbox/channel_protocol.ts";
+import { CallCredit, type Emit } from "./call_credit.ts";
+
+export { CreditError, type Emit, sendChunks } from "./call_credit.ts";
 
 /** Calls a container may have waiting at once; more are refused (too_many). */
 const MAX_CALLS = 16;
@@ -37,12 +40,21 @@ export function callFailure(error: unknown): CallFailure {
 /**
  * The answer of a call that takes a while: `run` sends events with `emit` as they come and
  * resolves with the call's value (or throws, as a call does); `signal` aborts when the caller no
- * longer waits, and the work should then stop.
+ * longer waits, and the work should then stop. An event that carries `bytes` of a body counts
+ * against the call's window (call_credit.ts): `emit` then resolves once the microservice read
+ * enough of what went before, and a body's source should await it before reading more
+ * (sendChunks). Events without bytes (a chat's tokens) need not wait.
  */
 export class StreamingAnswer {
   constructor(
-    readonly run: (emit: (event: unknown) => void, signal: AbortSignal) => Promise<unknown>,
+    readonly run: (emit: Emit, signal: AbortSignal) => Promise<unknown>,
   ) {}
+}
+
+/** A call being answered. */
+interface Running {
+  abort: AbortController;
+  credit: CallCredit;
 }
 
 /** The node's side of one container's calls. */
@@ -51,7 +63,7 @@ export class CallAnswers {
   readonly #onCall: (call: ContainerCall) => Promise<unknown>;
   readonly #log: (message: string) => void;
   /** The calls being answered, by id: aborted when cancelled. */
-  readonly #running = new Map<number, AbortController>();
+  readonly #running = new Map<number, Running>();
 
   /**
    * `send` sends a message's text to the container; `onCall` answers a call (throws a
@@ -85,13 +97,20 @@ export class CallAnswers {
       return reply({ error: callFailure(new TooMany("too many calls to the node at once")) });
     }
     const abort = new AbortController();
-    this.#running.set(call.id, abort);
-    const emit = (value: unknown) => {
-      if (abort.signal.aborted) return;
+    const credit = new CallCredit();
+    const running = { abort, credit };
+    this.#running.set(call.id, running);
+    abort.signal.addEventListener("abort", () => credit.end(), { once: true });
+    const emit = (value: unknown, bytes = 0) => {
+      if (abort.signal.aborted) return Promise.resolve();
       const text = JSON.stringify({ t: "event", id: call.id, value });
       // Never thrown at the work that emits (the engine's reader): left out, and logged.
-      if (fits(text)) this.#send(text);
-      else this.#log(`an event of a call to the node was over ${MAX_FRAME_BYTES} bytes; dropped`);
+      if (!fits(text)) {
+        this.#log(`an event of a call to the node was over ${MAX_FRAME_BYTES} bytes; dropped`);
+        return Promise.resolve();
+      }
+      this.#send(text);
+      return bytes > 0 ? credit.sent(bytes) : Promise.resolve();
     };
     try {
       let value = await this.#onCall(call);
@@ -104,18 +123,27 @@ export class CallAnswers {
       }
       reply({ error: callFailure(error) });
     } finally {
+      credit.end();
       // Not another call's (a container that reuses an id harms only itself).
-      if (this.#running.get(call.id) === abort) this.#running.delete(call.id);
+      if (this.#running.get(call.id) === running) this.#running.delete(call.id);
     }
+  }
+
+  /**
+   * The microservice read `bytes` of call `id`'s streamed body (ContainerTook). One of a call
+   * that ended is late, not wrong: ignored. More than was sent breaks the protocol: CreditError.
+   */
+  took(id: number, bytes: number): void {
+    this.#running.get(id)?.credit.took(bytes);
   }
 
   /** The container no longer waits for call `id`: its work stops, and no answer goes. */
   cancel(id: number): void {
-    this.#running.get(id)?.abort();
+    this.#running.get(id)?.abort.abort();
   }
 
   /** The channel ended: every call's work stops. */
   cancelAll(): void {
-    for (const abort of this.#running.values()) abort.abort();
+    for (const { abort } of this.#running.values()) abort.abort();
   }
 }

@@ -26,7 +26,7 @@ import type { LinkLocal } from "../../discovery/link_local.ts";
 import { Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
 import { newChallenge, verifyProof } from "../../identity/node_proof.ts";
 import { readText } from "../../streams/mod.ts";
-import { StreamingAnswer } from "./container_calls.ts";
+import { sendChunks, StreamingAnswer } from "./container_calls.ts";
 import { callerToken, hubRoute, type MeshHub, unknownNode } from "./mesh_hub.ts";
 
 /** The head of a mesh answer: its first ContainerEvent. */
@@ -186,11 +186,9 @@ export function meshRequest(view: MeshView, call: ContainerCall): StreamingAnswe
     const stop = () => reader.cancel().catch(() => {});
     signal.addEventListener("abort", stop, { once: true });
     try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return null;
-        emit({ chunk: value.toBase64() });
-      }
+      // Within the container's credit: what it does not read stays in the peer's socket.
+      await sendChunks(reader, emit, signal);
+      return null;
     } catch (error) {
       if (signal.aborted) throw error;
       throw new UpstreamFailed(

@@ -10,6 +10,7 @@
  */
 import type { FetchExtras, RelayedFetch } from "./context_services.ts";
 import type { CallFailure } from "../channel_protocol.ts";
+import { CallBody, type Took } from "./call_body.ts";
 
 /** ContainerCall `mesh` (node_calls.ts's NodeCall). */
 export interface MeshCall {
@@ -26,7 +27,7 @@ export interface MeshCall {
 interface MeshCalls {
   call(
     call: MeshCall,
-    options: { onEvent?: (value: unknown) => void; signal?: AbortSignal },
+    options: { onEvent?: (value: unknown, took: Took) => void; signal?: AbortSignal },
   ): Promise<unknown>;
 }
 
@@ -168,11 +169,9 @@ async function meshHop(
   };
   const signal = AbortSignal.any([request.signal, stopped.signal, total, deadline.signal]);
   const head = Promise.withResolvers<MeshHead>();
-  let parts!: ReadableStreamDefaultController<Uint8Array>;
-  const stream = new ReadableStream<Uint8Array>({
-    start: (controller) => void (parts = controller),
-    cancel: () => stopped.abort(),
-  });
+  // Handed to the reader as it pulls, and within its credit (call_body.ts).
+  const parts = new CallBody(() => stopped.abort());
+  const stream = parts.stream;
   const call = calls.call({
     op: "mesh",
     node: address.node,
@@ -182,7 +181,7 @@ async function meshHop(
     ...(body ? { data: (body as Uint8Array & { toBase64(): string }).toBase64() } : {}),
   }, {
     signal,
-    onEvent: (value) => {
+    onEvent: (value, took) => {
       const event = value as MeshHead | { chunk: string };
       touch();
       if (!("chunk" in event)) {
@@ -191,21 +190,13 @@ async function meshHop(
       }
       const bytes = (Uint8Array as unknown as { fromBase64(text: string): Uint8Array })
         .fromBase64(event.chunk);
-      try {
-        parts.enqueue(bytes);
-      } catch {
-        // Cancelled by the reader: the call is being cancelled too.
-      }
+      parts.push(bytes, took);
     },
   });
   call.finally(settle).catch(() => {});
   call.then(() => {
     head.reject(new TypeError(`node ${address.node} sent no answer`));
-    try {
-      parts.close();
-    } catch {
-      // Cancelled already.
-    }
+    parts.close();
   }, (error: CallError) => {
     const why = total.aborted
       ? new TypeError(`the request timed out (no end within ${timeoutMs} ms)`)
@@ -213,11 +204,7 @@ async function meshHop(
       ? deadline.signal.reason as TypeError
       : error;
     head.reject(why);
-    try {
-      parts.error(new TypeError(why.message));
-    } catch {
-      // Cancelled already.
-    }
+    parts.error(new TypeError(why.message));
   });
   let got: MeshHead;
   try {

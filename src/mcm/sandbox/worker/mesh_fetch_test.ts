@@ -69,10 +69,15 @@ Deno.test("meshFetch: an unknown node is a 404 in the reference's shape; others 
   const response = await meshFetch(unknown.calls, { node: "z", path: "/" }, undefined, {}, 5000);
   assert.equal(response.status, 404);
   assert.deepEqual(await response.json(), { message: "Cannot find node z", statusCode: 404 });
-  const refused = fakeNode([], { message: "not that node's", kind: "forbidden", status: 403 });
+  // A refusal of the node addressed (not that node's address, no token) is an answer too.
+  const forbidden = fakeNode([], { message: "not that node's", kind: "forbidden", status: 403 });
+  const answered = await meshFetch(forbidden.calls, { node: "z", path: "/" }, undefined, {}, 5000);
+  assert.equal(answered.status, 403);
+  assert.deepEqual(await answered.json(), { message: "not that node's", statusCode: 403 });
+  const refused = fakeNode([], { message: "no answer", kind: "upstream_failed", status: 502 });
   await assert.rejects(
     meshFetch(refused.calls, { node: "z", path: "/" }, undefined, {}, 5000),
-    { name: "TypeError", message: "not that node's" },
+    { name: "TypeError", message: "no answer" },
   );
   await assert.rejects(
     meshFetch(refused.calls, { node: "z", path: "/" }, undefined, { saveTo: "f" }, 5000),

@@ -30,15 +30,19 @@ export type NodeAnswer =
 
 /** How a call is made. */
 export interface CallOptions {
-  /** Hears the events the node sends before its answer (a call that streams). */
-  onEvent?: (value: unknown) => void;
+  /**
+   * Hears the events the node sends before its answer (a call that streams). `took` reports
+   * that the microservice read bytes of a streamed body (ContainerTook: the node's credit).
+   */
+  onEvent?: (value: unknown, took: (bytes: number) => void) => void;
   /** Cancels the call: the node stops its work, and the call fails (`cancelled`: status 499). */
   signal?: AbortSignal;
 }
 
 interface Pending {
   waiting: PromiseWithResolvers<unknown>;
-  onEvent?: (value: unknown) => void;
+  onEvent?: CallOptions["onEvent"];
+  took: (bytes: number) => void;
 }
 
 /**
@@ -86,7 +90,11 @@ export class NodeCalls {
     if (signal?.aborted) return Promise.reject(cancelled());
     const id = this.#nextId++;
     const waiting = Promise.withResolvers<unknown>();
-    this.#pending.set(id, { waiting, onEvent });
+    // Only while the call runs: the node forgot it once it answered.
+    const took = (bytes: number) => {
+      if (bytes > 0 && this.#pending.has(id)) this.#send({ t: "took", id, bytes });
+    };
+    this.#pending.set(id, { waiting, onEvent, took });
     const cancel = () => {
       if (!this.#pending.delete(id)) return;
       this.#send({ t: "cancel", id });
@@ -101,7 +109,7 @@ export class NodeCalls {
   onAnswer(answer: NodeAnswer): void {
     const pending = this.#pending.get(answer.id);
     if (!pending) return;
-    if (answer.t === "event") return pending.onEvent?.(answer.value);
+    if (answer.t === "event") return pending.onEvent?.(answer.value, pending.took);
     this.#pending.delete(answer.id);
     const { waiting } = pending;
     if ("error" in answer) {
