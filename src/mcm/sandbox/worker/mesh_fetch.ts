@@ -107,9 +107,13 @@ export async function meshFetch(
     ? new Uint8Array(await first.arrayBuffer())
     : null;
   let at = address;
+  // One time limit for the request and every redirect it follows, as fetch has: ten hops do not
+  // make ten limits.
+  const endsAt = Date.now() + timeoutMs;
   for (let hop = 0;; hop++) {
     const hopInit = { method, headers, body, signal: init?.signal };
-    const response = await meshHop(calls, at, hopInit, extras, timeoutMs);
+    const left = Math.max(1, endsAt - Date.now());
+    const response = await meshHop(calls, at, hopInit, extras, left);
     const location = response.headers.get("location");
     const redirected = response.status > 300 && response.status < 309 && response.status !== 304;
     if (first.redirect !== "follow" || !redirected || location === null) return response;

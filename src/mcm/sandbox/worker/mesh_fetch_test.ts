@@ -169,3 +169,35 @@ Deno.test("meshFetch: a redirect to a path stays on that node; one elsewhere goe
   assert.equal(manual.status, 302);
   assert.equal(manual.headers.get("location"), "http://127.0.0.1:22/");
 });
+
+Deno.test("meshFetch: redirects share the request's time limit", async () => {
+  // Each hop answers after 40 ms with a redirect to the next path, forever.
+  let hops = 0;
+  const calls = {
+    call(call: MeshCall, options: { onEvent?: (value: unknown) => void; signal?: AbortSignal }) {
+      hops++;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          options.onEvent!({
+            status: 307,
+            statusText: "",
+            headers: [["location", `${call.path}x`]],
+          });
+          resolve(null);
+        }, 40);
+        options.signal?.addEventListener("abort", () => {
+          clearTimeout(timer);
+          reject({ message: "cancelled", kind: "cancelled", status: 499 });
+        });
+      });
+    },
+  };
+  const started = Date.now();
+  await assert.rejects(
+    meshFetch(calls, { node: "n", path: "/r" }, undefined, {}, 150),
+    /timed out/,
+  );
+  // Ten hops of 40 ms would be 440 ms with a limit per hop; one limit ends it near 150 ms.
+  assert.ok(hops <= 5, `${hops} hops`);
+  assert.ok(Date.now() - started < 400, `${Date.now() - started} ms`);
+});
