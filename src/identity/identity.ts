@@ -10,6 +10,7 @@ import { type JWK, SignJWT } from "jose";
 import type { TrustedIssuer } from "../../gen/config/validators.ts";
 import type { NodeDescription } from "../../gen/mds/validators.ts";
 import { signProof } from "./node_proof.ts";
+import { type NodeRequestClaims, signNodeRequest } from "./node_request.ts";
 import { loadNodeKey, type NodeKey } from "./node_key.ts";
 import { type GpsFix, NodeState } from "./node_state.ts";
 import { TokenError, TokenVerifier, type VerifiedToken } from "./token_verifier.ts";
@@ -135,6 +136,17 @@ export class Identity {
   /** A proof that this node holds its key, over a challenge and its description. */
   proof(challenge: string, node: NodeDescription): Promise<string> {
     return signProof(this.#key.privateKey, this.#key.publicJwk, challenge, node);
+  }
+
+  /**
+   * The signature of a request this node sends another on its own behalf, to node `to`
+   * (header NODE_REQUEST_HEADER, node_request.ts).
+   */
+  signRequest(claims: Omit<NodeRequestClaims, "from">): Promise<string> {
+    return signNodeRequest(this.#key.privateKey, this.#key.publicJwk, {
+      ...claims,
+      from: this.nodeId,
+    });
   }
 
   /** Associates the node with the token's account; the same account again is a no-op. */

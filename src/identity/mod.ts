@@ -8,4 +8,5 @@
 export * from "./identity.ts";
 export * from "./issuer.ts";
 export * from "./node_proof.ts";
+export * from "./node_request.ts";
 export * from "./token_verifier.ts";
