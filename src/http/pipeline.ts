@@ -34,6 +34,11 @@ export interface RequestContext {
    * process (a tunnelled request whose token the node verified), so no header can fake it.
    */
   readonly apiKeyGranted: boolean;
+  /**
+   * The account the hub verified the caller's token for, on a request that came through the
+   * hub's tunnel (undefined otherwise): set only by the tunnel's code, so no header can fake it.
+   */
+  readonly hubAccount: string | undefined;
   /** Path parameters of the matched route, as sent. */
   params: Record<string, string>;
 }
@@ -47,6 +52,8 @@ export interface Origin {
   info?: Deno.ServeHandlerInfo;
   /** See RequestContext. */
   apiKeyGranted?: boolean;
+  /** See RequestContext. */
+  hubAccount?: string;
 }
 
 /** The context of one request; the peer's address is an op call, so it is read on demand. */
@@ -55,6 +62,7 @@ class Context implements RequestContext {
   readonly path: string;
   readonly search: string;
   readonly apiKeyGranted: boolean;
+  readonly hubAccount: string | undefined;
   params: Record<string, string> = {};
   readonly #info: Deno.ServeHandlerInfo | undefined;
 
@@ -63,6 +71,7 @@ class Context implements RequestContext {
     this.path = url.path;
     this.search = url.search;
     this.apiKeyGranted = origin.apiKeyGranted === true;
+    this.hubAccount = origin.hubAccount;
     this.#info = origin.info;
   }
 

@@ -16,7 +16,7 @@ import { onSocket, type TunnelSocket } from "../tunnel/raw_socket.ts";
 import type { StreamMux } from "../tunnel/stream_mux.ts";
 import { TUNNEL_PROTOCOL } from "../tunnel/wire_frames.ts";
 import { RAW_WELCOME_MS, TransportChoice } from "./hub_transport.ts";
-import { nodeTunnel } from "./tunnel_requests.ts";
+import { nodeTunnel, type TunnelOrigin } from "./tunnel_requests.ts";
 import { type BepInfo, pingThroughHub, type SepInfo } from "./sep_info.ts";
 
 export type { BepInfo, SepInfo };
@@ -32,7 +32,7 @@ export interface LinkHost {
   /** The node's description as it is now. */
   describe(): NodeDescription;
   /** The node's HTTP handler, for tunnelled requests. */
-  serve(request: Request, origin: { apiKeyGranted: boolean }): Promise<Response>;
+  serve(request: Request, origin: TunnelOrigin): Promise<Response>;
   /** The node's HTTP port. */
   port(): number;
 }

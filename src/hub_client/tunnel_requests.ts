@@ -9,7 +9,7 @@ import { bearerToken } from "../http/auth.ts";
 import { statusCodeError } from "../http/errors.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
-import { VIA_HEADER } from "../tunnel/routing.ts";
+import { CALLER_ACCOUNT_HEADER, VIA_HEADER } from "../tunnel/routing.ts";
 import type { TunnelSocket } from "../tunnel/raw_socket.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import {
@@ -20,11 +20,20 @@ import {
   type WireRequest,
 } from "../tunnel/wire_frames.ts";
 
+/** What the tunnel's code alone says of a tunnelled request (RequestContext's fields). */
+export interface TunnelOrigin {
+  apiKeyGranted: boolean;
+  hubAccount?: string;
+}
+
 /** What serving a tunnelled request needs. */
 export interface TunnelContext {
   mux: StreamMux;
-  /** The node's HTTP handler; `apiKeyGranted` lets a request in without the API key. */
-  serve(request: Request, origin: { apiKeyGranted: boolean }): Promise<Response>;
+  /**
+   * The node's HTTP handler; `apiKeyGranted` lets a request in without the API key, `hubAccount`
+   * is the account the hub verified the caller's token for.
+   */
+  serve(request: Request, origin: TunnelOrigin): Promise<Response>;
   /** The node's HTTP port (the sep info's x-edge-port). */
   port: number;
   identity: Identity;
@@ -98,7 +107,9 @@ export function serveTunnelled(message: WireRequest, context: TunnelContext): vo
       );
     } else {
       const { request, apiKeyGranted } = await tunnelledRequest(message, body, context);
-      response = await context.serve(request, { apiKeyGranted });
+      // The hub set it (and dropped any the caller sent): the account of the token it verified.
+      const hubAccount = request.headers.get(CALLER_ACCOUNT_HEADER) ?? undefined;
+      response = await context.serve(request, { apiKeyGranted, hubAccount });
     }
     await mux.send(stream, {
       t: "res",

@@ -5,6 +5,7 @@
  *
  * @module
  */
+export * from "./account_peer.ts";
 export * from "./identity.ts";
 export * from "./issuer.ts";
 export * from "./node_proof.ts";
