@@ -108,6 +108,16 @@ export interface components {
              */
             idleUnloadSeconds?: number;
             /**
+             * @description Which nodes serve this node's models and this node theirs (README, "The mesh serves
+             *     models"): `lan`, the verified peers of the LAN whose description names this node's
+             *     account; `account`, those and the account's nodes connected to the hub (requests
+             *     through its tunnel); `off`, none: a request for a model this node cannot serve is
+             *     answered here, and no node's request or model download is served. Default `lan`.
+             * @default lan
+             * @enum {string}
+             */
+            mesh?: "off" | "lan" | "account";
+            /**
              * @description Requests that may wait per model while one runs, for the node's key holder (the API's
              *     callers) and, in places of their own, for microservices (`context.ml`); one more is
              *     refused at once with 429 and Retry-After. The key holder's requests go first;

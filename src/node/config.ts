@@ -62,7 +62,12 @@ export interface Settings {
   /** The web page (spec/dashboard.yaml). */
   dashboard: { enabled: boolean; path: string };
   /** Running models (spec/inference.yaml). */
-  inference: InferenceSettings & { enabled: boolean; prefixes: string[] };
+  inference: InferenceSettings & {
+    enabled: boolean;
+    prefixes: string[];
+    /** Which nodes serve this node's models and this node theirs (spec/config.yaml). */
+    mesh: "off" | "lan" | "account";
+  };
 }
 
 /** The defaults of every optional setting: spec/config.yaml's `default`s. */
