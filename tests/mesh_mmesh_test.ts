@@ -44,6 +44,8 @@ mimikModule.exports = function (context, req, res) {
   var target = decodeURIComponent(req.url.split('target=')[1] || '');
   var idle = (req.url.match(/[?&]idle=([0-9]+)/) || [])[1];
   var headers = { 'content-type': 'application/json', 'x-trace': 'trace-' + path.slice(1) };
+  // A caller that sends the hub's credential on every call: B, on the LAN, must not get it.
+  headers['x-edge-authorization'] = 'Bearer a.b.c';
   if (path === '/http') {
     return context.http.request({
       url: target, type: 'POST', headers: headers, data: req.body, mode: 'stream',

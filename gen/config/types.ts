@@ -392,7 +392,7 @@ export interface components {
             /**
              * @description Base URLs of nodes to check directly (`http://10.0.0.5:8083`), for networks that
              *     block multicast. Verified like discovered peers, every 3 s (or every announce
-             *     interval when shorter; 0.1 s a peer for lists over 30), so a peer's deploy shows
+             *     interval when shorter; a list over 30 in turns of 30), so a peer's deploy shows
              *     within seconds.
              * @default []
              */

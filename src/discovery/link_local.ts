@@ -59,6 +59,8 @@ const MIN_CHANGE_ANNOUNCE_MS = 1000;
  * a peer's deploy, stop or removal shows (one proof request a peer; a list is short).
  */
 const STATIC_PEER_CHECK_MS = 3000;
+/** Static peers checked at each turn (10 a second at most in all). */
+const STATIC_PEERS_AT_ONCE = 30;
 
 /**
  * The `svc` TXT value: a digest of the node's services, which changes with a deploy, a stop
@@ -86,6 +88,8 @@ export class LinkLocal {
   #nextAnnounceAt = 0;
   #startupAnnouncements = 3;
   #nextStaticCheckAt = 0;
+  /** The static peer whose turn is next. */
+  #nextStaticPeer = 0;
   #responder: MulticastResponder | undefined;
   #legacyWindow = { startedAt: 0, count: 0 };
 
@@ -189,12 +193,18 @@ export class LinkLocal {
       this.#responder?.sent(packet.answers ?? []);
     }
     if (now >= this.#nextStaticCheckAt) {
-      // A long list is spread out: at most ten checks a second in all.
-      const every = Math.max(STATIC_PEER_CHECK_MS, this.#settings.peers.length * 100);
-      this.#nextStaticCheckAt = now + Math.min(this.#announceMs, every);
-      for (const url of this.#settings.peers) {
-        this.#check(url, undefined, undefined, TTL_INTERVALS * this.#announceMs);
+      this.#nextStaticCheckAt = now + Math.min(this.#announceMs, STATIC_PEER_CHECK_MS);
+      // A long list in turns: at most STATIC_PEERS_AT_ONCE checks each time, round robin, so a
+      // list of 256 takes 26 s a round and leaves the check queue room for announcements.
+      const peers = this.#settings.peers;
+      const turn = Math.min(peers.length, STATIC_PEERS_AT_ONCE);
+      for (let i = 0; i < turn; i++) {
+        const url = peers[(this.#nextStaticPeer + i) % peers.length];
+        // Records of a static peer live through a whole round of turns.
+        const rounds = Math.ceil(peers.length / STATIC_PEERS_AT_ONCE);
+        this.#check(url, undefined, undefined, TTL_INTERVALS * this.#announceMs * rounds);
       }
+      this.#nextStaticPeer = peers.length ? (this.#nextStaticPeer + turn) % peers.length : 0;
     }
   }
 

@@ -7,7 +7,7 @@
  */
 import { hubRoutes } from "../../gen/hub/routes.ts";
 import { Forbidden, Invalid, NotFound, Unavailable } from "../errors/mod.ts";
-import { bearerOf, requireBearer } from "../http/auth.ts";
+import { requireBearer } from "../http/auth.ts";
 import { json, upgradeReply } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
 import { SCOPES } from "../identity/identity.ts";
@@ -19,8 +19,8 @@ import {
   PORT_HEADER,
   routedNodeId,
   ROUTING_HEADER,
-  TUNNEL_AUTHORIZATION_HEADER,
   tunnelAddress,
+  tunnelToken,
   VIA_HEADER,
 } from "../tunnel/routing.ts";
 import { TUNNEL_PROTOCOL } from "../tunnel/wire_frames.ts";
@@ -108,7 +108,7 @@ export async function tunnel(
   // Sent on by another hub of the cluster: served here or nowhere, never forwarded again.
   const client = forwardedClient(cluster?.key, request, nodeId);
   // x-edge-authorization first: a mesh call keeps its own Authorization for the microservice.
-  const token = bearerOf(request.headers.get(TUNNEL_AUTHORIZATION_HEADER)) ||
+  const token = tunnelToken(request.headers) ??
     requireBearer(request, "edge access token of the target node's account");
   // A refused token is a TokenError: Forbidden, as the table says.
   const { accountId } = await verifier.verify(token, SCOPES.clusters, nodeId);

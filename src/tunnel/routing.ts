@@ -68,9 +68,18 @@ export function tunnelAddress(headers: Headers): { routing?: string; port?: stri
   return port === null ? { routing } : { routing, port };
 }
 
-/** The header value that carries a tunnelled request's credential (see TUNNEL_AUTHORIZATION_HEADER). */
-export function tunnelCredential(headers: Headers): string | null {
-  return headers.get(TUNNEL_AUTHORIZATION_HEADER) ?? headers.get("authorization");
+/**
+ * The bearer token that is a tunnelled request's credential: `x-edge-authorization`'s when it
+ * holds one, else `Authorization`'s; undefined without one. The hub checks this token, and a
+ * cluster's mark covers this same token (one function, so the two cannot disagree).
+ */
+export function tunnelToken(headers: Headers): string | undefined {
+  return bearer(headers.get(TUNNEL_AUTHORIZATION_HEADER)) ?? bearer(headers.get("authorization"));
+}
+
+function bearer(value: string | null): string | undefined {
+  const match = value === null ? null : /^Bearer[ ]+(\S+)\s*$/i.exec(value);
+  return match ? match[1] : undefined;
 }
 
 /** The routing header of a node: base64 of `{"nodeId", "localLinkNetworkId"}`. */

@@ -211,7 +211,8 @@ mimikModule.exports = function (context, req, res) {
 /**
  * A stand-in for mILM's streamed chat, no model: `POST /chat/completions` answers three
  * server-sent events 300 ms apart, each naming the node, what was asked (the first message's
- * content) and the caller's `x-trace` header (null without), then `data: [DONE]`.
+ * content) and the caller's `x-trace` header (null without; `leaked <value>` when an
+ * `x-edge-authorization` reached it), then `data: [DONE]`.
  */
 export const SCRIPTED_MILM = `
 mimikModule.exports = function (context, req, res) {
@@ -222,6 +223,8 @@ mimikModule.exports = function (context, req, res) {
   }
   var asked = JSON.parse(req.body).messages[0].content;
   var trace = req.headers['x-trace'] || null;
+  // The hub's credential is never the callee's: seeing it is a leak, and the answer says so.
+  if (req.headers['x-edge-authorization']) trace = 'leaked ' + req.headers['x-edge-authorization'];
   var parts = ['one', 'two', 'three'];
   res.setHeader('content-type', 'text/event-stream');
   var i = 0;

@@ -16,7 +16,7 @@ import {
   HUB_CLIENT_HEADER,
   HUB_FORWARD_HEADER,
   tunnelAddress,
-  tunnelCredential,
+  tunnelToken,
 } from "../../tunnel/routing.ts";
 
 /**
@@ -60,7 +60,7 @@ function markText(hubId: string, at: number, request: Request, nodeId: string, c
     nodeId,
     tunnelAddress(request.headers).port ?? "",
     client,
-    tunnelCredential(request.headers) ?? "",
+    tunnelToken(request.headers) ?? "",
   ].join("\n");
 }
 

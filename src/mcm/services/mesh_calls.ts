@@ -27,7 +27,8 @@ import { Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
 import { newChallenge, verifyProof } from "../../identity/node_proof.ts";
 import { readText } from "../../streams/mod.ts";
 import { sendChunks, StreamingAnswer } from "./container_calls.ts";
-import { callerToken, hubRoute, type MeshHub, unknownNode } from "./mesh_hub.ts";
+import { callerToken, hubRoute, type MeshHub, pathAt, unknownNode } from "./mesh_hub.ts";
+import { TUNNEL_AUTHORIZATION_HEADER } from "../../tunnel/routing.ts";
 
 /** The head of a mesh answer: its first ContainerEvent. */
 export interface MeshHead {
@@ -47,11 +48,7 @@ export function meshTarget(
   if (!node) throw unknownNode(nodeId);
   const local = node.addresses.find((address) => address.type === "local");
   if (!local) throw new NotFound(`Cannot find a local address of node ${nodeId}`);
-  const base = new URL(local.url.href);
-  const target = new URL(`${base.href.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`);
-  // `/..` segments are resolved inside the origin; nothing in a path leaves it, but say so.
-  if (target.origin !== base.origin) throw new Invalid(`'${path}' is not a path of node ${nodeId}`);
-  return target;
+  return pathAt(new URL(local.url.href), path, nodeId);
 }
 
 /** How long a node's proof at an origin is believed; then it is asked again. */
@@ -112,25 +109,71 @@ export interface MeshView {
 const HUB_HINT = " (a node of the account elsewhere is reached through the hub with an edge " +
   "access token of the account, scope edge:clusters: send 'x-edge-authorization: Bearer <token>')";
 
+/** One way to the node: where the request is sent, and with which headers. */
+interface MeshRoute {
+  url: URL;
+  headers: Headers;
+}
+
 /**
- * Where the request goes: the node's local address on the LAN once it proved itself there, or
- * the hub's tunnel for a node of the account elsewhere when the caller sent a token.
+ * The node's local address on the LAN once it proved itself there, with the caller's headers
+ * less the hub's credential (a token for the account's nodes is the hub's business, never the
+ * callee's); undefined for a node the LAN does not list.
  */
-async function meshRoute(
+async function lanRoute(
   view: MeshView,
   nodeId: string,
   path: string,
   headers: Headers,
   signal: AbortSignal,
-): Promise<{ url: URL; headers: Headers }> {
-  if (view.linkLocal.members().some((member) => member.id === nodeId)) {
-    const url = meshTarget(view.linkLocal, nodeId, path);
-    await proveAt(url.origin, nodeId, signal);
-    return { url, headers };
-  }
+): Promise<MeshRoute | undefined> {
+  if (!view.linkLocal.members().some((member) => member.id === nodeId)) return undefined;
+  const url = meshTarget(view.linkLocal, nodeId, path);
+  await proveAt(url.origin, nodeId, signal);
+  const sent = new Headers(headers);
+  sent.delete(TUNNEL_AUTHORIZATION_HEADER);
+  return { url, headers: sent };
+}
+
+/**
+ * Sends the request on the LAN when the node is there, else (or when it no longer answers there:
+ * a node that left is listed a while) through the hub's tunnel, when the caller sent a token.
+ */
+async function sendOnMesh(
+  view: MeshView,
+  call: { nodeId: string; path: string; method: string; body: Uint8Array<ArrayBuffer> | null },
+  headers: Headers,
+  signal: AbortSignal,
+): Promise<Response> {
+  const { nodeId, path } = call;
   const token = callerToken(headers);
-  if (!view.hub || !token) throw unknownNode(nodeId, view.hub ? HUB_HINT : "");
-  return await hubRoute(view.hub, nodeId, path, headers, token);
+  const viaHub = view.hub && token
+    ? async () => send(await hubRoute(view.hub!, nodeId, path, headers, token, signal))
+    : undefined;
+  const send = async (route: MeshRoute) => {
+    try {
+      return await fetch(route.url, {
+        method: call.method,
+        headers: route.headers,
+        body: call.body,
+        signal,
+        redirect: "manual",
+      });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      throw new UpstreamFailed(
+        `node ${nodeId} (${route.url.origin}) did not answer: ${(error as Error).message}`,
+      );
+    }
+  };
+  try {
+    const lan = await lanRoute(view, nodeId, path, headers, signal);
+    if (lan) return await send(lan);
+  } catch (error) {
+    if (signal.aborted || !(error instanceof UpstreamFailed) || !viaHub) throw error;
+  }
+  if (!viaHub) throw unknownNode(nodeId, view.hub ? HUB_HINT : "");
+  return await viaHub();
 }
 
 /**
@@ -158,22 +201,8 @@ export function meshRequest(view: MeshView, call: ContainerCall): StreamingAnswe
     }
   }
   return new StreamingAnswer(async (emit, signal) => {
-    const target = await meshRoute(view, nodeId, call.path ?? "", headers, signal);
-    let response: Response;
-    try {
-      response = await fetch(target.url, {
-        method,
-        headers: target.headers,
-        body,
-        signal,
-        redirect: "manual",
-      });
-    } catch (error) {
-      if (signal.aborted) throw error;
-      throw new UpstreamFailed(
-        `node ${call.node} (${target.url.origin}) did not answer: ${(error as Error).message}`,
-      );
-    }
+    const request = { nodeId, path: call.path ?? "", method, body };
+    const response = await sendOnMesh(view, request, headers, signal);
     emit(
       {
         status: response.status,

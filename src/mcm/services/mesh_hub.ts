@@ -13,7 +13,7 @@
  * @module
  */
 import type { NodeDescription } from "../../../gen/mds/validators.ts";
-import { Forbidden, NotFound } from "../../errors/mod.ts";
+import { Forbidden, Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
 import { bearerOf } from "../../http/auth.ts";
 import type { HubLink } from "../../hub_client/hub_link.ts";
 import { type Identity, SCOPES } from "../../identity/identity.ts";
@@ -28,7 +28,7 @@ import {
 /** What reaching a node through the hub needs of the node. */
 export interface MeshHub {
   /** The hub link (the account listing). */
-  hub: Pick<HubLink, "list">;
+  hub: Pick<HubLink, "list" | "bep">;
   /** Checks the caller's token (this node's account, scope `edge:clusters`). */
   identity: Pick<Identity, "checkAccountToken">;
 }
@@ -63,6 +63,7 @@ export async function hubRoute(
   path: string,
   headers: Headers,
   token: string,
+  signal: AbortSignal,
 ): Promise<{ url: URL; headers: Headers }> {
   try {
     await identity.checkAccountToken(token, SCOPES.clusters);
@@ -70,16 +71,38 @@ export async function hubRoute(
     if (!(error instanceof TokenError)) throw error;
     throw new Forbidden(`the token cannot reach the account's nodes: ${error.message}`);
   }
-  const node = (await accountNodes(hub)).find((entry) => entry.id === nodeId);
+  const listed = await Promise.race([accountNodes(hub), aborted(signal)]);
+  const node = listed.find((entry) => entry.id === nodeId);
   if (!node) throw unknownNode(nodeId, ", nor among the account's nodes connected to the hub");
   const { proxy, port } = tunnelAddressOf(node);
-  const url = new URL(`${proxy.href.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`);
-  if (url.origin !== proxy.origin) throw new NotFound(`'${path}' is not a path of node ${nodeId}`);
+  // The caller's token goes to the hub this node is linked to, whatever a listing says.
+  if (proxy.origin !== new URL(hub.bep().url).origin) {
+    throw new UpstreamFailed(`the hub lists node ${nodeId} behind ${proxy.origin}, not itself`);
+  }
+  const url = pathAt(proxy, path, nodeId);
   const sent = new Headers(headers);
   sent.set(TUNNEL_AUTHORIZATION_HEADER, `Bearer ${token}`);
   sent.set(PORT_HEADER, port);
   sent.set(ROUTING_HEADER, routingHeader(node.id, node.localLinkNetworkId));
   return { url, headers: sent };
+}
+
+/** Rejects when `signal` aborts: a cancelled call does not wait for the hub's listing. */
+function aborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+}
+
+/**
+ * `path` on the node at `base` (its address, or the hub's for it); `..` segments resolve inside
+ * that origin, and nothing of a path leaves it (Invalid otherwise).
+ */
+export function pathAt(base: URL, path: string, nodeId: string): URL {
+  const url = new URL(`${base.href.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`);
+  if (url.origin !== base.origin) throw new Invalid(`'${path}' is not a path of node ${nodeId}`);
+  return url;
 }
 
 /** How long the account's listing is reused: an agent's prompts come in bursts. */

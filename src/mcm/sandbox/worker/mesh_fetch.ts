@@ -78,6 +78,13 @@ const ANSWERED_REFUSALS = new Set<string>(["not_found", "invalid", "unauthentica
  * (`connectMs`) and between parts (`idleMs`), as the node's other outbound requests.
  */
 const REDIRECTS = 10;
+/** Request headers that are credentials: never sent on a redirect out of the mesh. */
+const CREDENTIALS = new Set([
+  "authorization",
+  "x-edge-authorization",
+  "cookie",
+  "proxy-authorization",
+]);
 /** The origin mesh paths are resolved against (never fetched: RFC 2606's `.invalid`). */
 const MESH_ORIGIN = "http://mmesh.invalid";
 
@@ -112,7 +119,8 @@ export async function meshFetch(
   const endsAt = Date.now() + timeoutMs;
   for (let hop = 0;; hop++) {
     const hopInit = { method, headers, body, signal: init?.signal };
-    const left = Math.max(1, endsAt - Date.now());
+    const left = endsAt - Date.now();
+    if (left <= 0) throw new TypeError(`the request timed out (no end within ${timeoutMs} ms)`);
     const response = await meshHop(calls, at, hopInit, extras, left);
     const location = response.headers.get("location");
     const redirected = response.status > 300 && response.status < 309 && response.status !== 304;
@@ -131,7 +139,10 @@ export async function meshFetch(
       continue;
     }
     if (!elsewhere) throw new TypeError(`a redirect out of the mesh to ${next.href}`);
-    return await elsewhere(next.href, { ...hopInit, method, body }, extras);
+    // Credentials stay in the mesh, as fetch drops them on a redirect to another origin: a peer
+    // that points elsewhere must not receive the caller's key or the account's token.
+    const kept = headers.filter(([name]) => !CREDENTIALS.has(name.toLowerCase()));
+    return await elsewhere(next.href, { ...hopInit, headers: kept, method, body }, extras);
   }
 }
 

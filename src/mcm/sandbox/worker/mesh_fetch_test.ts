@@ -143,18 +143,29 @@ Deno.test("meshFetch: a redirect to a path stays on that node; one elsewhere goe
   ]);
 
   const elsewhere: string[] = [];
+  const sentOut: [string, string][][] = [];
   const refused = await meshFetch(
     node.calls,
     { node: "n", path: "/out" },
-    undefined,
+    {
+      headers: {
+        authorization: "bearer 1234",
+        "x-edge-authorization": "Bearer account-token",
+        cookie: "a=b",
+        "x-trace": "t",
+      },
+    },
     {},
     5000,
-    (input) => {
+    (input, init) => {
       elsewhere.push(String(input));
+      sentOut.push([...new Headers(init?.headers)]);
       return Promise.resolve(new Response("refused by the policy", { status: 599 }));
     },
   );
   assert.deepEqual(elsewhere, ["http://127.0.0.1:22/"]);
+  // The caller's credentials stay in the mesh; other headers go on.
+  assert.deepEqual(sentOut, [[["x-trace", "t"]]]);
   assert.equal(refused.status, 599);
 
   const manual = await meshFetch(
