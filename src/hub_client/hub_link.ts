@@ -25,6 +25,17 @@ export type { BepInfo, SepInfo };
 const RECONNECT_BACKOFF: BackoffOptions = { minTimeout: 500, maxTimeout: 30_000, jitter: 0.2 };
 /** How long a listing, or the sep's self-check, may take. */
 const LIST_TIMEOUT_MS = 5000;
+/**
+ * A model's free sequences and queue depth change with every request: a change of those alone
+ * is sent at most this often (any other change of the description within a second).
+ */
+const LIVE_FIGURES_MS = 10_000;
+
+/** The description without the figures that change with every request. */
+function withoutLiveFigures(node: NodeDescription): NodeDescription {
+  if (!node.models) return node;
+  return { ...node, models: node.models.map(({ freeSlots: _, queued: __, ...model }) => model) };
+}
 
 /** What the link needs from the node around it. */
 export interface LinkHost {
@@ -54,7 +65,8 @@ export class HubLink {
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #ticker: ReturnType<typeof setInterval> | undefined;
   #lastHeard = 0;
-  #sentState = "";
+  /** What was sent last: all of it, without the live figures, and when. */
+  #sent = { state: "", lasting: "", at: 0 };
   #nextList = 1;
   readonly #lists = new Map<number, PromiseWithResolvers<NodeDescription[]>>();
   #stopped = false;
@@ -235,7 +247,7 @@ export class HubLink {
       case "challenge": {
         const node = this.#host.describe();
         const proof = await this.#host.identity.proof(message.challenge, node);
-        this.#sentState = JSON.stringify([node, this.#gps()]);
+        this.#remember(node, this.#gps());
         return this.#send({ t: "hello", token, proof, gps: this.#gps() });
       }
       case "welcome":
@@ -282,14 +294,25 @@ export class HubLink {
     this.#connect();
   }
 
+  /** Sends the description and fix when they changed (live figures alone: see LIVE_FIGURES_MS). */
   #sendUpdate(): void {
     if (!this.#welcome) return;
     const node = this.#host.describe();
     const gps = this.#gps();
-    const state = JSON.stringify([node, gps]);
-    if (state === this.#sentState) return;
-    this.#sentState = state;
+    const sent = this.#sent;
+    if (JSON.stringify([node, gps]) === sent.state) return;
+    const onlyLive = JSON.stringify([withoutLiveFigures(node), gps]) === sent.lasting;
+    if (onlyLive && Date.now() - sent.at < LIVE_FIGURES_MS) return;
+    this.#remember(node, gps);
     this.#send({ t: "update", node, gps });
+  }
+
+  #remember(node: NodeDescription, gps: GpsPoint | undefined): void {
+    this.#sent = {
+      state: JSON.stringify([node, gps]),
+      lasting: JSON.stringify([withoutLiveFigures(node), gps]),
+      at: Date.now(),
+    };
   }
 
   /** Every second: token expiry, a silent hub, and description changes. */
