@@ -69,7 +69,9 @@ const STATIC_PEER_CHECK_MS = 3000;
  */
 export function changeDigest(self: Pick<SelfDescription, "services" | "models">): string {
   const services = self.services.map((s) => [s.id, s.serviceType, s.status ?? ""]);
-  const models = (self.models ?? []).map((m) => [m.id, m.kind, m.sha256, m.size, m.ready, m.loaded]);
+  const models = (self.models ?? []).map((
+    m,
+  ) => [m.id, m.kind, m.sha256, m.size, m.ready, m.loaded]);
   // Without models the digest is what it was before they were advertised.
   const text = JSON.stringify(models.length > 0 ? [services, models] : services);
   return createHash("sha256").update(text).digest("hex").slice(0, 16);
