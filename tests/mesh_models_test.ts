@@ -7,8 +7,11 @@
  * look again ignores a model's queue and free sequences.
  */
 import assert from "node:assert/strict";
+import * as v from "valibot";
+import { type NodeDescription, NodeDescriptionSchema } from "../gen/mds/validators.ts";
 import { changeDigest } from "../src/discovery/link_local.ts";
 import { proximityListing } from "../src/hub/listings.ts";
+import { DescriptionUpdates, LIVE_FIGURES_MS } from "../src/hub_client/hub_link.ts";
 import { decryptNodeListing } from "../src/sdk/mod.ts";
 import { ensureTestEngine } from "../testing/engine.ts";
 import { insightGet, joinHub, startTestHub } from "../testing/hub.ts";
@@ -99,6 +102,73 @@ Deno.test("the models digest: set, files, readiness and loads change it; queue a
   assert.notEqual(changeDigest({ services, models: [] }), base);
   // A node without models announces the digest it announced before models were advertised.
   assert.equal(changeDigest({ services, models: [] }), changeDigest({ services }));
+});
+
+/** A description with `models`, valid but for what a test puts in. */
+function describedWith(models: unknown[]) {
+  return {
+    id: "0f".repeat(28),
+    accountId: "acct-1",
+    name: "n",
+    os: "linux",
+    version: "1",
+    addresses: [],
+    services: [],
+    characteristics: [],
+    startedAt: 1,
+    localLinkNetworkId: "lln",
+    models,
+    backend: "cpu",
+  };
+}
+
+/** The largest advert the schema allows. */
+const LARGEST_ADVERT = {
+  id: "m".repeat(255),
+  kind: "k".repeat(32),
+  sha256: "f".repeat(64),
+  size: Number.MAX_SAFE_INTEGER,
+  ready: true,
+  loaded: true,
+  freeSlots: 64,
+  queued: Number.MAX_SAFE_INTEGER,
+};
+
+Deno.test("a description's models are bounded: 64 at most, each field limited, within a proof's size", () => {
+  const most = Array.from({ length: 64 }, () => LARGEST_ADVERT);
+  assert.ok(v.safeParse(NodeDescriptionSchema, describedWith(most)).success);
+  // In a proof the payload is base64url: 4/3 of its JSON. The limits: 512 KiB for a proof
+  // answer and the hub's hello, 1 MiB for a message on the hub's raw transport.
+  const proofBytes = Math.ceil(JSON.stringify(most).length * 4 / 3);
+  assert.ok(proofBytes < 48 * 1024, `64 adverts take ${proofBytes} bytes of a proof`);
+  const refused = [
+    [...most, LARGEST_ADVERT],
+    [{ ...LARGEST_ADVERT, id: "m".repeat(256) }],
+    [{ ...LARGEST_ADVERT, kind: "k".repeat(33) }],
+    [{ ...LARGEST_ADVERT, sha256: "F".repeat(64) }],
+    [{ ...LARGEST_ADVERT, freeSlots: 65 }],
+    [{ ...LARGEST_ADVERT, queued: -1 }],
+    [{ ...LARGEST_ADVERT, extra: "x" }],
+  ];
+  for (const models of refused) {
+    assert.equal(v.safeParse(NodeDescriptionSchema, describedWith(models)).success, false);
+  }
+  // Older nodes and hubs send none.
+  const { models: _, backend: __, ...older } = describedWith([]);
+  assert.ok(v.safeParse(NodeDescriptionSchema, older).success);
+});
+
+Deno.test("the hub is sent a change of the live figures alone at most every 10 s, any other at once", () => {
+  const updates = new DescriptionUpdates();
+  const model = { id: "m", kind: "llm", ready: true, loaded: true, freeSlots: 1, queued: 0 };
+  const node = (more: object) => describedWith([{ ...model, ...more }]) as NodeDescription;
+  updates.sent(node({}), undefined, 0);
+  assert.equal(updates.due(node({}), undefined, 1000), false, "nothing changed");
+  // Every request changes these: a busy node would otherwise update the hub every second.
+  assert.equal(updates.due(node({ queued: 3, freeSlots: 0 }), undefined, 1000), false);
+  assert.equal(updates.due(node({ queued: 3, freeSlots: 0 }), undefined, LIVE_FIGURES_MS), true);
+  assert.equal(updates.due(node({ loaded: false, freeSlots: undefined }), undefined, 1000), true);
+  assert.equal(updates.due(node({}), { latitude: 1, longitude: 2, at: 3 }, 1000), true);
 });
 
 Deno.test("another account's node sees none of a node's models in the hub's proximity listing", () => {

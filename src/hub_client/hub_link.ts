@@ -29,12 +29,37 @@ const LIST_TIMEOUT_MS = 5000;
  * A model's free sequences and queue depth change with every request: a change of those alone
  * is sent at most this often (any other change of the description within a second).
  */
-const LIVE_FIGURES_MS = 10_000;
+export const LIVE_FIGURES_MS = 10_000;
 
 /** The description without the figures that change with every request. */
 function withoutLiveFigures(node: NodeDescription): NodeDescription {
   if (!node.models) return node;
   return { ...node, models: node.models.map(({ freeSlots: _, queued: __, ...model }) => model) };
+}
+
+/**
+ * Which descriptions (and fixes) the hub is sent: every change, but a change of the models' live
+ * figures alone at most every LIVE_FIGURES_MS, so that a busy node does not update the hub (and
+ * the hub its cluster) with every request.
+ */
+export class DescriptionUpdates {
+  #sent = { state: "", lasting: "", at: -Infinity };
+
+  /** Whether `node` and `gps` differ from what was sent in a way worth sending at `now`. */
+  due(node: NodeDescription, gps: GpsPoint | undefined, now = Date.now()): boolean {
+    if (JSON.stringify([node, gps]) === this.#sent.state) return false;
+    const onlyLive = JSON.stringify([withoutLiveFigures(node), gps]) === this.#sent.lasting;
+    return !onlyLive || now - this.#sent.at >= LIVE_FIGURES_MS;
+  }
+
+  /** Records `node` and `gps` as sent at `now`. */
+  sent(node: NodeDescription, gps: GpsPoint | undefined, now = Date.now()): void {
+    this.#sent = {
+      state: JSON.stringify([node, gps]),
+      lasting: JSON.stringify([withoutLiveFigures(node), gps]),
+      at: now,
+    };
+  }
 }
 
 /** What the link needs from the node around it. */
@@ -65,8 +90,7 @@ export class HubLink {
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #ticker: ReturnType<typeof setInterval> | undefined;
   #lastHeard = 0;
-  /** What was sent last: all of it, without the live figures, and when. */
-  #sent = { state: "", lasting: "", at: 0 };
+  readonly #updates = new DescriptionUpdates();
   #nextList = 1;
   readonly #lists = new Map<number, PromiseWithResolvers<NodeDescription[]>>();
   #stopped = false;
@@ -247,7 +271,7 @@ export class HubLink {
       case "challenge": {
         const node = this.#host.describe();
         const proof = await this.#host.identity.proof(message.challenge, node);
-        this.#remember(node, this.#gps());
+        this.#updates.sent(node, this.#gps());
         return this.#send({ t: "hello", token, proof, gps: this.#gps() });
       }
       case "welcome":
@@ -294,25 +318,14 @@ export class HubLink {
     this.#connect();
   }
 
-  /** Sends the description and fix when they changed (live figures alone: see LIVE_FIGURES_MS). */
+  /** Sends the description and fix when they changed (see DescriptionUpdates). */
   #sendUpdate(): void {
     if (!this.#welcome) return;
     const node = this.#host.describe();
     const gps = this.#gps();
-    const sent = this.#sent;
-    if (JSON.stringify([node, gps]) === sent.state) return;
-    const onlyLive = JSON.stringify([withoutLiveFigures(node), gps]) === sent.lasting;
-    if (onlyLive && Date.now() - sent.at < LIVE_FIGURES_MS) return;
-    this.#remember(node, gps);
+    if (!this.#updates.due(node, gps)) return;
+    this.#updates.sent(node, gps);
     this.#send({ t: "update", node, gps });
-  }
-
-  #remember(node: NodeDescription, gps: GpsPoint | undefined): void {
-    this.#sent = {
-      state: JSON.stringify([node, gps]),
-      lasting: JSON.stringify([withoutLiveFigures(node), gps]),
-      at: Date.now(),
-    };
   }
 
   /** Every second: token expiry, a silent hub, and description changes. */
