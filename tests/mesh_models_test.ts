@@ -11,7 +11,7 @@ import * as v from "valibot";
 import { type NodeDescription, NodeDescriptionSchema } from "../gen/mds/validators.ts";
 import { changeDigest } from "../src/discovery/link_local.ts";
 import { proximityListing } from "../src/hub/listings.ts";
-import { DescriptionUpdates, LIVE_FIGURES_MS } from "../src/hub_client/hub_link.ts";
+import { DescriptionUpdates, LIVE_FIGURES_MS } from "../src/hub_client/description_updates.ts";
 import { decryptNodeListing } from "../src/sdk/mod.ts";
 import { ensureTestEngine } from "../testing/engine.ts";
 import { insightGet, joinHub, startTestHub } from "../testing/hub.ts";
