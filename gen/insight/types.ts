@@ -77,6 +77,10 @@ export interface components {
             os: string;
             addresses: components["schemas"]["Address"][];
             services: components["schemas"]["Service"][];
+            /** @description Extension; the node's advertised models (spec/mds.yaml ModelAdvert). */
+            models?: components["schemas"]["ModelAdvert"][];
+            /** @description Extension; the node's inference backend. */
+            backend?: string;
         };
         Supernode: {
             id: string;
@@ -130,6 +134,25 @@ export interface components {
             url: {
                 href: string;
             };
+        };
+        /** @description One model of a node's registry, as the node advertises it. */
+        ModelAdvert: {
+            /** @description The registry id. */
+            id: string;
+            /** @description The registry kind (llm, vlm, embed, onnx). */
+            kind: string;
+            /** @description The model file's SHA-256, once the file is provisioned. */
+            sha256?: string;
+            /** @description The model file's size in bytes, with sha256. */
+            size?: number;
+            /** @description The registry's readyToUse. */
+            ready: boolean;
+            /** @description The inference engine has it loaded. */
+            loaded: boolean;
+            /** @description While loaded: its sequences with no request running. A snapshot (see "Models"). */
+            freeSlots?: number;
+            /** @description While loaded: requests waiting in its fair queue. A snapshot. */
+            queued?: number;
         };
     };
     responses: {

@@ -2,6 +2,8 @@
 import * as v from "valibot";
 import { AddressSchema, MeshErrorSchema, StatusSchema } from "../common/validators.ts";
 export { AddressSchema, type Address, MeshErrorSchema, type MeshError, StatusSchema, type Status } from "../common/validators.ts";
+import { ModelAdvertSchema } from "../mds/validators.ts";
+export { ModelAdvertSchema, type ModelAdvert } from "../mds/validators.ts";
 
 /** The hub this node reaches the world through (see the description above). */
 export const BepSchema = v.strictObject({ "url": v.pipe(v.string("must be a string"), v.maxLength(2048, "must be at most 2048 characters")), "status": v.pipe(v.string("must be a string"), v.maxLength(512, "must be at most 512 characters")) });
@@ -14,7 +16,7 @@ export const ServiceSchema = v.strictObject({ "id": v.string("must be a string")
 export type Service = v.InferOutput<typeof ServiceSchema>;
 
 /** The Node schema. */
-export const NodeSchema = v.strictObject({ "id": v.string("must be a string"), "accountId": v.string("must be a string"), "name": v.string("must be a string"), "os": v.string("must be a string"), "addresses": v.array(AddressSchema, "must be an array"), "services": v.array(ServiceSchema, "must be an array") });
+export const NodeSchema = v.strictObject({ "id": v.string("must be a string"), "accountId": v.string("must be a string"), "name": v.string("must be a string"), "os": v.string("must be a string"), "addresses": v.array(AddressSchema, "must be an array"), "services": v.array(ServiceSchema, "must be an array"), "models": v.optional(v.array(ModelAdvertSchema, "must be an array")), "backend": v.optional(v.string("must be a string")) });
 /** Node as validated. */
 export type Node = v.InferOutput<typeof NodeSchema>;
 

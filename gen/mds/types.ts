@@ -45,6 +45,35 @@ export interface components {
             /** @description Start time, ms since the epoch. */
             startedAt: number;
             localLinkNetworkId: string;
+            /**
+             * @description The node's models (see "Models" above). Absent when its registry is empty, and from
+             *     nodes and hubs older than this field.
+             */
+            models?: components["schemas"]["ModelAdvert"][];
+            /**
+             * @description What the node's inference engine computes on (`cpu`; later `cuda`, `vulkan`,
+             *     `metal`). Absent when inference is turned off or no model is advertised.
+             */
+            backend?: string;
+        };
+        /** @description One model of a node's registry, as the node advertises it. */
+        ModelAdvert: {
+            /** @description The registry id. */
+            id: string;
+            /** @description The registry kind (llm, vlm, embed, onnx). */
+            kind: string;
+            /** @description The model file's SHA-256, once the file is provisioned. */
+            sha256?: string;
+            /** @description The model file's size in bytes, with sha256. */
+            size?: number;
+            /** @description The registry's readyToUse. */
+            ready: boolean;
+            /** @description The inference engine has it loaded. */
+            loaded: boolean;
+            /** @description While loaded: its sequences with no request running. A snapshot (see "Models"). */
+            freeSlots?: number;
+            /** @description While loaded: requests waiting in its fair queue. A snapshot. */
+            queued?: number;
         };
         /**
          * @description The payload of a NodeProof: a JWS in compact form, header `{"alg":"EdDSA","typ":
@@ -63,7 +92,7 @@ export interface components {
                 proof?: string;
             };
         };
-        /** @description A node in the decrypted listing (the spec's fields, plus name, network id, start). */
+        /** @description A node in the decrypted listing (the spec's fields, plus name, network id, start, models). */
         MdsNode: {
             APIVersion: string;
             account: components["schemas"]["Link"];
@@ -77,6 +106,10 @@ export interface components {
             services: components["schemas"]["MdsService"][];
             startedAt: number;
             tenant: components["schemas"]["Link"];
+            /** @description Extension (the reference has none); the node's NodeDescription `models`. */
+            models?: components["schemas"]["ModelAdvert"][];
+            /** @description Extension; the NodeDescription's `backend`. */
+            backend?: string;
         };
         Link: {
             id: string;
@@ -115,9 +148,11 @@ export interface components {
             /** @description The local link network id. */
             lln?: string;
             /**
-             * @description A digest of the node's services (id, serviceType, status): it changes when a
-             *     microservice is deployed, stopped or removed, so that peers verify the node again
-             *     and list its services as they are now.
+             * @description A digest of the node's services (id, serviceType, status) and models (id, kind,
+             *     sha256, size, ready, loaded; not freeSlots or queued): it changes when a
+             *     microservice is deployed, stopped or removed and when a model is created, provisioned,
+             *     loaded, unloaded or deleted, so that peers verify the node again and list it as it is
+             *     now.
              */
             svc?: string;
         };

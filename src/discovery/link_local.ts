@@ -63,11 +63,19 @@ const STATIC_PEER_CHECK_MS = 3000;
 const STATIC_PEERS_AT_ONCE = 30;
 
 /**
- * The `svc` TXT value: a digest of the node's services, which changes with a deploy, a stop
- * or a removal, so that peers verify the node again (they do only when its TXT changes).
+ * The `svc` TXT value: a digest of the node's services and models, which changes with a deploy,
+ * a stop or a removal, and with a model created, provisioned, loaded, unloaded or deleted, so
+ * that peers verify the node again (they do only when its TXT changes). A model's free
+ * sequences and queue depth are left out: they change with every request, and an announcement
+ * each time would break the mDNS rate rules and make every peer verify the node again.
  */
-export function servicesDigest(services: SelfDescription["services"]): string {
-  const text = JSON.stringify(services.map((s) => [s.id, s.serviceType, s.status ?? ""]));
+export function changeDigest(self: Pick<SelfDescription, "services" | "models">): string {
+  const services = self.services.map((s) => [s.id, s.serviceType, s.status ?? ""]);
+  const models = (self.models ?? []).map((
+    m,
+  ) => [m.id, m.kind, m.sha256, m.size, m.ready, m.loaded]);
+  // Without models the digest is what it was before they were advertised.
+  const text = JSON.stringify(models.length > 0 ? [services, models] : services);
   return createHash("sha256").update(text).digest("hex").slice(0, 16);
 }
 
@@ -236,7 +244,7 @@ export class LinkLocal {
         acct: self.accountId,
         port: String(port),
         lln: self.localLinkNetworkId,
-        svc: servicesDigest(self.services),
+        svc: changeDigest(self),
       },
     };
   }

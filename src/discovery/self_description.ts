@@ -46,21 +46,36 @@ export async function machineCharacteristics(
   ];
 }
 
-/** A function that describes this node as it is now (the account can change at any time). */
+/** The models a node advertises and its engine's backend (spec/mds.yaml, "Models"). */
+export type ModelsDescription = Pick<SelfDescription, "models" | "backend">;
+
+/**
+ * A function that describes this node as it is now (the account can change at any time).
+ * `services` and `models` are asked at each description: discovery imports neither the
+ * deployments nor the registry and engine they come from.
+ */
 export function selfDescriber(
   identity: Pick<Identity, "nodeId" | "accountId" | "name" | "version">,
   characteristics: Characteristic[],
   addresses: () => Address[],
   services: () => SelfDescription["services"] = () => [],
+  models: () => ModelsDescription = () => ({}),
 ): () => SelfDescription {
-  return () => ({
-    id: identity.nodeId,
-    accountId: identity.accountId,
-    name: identity.name,
-    os: Deno.build.os,
-    version: identity.version,
-    addresses: addresses(),
-    services: services(),
-    characteristics,
-  });
+  return () => {
+    const { models: adverts, backend } = models();
+    return {
+      id: identity.nodeId,
+      accountId: identity.accountId,
+      name: identity.name,
+      os: Deno.build.os,
+      version: identity.version,
+      addresses: addresses(),
+      services: services(),
+      characteristics,
+      // Absent rather than empty: a peer or hub older than these fields refuses a description
+      // that has them, so a node with no models stays understood by them.
+      ...(adverts?.length ? { models: adverts } : {}),
+      ...(adverts?.length && backend ? { backend } : {}),
+    };
+  };
 }

@@ -28,3 +28,21 @@ Deno.test("selfDescriber: the node as it is at each call (the account can change
   identity.accountId = "acct-1";
   assert.equal(describe().accountId, "acct-1");
 });
+
+Deno.test("selfDescriber: models and backend only while there are models", () => {
+  const identity = { nodeId: "0f".repeat(28), accountId: "", name: "n", version: "0.1.0" };
+  const addresses = () => [];
+  const adverts = { models: [] as { id: string; kind: string; ready: boolean; loaded: boolean }[] };
+  const describe = selfDescriber(
+    identity,
+    [],
+    addresses,
+    () => [],
+    () => ({ ...adverts, backend: "cpu" }),
+  );
+  assert.equal("models" in describe(), false);
+  assert.equal("backend" in describe(), false);
+  adverts.models = [{ id: "m", kind: "llm", ready: false, loaded: false }];
+  assert.deepEqual(describe().models, adverts.models);
+  assert.equal(describe().backend, "cpu");
+});

@@ -33,7 +33,8 @@ function ownView(node: NodeDescription, sepUrl: string): NodeDescription {
 
 /** A node of another account: who it is, and its local addresses only on the same network. */
 function strangerView(entry: ConnectedNode, caller: ConnectedNode): NodeDescription {
-  const { node } = entry;
+  // What it runs is its account's business: models and backend are left out with the services.
+  const { models: _models, backend: _backend, ...node } = entry.node;
   return {
     ...node,
     version: "",

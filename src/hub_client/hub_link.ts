@@ -16,6 +16,7 @@ import { onSocket, type TunnelSocket } from "../tunnel/raw_socket.ts";
 import type { StreamMux } from "../tunnel/stream_mux.ts";
 import { TUNNEL_PROTOCOL } from "../tunnel/wire_frames.ts";
 import { RAW_WELCOME_MS, TransportChoice } from "./hub_transport.ts";
+import { DescriptionUpdates } from "./description_updates.ts";
 import { nodeTunnel, type TunnelOrigin } from "./tunnel_requests.ts";
 import { type BepInfo, pingThroughHub, type SepInfo } from "./sep_info.ts";
 
@@ -25,7 +26,6 @@ export type { BepInfo, SepInfo };
 const RECONNECT_BACKOFF: BackoffOptions = { minTimeout: 500, maxTimeout: 30_000, jitter: 0.2 };
 /** How long a listing, or the sep's self-check, may take. */
 const LIST_TIMEOUT_MS = 5000;
-
 /** What the link needs from the node around it. */
 export interface LinkHost {
   identity: Identity;
@@ -54,7 +54,7 @@ export class HubLink {
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #ticker: ReturnType<typeof setInterval> | undefined;
   #lastHeard = 0;
-  #sentState = "";
+  readonly #updates = new DescriptionUpdates();
   #nextList = 1;
   readonly #lists = new Map<number, PromiseWithResolvers<NodeDescription[]>>();
   #stopped = false;
@@ -235,7 +235,7 @@ export class HubLink {
       case "challenge": {
         const node = this.#host.describe();
         const proof = await this.#host.identity.proof(message.challenge, node);
-        this.#sentState = JSON.stringify([node, this.#gps()]);
+        this.#updates.sent(node, this.#gps());
         return this.#send({ t: "hello", token, proof, gps: this.#gps() });
       }
       case "welcome":
@@ -282,13 +282,13 @@ export class HubLink {
     this.#connect();
   }
 
+  /** Sends the description and fix when they changed (see DescriptionUpdates). */
   #sendUpdate(): void {
     if (!this.#welcome) return;
     const node = this.#host.describe();
     const gps = this.#gps();
-    const state = JSON.stringify([node, gps]);
-    if (state === this.#sentState) return;
-    this.#sentState = state;
+    if (!this.#updates.due(node, gps)) return;
+    this.#updates.sent(node, gps);
     this.#send({ t: "update", node, gps });
   }
 

@@ -8,6 +8,7 @@ export * from "./caller_files.ts";
 export * from "./caller_usage.ts";
 export * from "./inference_service.ts";
 export * from "./load_messages.ts";
+export * from "./model_adverts.ts";
 export * from "./openai_format.ts";
 export * from "./routes.ts";
 export * from "./service.ts";

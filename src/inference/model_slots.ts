@@ -80,6 +80,11 @@ export class ModelSlot {
     return this.#lanes.reduce((sum, lane) => sum + lane.queue.size, 0);
   }
 
+  /** Sequences with no job running on them now. */
+  get idleSequences(): number {
+    return this.#lanes.reduce((sum, lane) => sum + (lane.busy ? 0 : 1), 0);
+  }
+
   /** Whether the key holder has a sequence of its own on this model. */
   get reserved(): boolean {
     return this.#lanes.length > 1;

@@ -35,6 +35,10 @@ export function mdsNode(node: NodeDescription, roles: string[]): MdsNode {
     services: node.services.map((s) => ({ id: s.id, serviceType: s.serviceType, tenant: account })),
     startedAt: node.startedAt,
     tenant: account,
+    // An extension: the reference's listing has no models, and its clients ignore what they
+    // do not know. The listing is encrypted for the account's token holders only.
+    ...(node.models ? { models: node.models } : {}),
+    ...(node.backend ? { backend: node.backend } : {}),
   };
 }
 
@@ -63,5 +67,7 @@ export function insightNode(node: NodeDescription): InsightNode {
     os: node.os,
     addresses: node.addresses,
     services: node.services,
+    ...(node.models ? { models: node.models } : {}),
+    ...(node.backend ? { backend: node.backend } : {}),
   };
 }

@@ -97,3 +97,17 @@ Deno.test("insightNode: what insight lists of a node, services as they are", () 
   });
   assert.ok(v.is(NodeSchema, insightNode(node)), "an insight node as the spec says");
 });
+
+Deno.test("mdsNode and insightNode: a node's models and backend when it advertises them", () => {
+  const models = [{ id: "tiny", kind: "llm", ready: true, loaded: true, freeSlots: 1, queued: 0 }];
+  const node = described("d", { models, backend: "cpu" });
+  for (const listed of [mdsNode(node, []), insightNode(node)]) {
+    assert.deepEqual(listed.models, models);
+    assert.equal(listed.backend, "cpu");
+  }
+  v.parse(ClusterListingSchema, { nodes: [mdsNode(node, [])] });
+  v.parse(NodeSchema, insightNode(node));
+  // A node without them (or an older one) lists no such fields.
+  assert.equal("models" in mdsNode(described("e"), []), false);
+  assert.equal("backend" in insightNode(described("e")), false);
+});

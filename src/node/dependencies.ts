@@ -10,6 +10,7 @@ import { LinkLocal } from "../discovery/link_local.ts";
 import {
   localAddresses,
   machineCharacteristics,
+  type ModelsDescription,
   selfDescriber,
 } from "../discovery/self_description.ts";
 import { Pipeline } from "../http/pipeline.ts";
@@ -17,6 +18,7 @@ import { HubLink } from "../hub_client/hub_link.ts";
 import { Identity } from "../identity/identity.ts";
 import { containerCaller } from "../inference/caller_usage.ts";
 import { InferenceService } from "../inference/inference_service.ts";
+import { ENGINE_BACKEND, modelsAdvertiser } from "../inference/model_adverts.ts";
 import { BundleFiles } from "../mcm/images/bundle_files.ts";
 import { Deployments } from "../mcm/deployments.ts";
 import { Images } from "../mcm/images/images.ts";
@@ -148,16 +150,22 @@ async function openMcm(
 /** Link-local discovery describing this node, and the hub link when there is a hub. */
 async function openDiscovery(
   settings: Settings,
-  parts: { identity: Identity; deployments: Deployments; listening: { port: number } },
+  parts: {
+    identity: Identity;
+    deployments: Deployments;
+    listening: { port: number };
+    models: () => ModelsDescription;
+  },
   pipeline: Pipeline,
 ) {
-  const { identity, deployments, listening } = parts;
+  const { identity, deployments, listening, models } = parts;
   const linkLocal = new LinkLocal(
     selfDescriber(
       identity,
       await machineCharacteristics(settings.dataDir, meta.version),
       () => localAddresses(settings.host, listening.port),
       () => deployments.services(),
+      models,
     ),
     settings.discovery,
   );
@@ -202,7 +210,16 @@ export async function buildDependencies(
   );
   const discovery = await openDiscovery(
     settings,
-    { identity, deployments: mcm.deployments, listening },
+    {
+      identity,
+      deployments: mcm.deployments,
+      listening,
+      models: modelsAdvertiser({
+        registry: store.registry,
+        loaded: (id) => engine.loaded(id),
+        backend: inference ? ENGINE_BACKEND : undefined,
+      }),
+    },
     pipeline,
   );
   answering.services = new NodeServices(
