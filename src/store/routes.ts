@@ -4,8 +4,8 @@
  * @module
  */
 import { storeRoutes } from "../../gen/store/routes.ts";
-import { Invalid, NotFound, Unavailable } from "../errors/mod.ts";
-import { fileResponse } from "../http/file_response.ts";
+import { Forbidden, Invalid, NotFound, Unavailable } from "../errors/mod.ts";
+import { fileResponse, type FileToServe } from "../http/file_response.ts";
 import { JsonCache } from "../http/json_cache.ts";
 import { fileReply, headReply, json, jsonText, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
@@ -13,6 +13,7 @@ import { sseResponse } from "../http/sse.ts";
 import { uploadBody } from "../http/upload_body.ts";
 import { Downloads } from "./downloads.ts";
 import type { ModelLoading } from "./model_loading.ts";
+import { authorizePeer, fileBySha256, type PeerFilesDeps } from "./peer_files.ts";
 import type { Provisioning } from "./provisioning.ts";
 import type { ModelRegistry } from "./registry.ts";
 
@@ -31,6 +32,7 @@ export function storeHandlers(
   registry: ModelRegistry,
   provisioning: Provisioning,
   loading?: ModelLoading,
+  peerFiles?: PeerFilesDeps,
 ): Handlers<typeof storeRoutes> {
   const engine = (action: string) => {
     if (!loading) {
@@ -43,9 +45,9 @@ export function storeHandlers(
   const downloads = new Downloads(provisioning);
   const modelJson = (id: string) =>
     cache.get(`model ${id}`, registry.generation, () => registry.get(id));
-  const media = async (request: Request, id: string, file?: "model" | "mmproj") => {
+  const serveFile = async (request: Request, id: string, file: () => FileToServe) => {
     try {
-      return await fileResponse(request, registry.mediaFile(id, file));
+      return await fileResponse(request, file());
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) {
         throw new NotFound(`the file of model '${id}' is missing`, { resource: "model file", id });
@@ -53,6 +55,8 @@ export function storeHandlers(
       throw error;
     }
   };
+  const media = (request: Request, id: string, file?: "model" | "mmproj") =>
+    serveFile(request, id, () => registry.mediaFile(id, file));
   return {
     listModels: ({ query }) =>
       jsonText(
@@ -99,6 +103,12 @@ export function storeHandlers(
       // The file sink copies each chunk at once: a multipart body can lend them.
       const body = await uploadBody(request, "file", { lentChunks: true });
       return json(200, await provisioning.upload(params.id, body, query));
+    },
+    getPeerFile: async ({ params, request, context }) => {
+      if (!peerFiles) throw new Forbidden("this node serves no other node");
+      await authorizePeer(peerFiles, context);
+      const { sha256 } = params;
+      return fileReply(await serveFile(request, sha256, () => fileBySha256(registry, sha256)));
     },
     // A failure is the stream's last message: `{ error: { code, message } }` (spec/store.yaml).
     downloadModel: ({ params, body }) =>
