@@ -138,7 +138,7 @@ Deno.test("models travel on the LAN between the nodes of one account, by sha256"
     assert.equal(await signedFetch(b, bId, m1Sha), 401);
     const withKey = await fetch(`${b.url}/ai/store/v1/files/${m1Sha}`, { headers: b.auth() });
     await withKey.body?.cancel();
-    assert.equal(withKey.status, 401, "the API key is no node's signature");
+    assert.equal(withKey.status, 403, "the API key is no node's signature");
     assert.equal(await signedFetch(b, bId, m1Sha, c.dataDir), 403);
     assert.equal(await signedFetch(b, bId, m1Sha, `${dir}/stranger`), 403);
     assert.equal(await signedFetch(b, aId, m1Sha, a.dataDir), 403, "signed for another node");

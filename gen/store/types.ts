@@ -167,8 +167,10 @@ export interface paths {
          *     must be of this node's account: a verified LAN member whose signed description names the
          *     account, or a request that came through the hub whose token the hub verified for the
          *     account (and only when `inference.mesh` is `account`). No API key is needed, and none
-         *     grants it: 401 without a signature, 403 for a signature that does not verify, a node of
-         *     another account, a node nobody verified, or when `inference.mesh` is `off`. The file is
+         *     grants it: 401 without any credential; 403 with an API key or token but no signature, a
+         *     signature that does not verify (another node, method or path, more than 60 s old), a
+         *     node of another account, a node nobody verified, or when `inference.mesh` is `off`
+         *     (checked before the path's sha256 is read). The file is
          *     the ready model file whose sha256 this is (404 when none), served as `alt=media`
          *     serves it: Content-Length, ETag (the quoted sha256), Accept-Ranges, and `Range: bytes=`
          *     answered 206 (416 when it cannot be satisfied).

@@ -22,10 +22,19 @@ export interface PeerFilesDeps {
 }
 
 /**
- * The id of the node of this account that sent the request; 401 without a signature, 403 for
- * any other caller, and 403 when the mesh is off (or `lan` and the request came through the hub).
+ * The id of the node of this account that sent the request; 401 without any credential, 403
+ * for any other caller (an API key or a token grants nothing here), and 403 when the mesh is
+ * off (or `lan` and the request came through the hub).
  */
-export async function authorizePeer(deps: PeerFilesDeps, context: RequestContext) {
+export async function authorizePeer(
+  deps: PeerFilesDeps | undefined,
+  context: RequestContext,
+): Promise<string> {
+  if (!deps) throw new Forbidden("this node serves no other node");
+  const signature = context.request.headers.get(NODE_REQUEST_HEADER);
+  if (signature === null && context.request.headers.has("authorization")) {
+    throw new Forbidden("only a node's signed request (x-edge-node-request) reaches this route");
+  }
   const mesh = deps.mesh();
   if (mesh === "off") {
     throw new Forbidden("this node serves no other node (inference.mesh is off)");
@@ -36,7 +45,7 @@ export async function authorizePeer(deps: PeerFilesDeps, context: RequestContext
   return await accountPeer(deps.peers, {
     method: context.request.method,
     path: context.path + context.search,
-    signature: context.request.headers.get(NODE_REQUEST_HEADER),
+    signature,
     hubAccount: context.hubAccount,
   });
 }

@@ -4,7 +4,7 @@
  * @module
  */
 import { storeRoutes } from "../../gen/store/routes.ts";
-import { Forbidden, Invalid, NotFound, Unavailable } from "../errors/mod.ts";
+import { Invalid, NotFound, Unavailable } from "../errors/mod.ts";
 import { fileResponse, type FileToServe } from "../http/file_response.ts";
 import { JsonCache } from "../http/json_cache.ts";
 import { fileReply, headReply, json, jsonText, raw } from "../http/reply.ts";
@@ -13,7 +13,7 @@ import { sseResponse } from "../http/sse.ts";
 import { uploadBody } from "../http/upload_body.ts";
 import { Downloads } from "./downloads.ts";
 import type { ModelLoading } from "./model_loading.ts";
-import { authorizePeer, fileBySha256, type PeerFilesDeps } from "./peer_files.ts";
+import { fileBySha256 } from "./peer_files.ts";
 import type { Provisioning } from "./provisioning.ts";
 import type { ModelRegistry } from "./registry.ts";
 
@@ -32,7 +32,6 @@ export function storeHandlers(
   registry: ModelRegistry,
   provisioning: Provisioning,
   loading?: ModelLoading,
-  peerFiles?: PeerFilesDeps,
 ): Handlers<typeof storeRoutes> {
   const engine = (action: string) => {
     if (!loading) {
@@ -104,9 +103,8 @@ export function storeHandlers(
       const body = await uploadBody(request, "file", { lentChunks: true });
       return json(200, await provisioning.upload(params.id, body, query));
     },
-    getPeerFile: async ({ params, request, context }) => {
-      if (!peerFiles) throw new Forbidden("this node serves no other node");
-      await authorizePeer(peerFiles, context);
+    // Mounted with authorizePeer (service.ts): only a node of the account gets here.
+    getPeerFile: async ({ params, request }) => {
       const { sha256 } = params;
       return fileReply(await serveFile(request, sha256, () => fileBySha256(registry, sha256)));
     },

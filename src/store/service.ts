@@ -9,7 +9,7 @@ import type { Service } from "../http/service.ts";
 import type { Provisioning } from "./provisioning.ts";
 import type { ModelRegistry } from "./registry.ts";
 import type { ModelLoading } from "./model_loading.ts";
-import type { PeerFilesDeps } from "./peer_files.ts";
+import { authorizePeer, type PeerFilesDeps } from "./peer_files.ts";
 import { storeHandlers, storeRoutes } from "./routes.ts";
 
 /** What the registry's routes answer from. */
@@ -37,17 +37,16 @@ export function storeService(deps: StoreDependencies, settings: StoreServiceSett
     prefixes,
     hint: `the model registry is under ${prefixes.join(", ")}`,
     mount(pipeline) {
-      const handlers = storeHandlers(
-        deps.registry,
-        deps.provisioning,
-        deps.loading,
-        deps.peerFiles,
-      );
+      const handlers = storeHandlers(deps.registry, deps.provisioning, deps.loading);
       // A node's request carries its signature, never the API key: `readsRequireKey` is not for it.
       const { getPeerFile, ...clientRoutes } = storeRoutes;
       mountRoutes(pipeline, clientRoutes, handlers, { apiKey, readsRequireKey, prefixes });
       const { getPeerFile: serveToPeer } = handlers;
-      mountRoutes(pipeline, { getPeerFile }, { getPeerFile: serveToPeer }, { apiKey, prefixes });
+      mountRoutes(pipeline, { getPeerFile }, { getPeerFile: serveToPeer }, {
+        apiKey,
+        prefixes,
+        authorize: (context) => authorizePeer(deps.peerFiles, context).then(() => undefined),
+      });
     },
     // Before the server stops: open download streams would hold it open; they end with a message.
     [Symbol.asyncDispose]() {
