@@ -3,6 +3,7 @@
  * acct-1, C of acct-2, D of acct-1 with `inference.mesh: "off"`. A download on A given the
  * file's sha256 is served by B (signed node requests, GET /files/{sha256}), never by C; a peer
  * whose bytes hash wrong or that stalls mid-file is left for the URL; B serves nobody else.
+ * With `inference.mesh: "account"`, a node of the account behind the hub serves it too.
  *
  * @module
  */
@@ -11,6 +12,7 @@ import { NODE_REQUEST_HEADER, signNodeRequest } from "../src/identity/node_reque
 import { loadNodeKey } from "../src/identity/node_key.ts";
 import { allMessages, doneModel, type DownloadMessage, startDownload } from "../testing/events.ts";
 import { startFileServer } from "../testing/file_server.ts";
+import { insightGet, joinHub, startTestHub } from "../testing/hub.ts";
 import { cliToken, makeIssuer, rpc, type TestIssuer } from "../testing/identity.ts";
 import { linkLocalNodes, nodeIdOf, randomMdnsPort, startMeshNode } from "../testing/mesh.ts";
 import { ggufBytes, sha256Hex, type TestNode, waitFor, withTempDir } from "../testing/node.ts";
@@ -209,5 +211,63 @@ Deno.test("models travel on the LAN between the nodes of one account, by sha256"
       assert.equal(await sha256Hex(await fileOf(a, "m3")), m3Sha);
     } finally {
       Deno.kill(b.pid, "SIGCONT");
+    }
+  }));
+
+Deno.test("with inference.mesh account, a node of the account behind the hub serves the file", () =>
+  withTempDir(async (dir) => {
+    const issuer = await makeIssuer(`${dir}/issuer`);
+    const hub = await startTestHub(issuer, `${dir}/hub`);
+    const account = { config: { inference: { mesh: "account" } } };
+    const a = await joinHub(hub.url, issuer, "acct-h", { name: "a", ...account });
+    const b = await joinHub(hub.url, issuer, "acct-h", { name: "b", ...account });
+    // C keeps the default mesh, `lan`: it serves no request that came through the hub.
+    const c = await joinHub(hub.url, issuer, "acct-h", { name: "c" });
+    try {
+      const m = ggufBytes(3 * 1024 * 1024, 5);
+      const sha256 = await sha256Hex(m);
+      await readyModel(b.node, "m", m);
+      await waitFor(
+        async () => {
+          const listed = await (await insightGet(a.node, "/nodes?type=account")).json();
+          return (listed.data ?? []).some((n: { id: string; models?: { sha256?: string }[] }) =>
+            n.id === b.id && (n.models ?? []).some((model) => model.sha256 === sha256)
+          );
+        },
+        "A's account listing to show B's model",
+        20_000,
+      );
+      await createModel(a.node, "m");
+      const all = await allMessages(await startDownload(a.node, "m", { url: DEAD_URL, sha256 }));
+      assert.equal(doneModel(all).sha256, sha256, JSON.stringify(all.slice(-2)));
+      assert.deepEqual(sources(all), [b.id], "the progress names B");
+      assert.deepEqual(await fileOf(a.node, "m"), m);
+
+      const onlyC = ggufBytes(2 * 1024 * 1024, 6);
+      const onlyCSha = await sha256Hex(onlyC);
+      await readyModel(c.node, "only-c", onlyC);
+      await waitFor(
+        async () => {
+          const listed = await (await insightGet(a.node, "/nodes?type=account")).json();
+          return (listed.data ?? []).some((n: { id: string; models?: { sha256?: string }[] }) =>
+            n.id === c.id && (n.models ?? []).some((model) => model.sha256 === onlyCSha)
+          );
+        },
+        "A's account listing to show C's model",
+        20_000,
+      );
+      await createModel(a.node, "only-c");
+      const refused = await allMessages(
+        await startDownload(a.node, "only-c", { url: DEAD_URL, sha256: onlyCSha }),
+      );
+      const last = refused.at(-1);
+      assert.ok(last && "error" in last && last.error.code === 502, JSON.stringify(last));
+      // A asked C through the hub, and C refused it.
+      assert.match(a.node.output(), new RegExp(`node ${c.id} failed, going on: .*403`));
+    } finally {
+      await c.node.stop();
+      await a.node.stop();
+      await b.node.stop();
+      await hub.stop();
     }
   }));

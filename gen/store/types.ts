@@ -130,10 +130,12 @@ export interface paths {
          *
          *     From the mesh (issue 37): with `sha256` (and `inference.mesh` not `off`), the node first
          *     looks for nodes of its account whose signed description (spec/mds.yaml "Models") lists a
-         *     ready model file with that sha256: the verified LAN members, and with `mesh: account`
-         *     none more yet (the hub's account listing is not searched: see the README). It asks one
-         *     at a time, each proved at its address first (its signed answer to a fresh challenge),
-         *     with GET /files/{sha256} signed by this node's key, and `Range` to resume: a node that
+         *     ready model file with that sha256 (idle ones before those that have it loaded): the
+         *     verified LAN members, each proved at its address first (its signed answer to a fresh
+         *     challenge); with `mesh: account`, then the account's nodes in the hub's account listing,
+         *     through the hub's tunnel with this node's stored account token (spec/hub.yaml "Tunnels";
+         *     the hub is trusted with it, a LAN peer never sees it). It asks one at a time, with
+         *     GET /files/{sha256} signed by this node's key, and `Range` to resume: a node that
          *     sends no byte for 5 s (or `downloadStallSeconds` when shorter), breaks the connection,
          *     announces another size or answers an error is left, and the transfer goes on from the
          *     bytes already written with the next node, then with the URL. Progress messages say where

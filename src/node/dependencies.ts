@@ -228,6 +228,7 @@ export async function buildDependencies(
     mesh: () => settings.inference.mesh,
     identity,
     members: () => discovery.linkLocal.members(),
+    hub: discovery.hub,
     storePrefix: settings.storePrefixes[0] ?? "/ai/store/v1",
     stallMs: settings.downloadStallSeconds * 1000,
   }));

@@ -3,14 +3,20 @@
  * the verified LAN members of this node's account whose signed description advertises a ready
  * model file with the sha256 wanted, each proved at its address before it is asked, each asked
  * with a request signed by this node's key (never the account's token: a LAN peer's account is
- * its own claim, and a token handed to an impostor could be replayed at the hub).
+ * its own claim, and a token handed to an impostor could be replayed at the hub). With
+ * `inference.mesh: "account"`, the account's nodes connected to the hub come after them, reached
+ * through the hub's tunnel with this node's own stored token (the hub is trusted with it), the
+ * request still signed by this node's key.
  *
  * @module
  */
 import * as v from "valibot";
 import type { NodeDescription } from "../../gen/mds/validators.ts";
 import { PingAnswerSchema } from "../../gen/mds/validators.ts";
+import type { HubLink } from "../hub_client/hub_link.ts";
+import type { Identity } from "../identity/identity.ts";
 import { newChallenge, verifyProof } from "../identity/node_proof.ts";
+import { hubRoute } from "../mcm/services/mesh_hub.ts";
 import { NODE_REQUEST_HEADER } from "../identity/node_request.ts";
 import { readText } from "../streams/mod.ts";
 import type { FileSource } from "./download_file.ts";
@@ -28,11 +34,13 @@ const MAX_PROOF_BYTES = 512 * 1024;
 export interface MeshSourcesDeps {
   /** `inference.mesh`: "off" looks for nothing. */
   mesh(): "off" | "lan" | "account";
-  identity: {
-    readonly nodeId: string;
-    readonly accountId: string;
-    signRequest(claims: { to: string; method: string; path: string }): Promise<string>;
-  };
+  /** The node's identity: its id, account, key, and the account token it holds for the hub. */
+  identity: Pick<
+    Identity,
+    "nodeId" | "accountId" | "storedToken" | "signRequest" | "checkAccountToken"
+  >;
+  /** The hub link, when the node has a hub. */
+  hub?: Pick<HubLink, "list" | "bep">;
   /** The LAN members discovery verified (this node included). */
   members(): NodeDescription[];
   /** The registry's path prefix on the peers (`/ai/store/v1`). */
@@ -46,16 +54,16 @@ export function peerFilePath(storePrefix: string, sha256: string): string {
   return `${storePrefix}/files/${sha256}`;
 }
 
-/** The LAN members of this node's account that advertise the file ready, idle ones first. */
-export function holders(deps: MeshSourcesDeps, sha256: string): Array<{
-  node: NodeDescription;
-  size: number;
-  origin: string;
-}> {
+/** Nodes of `listed` of this node's account that advertise the file ready, idle ones first. */
+export function holders(
+  deps: Pick<MeshSourcesDeps, "identity">,
+  listed: NodeDescription[],
+  sha256: string,
+): Array<{ node: NodeDescription; size: number; origin: string }> {
   const { nodeId, accountId } = deps.identity;
   if (accountId === "") return [];
   const found = [];
-  for (const node of deps.members()) {
+  for (const node of listed) {
     if (node.id === nodeId || node.accountId !== accountId) continue;
     const model = node.models?.find((m) => m.sha256 === sha256 && m.ready && m.size !== undefined);
     const local = node.addresses.find((address) => address.type === "local");
@@ -110,32 +118,72 @@ async function provedAt(origin: string, nodeId: string, signal: AbortSignal): Pr
   return true;
 }
 
+/** A node's file as a source: at `url`, with `headers` and the node's signature. */
+function nodeSource(
+  deps: MeshSourcesDeps,
+  nodeId: string,
+  size: number,
+  url: string,
+  path: string,
+  headers: Record<string, string> = {},
+): FileSource {
+  return {
+    url,
+    label: { node: nodeId },
+    size,
+    stallMs: Math.min(PEER_STALL_MS, deps.stallMs),
+    // A node that fails is left at once: the next node or the URL goes on from there.
+    retries: 0,
+    headers: async () => ({
+      ...headers,
+      [NODE_REQUEST_HEADER]: await deps.identity.signRequest({ to: nodeId, method: "GET", path }),
+    }),
+  };
+}
+
+/** The account's nodes behind the hub that hold the file (none on the LAN already). */
+async function hubSources(
+  deps: MeshSourcesDeps,
+  sha256: string,
+  skip: Set<string>,
+  signal: AbortSignal,
+): Promise<FileSource[]> {
+  const { hub, identity } = deps;
+  const token = identity.storedToken;
+  if (!hub || !token) return [];
+  const path = peerFilePath(deps.storePrefix, sha256);
+  const sources: FileSource[] = [];
+  try {
+    const listed = await hub.list("account");
+    for (const { node, size } of holders(deps, listed, sha256)) {
+      if (skip.has(node.id)) continue;
+      const route = await hubRoute({ hub, identity }, node.id, path, new Headers(), token, signal);
+      const headers = Object.fromEntries(route.headers);
+      sources.push(nodeSource(deps, node.id, size, route.url.href, path, headers));
+    }
+  } catch (error) {
+    signal.throwIfAborted();
+    console.warn(`model download: the hub's nodes cannot be asked: ${error}`);
+  }
+  return sources;
+}
+
 /** The mesh's sources of model files, for Provisioning.useMesh. */
 export function meshSources(deps: MeshSourcesDeps): MeshFiles {
   return {
     async find(sha256, signal) {
-      if (deps.mesh() === "off") return undefined;
+      const mesh = deps.mesh();
+      if (mesh === "off") return undefined;
       const sources: FileSource[] = [];
-      for (const { node, size, origin } of holders(deps, sha256)) {
+      const path = peerFilePath(deps.storePrefix, sha256);
+      const lan = holders(deps, deps.members(), sha256);
+      for (const { node, size, origin } of lan) {
         if (!await provedAt(origin, node.id, signal)) continue;
-        const path = peerFilePath(deps.storePrefix, sha256);
-        sources.push({
-          url: `${origin}${path}`,
-          label: { node: node.id },
-          size,
-          stallMs: Math.min(PEER_STALL_MS, deps.stallMs),
-          // A node that fails is left at once: the next node or the URL goes on from there.
-          retries: 0,
-          headers: async () => ({
-            [NODE_REQUEST_HEADER]: await deps.identity.signRequest({
-              to: node.id,
-              method: "GET",
-              path,
-            }),
-          }),
-        });
+        sources.push(nodeSource(deps, node.id, size, `${origin}${path}`, path));
       }
-      return sources;
+      if (mesh !== "account") return sources;
+      const onLan = new Set(lan.map(({ node }) => node.id));
+      return [...sources, ...await hubSources(deps, sha256, onLan, signal)];
     },
   };
 }
