@@ -127,8 +127,59 @@ export interface paths {
          *     connect fails at once; one answered 408, 429 or 5xx is retried. A GGUF file whose header
          *     cannot be read (see the upload) ends the stream with `{error:{code:400}}`, and the model
          *     stays as it was.
+         *
+         *     From the mesh (issue 37): with `sha256` (and `inference.mesh` not `off`), the node first
+         *     looks for nodes of its account whose signed description (spec/mds.yaml "Models") lists a
+         *     ready model file with that sha256 (idle ones before those that have it loaded): the
+         *     verified LAN members, each proved at its address first (its signed answer to a fresh
+         *     challenge); with `mesh: account`, then the account's nodes in the hub's account listing,
+         *     through the hub's tunnel with this node's stored account token (spec/hub.yaml "Tunnels";
+         *     the hub is trusted with it, a LAN peer never sees it). It asks one at a time, with
+         *     GET /files/{sha256} signed by this node's key, and `Range` to resume: a node that
+         *     sends no byte for 5 s (or `downloadStallSeconds` when shorter), breaks the connection,
+         *     announces another size or answers an error is left, and the transfer goes on from the
+         *     bytes already written with the next node, then with the URL. Progress messages say where
+         *     the bytes come from now (`source`). The whole file's sha256 is checked before the file
+         *     is put in place; when bytes that came from a node do not hash to it, the file is
+         *     discarded and downloaded again from the URL alone. The URL is asked only when no node
+         *     holds the file or every node failed; a dead URL then fails the download as before.
          */
         post: operations["downloadModel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/files/{sha256}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sha256: components["schemas"]["Sha256Lower"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A model file by its sha256, for another node of this node's account
+         * @description Extension (issue 37, "Models travel on the LAN"): how a node fetches a model file from a
+         *     peer. The caller is a node, not a client: the request must carry `x-edge-node-request`,
+         *     signed by the calling node's key for this node, `GET` and this path (spec/mds.yaml;
+         *     Range is not signed: it only selects bytes of what the signature allows), and that node
+         *     must be of this node's account: a verified LAN member whose signed description names the
+         *     account, or a request that came through the hub whose token the hub verified for the
+         *     account (and only when `inference.mesh` is `account`). No API key is needed, and none
+         *     grants it: 401 without any credential; 403 with an API key or token but no signature, a
+         *     signature that does not verify (another node, method or path, more than 60 s old), a
+         *     node of another account, a node nobody verified, or when `inference.mesh` is `off`
+         *     (checked before the path's sha256 is read). The file is
+         *     the ready model file whose sha256 this is (404 when none), served as `alt=media`
+         *     serves it: Content-Length, ETag (the quoted sha256), Accept-Ranges, and `Range: bytes=`
+         *     answered 206 (416 when it cannot be satisfied).
+         */
+        get: operations["getPeerFile"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -143,6 +194,7 @@ export interface components {
         /** @enum {string} */
         Kind: "llm" | "vlm" | "embed" | "onnx";
         Sha256: string;
+        Sha256Lower: string;
         Version: string;
         /** @enum {string} */
         ChatTemplateHint: "chatml" | "llama2" | "llama3" | "phi3" | "mistral-v1" | "mistral-v3" | "mistral-v7" | "gemma" | "deepseek" | "deepseek2" | "deepseek3" | "command-r" | "falcon3" | "zephyr" | "vicuna" | "vicuna-orca" | "openchat";
@@ -234,7 +286,11 @@ export interface components {
             url: components["schemas"]["HttpUrl"];
             /** @description The projector file; required for kind vlm, refused for other kinds. */
             mmprojUrl?: components["schemas"]["HttpUrl"];
-            /** @description Extension. Expected hex SHA-256 of the model file. */
+            /**
+             * @description Extension. Expected hex SHA-256 of the model file. With it (and `inference.mesh` not
+             *     `off`) the node first fetches the file from a node of its account on the mesh that
+             *     advertises a ready model file with this sha256 (see the download's description).
+             */
             sha256?: components["schemas"]["Sha256"];
             /** @description Extension. Expected hex SHA-256 of the projector file. */
             mmprojSha256?: components["schemas"]["Sha256"];
@@ -244,6 +300,16 @@ export interface components {
         FileProgress: {
             size: number;
             totalSize?: number;
+            source?: components["schemas"]["DownloadSource"];
+        };
+        /**
+         * @description Extension. Where the bytes come from now: `{ node: <id> }`, a node of the mesh, or
+         *     `"url"`, the request's URL. Present only on a download that looked for the file on the
+         *     mesh (a model file with `sha256`, `inference.mesh` not `off`); it changes when the
+         *     transfer moves to another source.
+         */
+        DownloadSource: "url" | {
+            node: string;
         };
         DownloadProgress: components["schemas"]["FileProgress"];
         MmprojProgress: {
@@ -609,6 +675,57 @@ export interface operations {
             409: components["responses"]["Error"];
             413: components["responses"]["Error"];
             415: components["responses"]["Error"];
+        };
+    };
+    getPeerFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sha256: components["schemas"]["Sha256Lower"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description One byte range of the file. */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description If-None-Match matched the file's ETag. */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            /** @description The range cannot be satisfied; `Content-Range: bytes *\/<size>`. */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
 }

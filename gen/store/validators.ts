@@ -78,8 +78,13 @@ export const DownloadModelRequestSchema = v.strictObject({ "url": HttpUrlSchema,
 /** DownloadModelRequest as validated. */
 export type DownloadModelRequest = v.InferOutput<typeof DownloadModelRequestSchema>;
 
+/** Extension. Where the bytes come from now: `{ node: <id> }`, a node of the mesh, or */
+export const DownloadSourceSchema = v.union([v.literal("url", "must be \"url\""), v.strictObject({ "node": v.pipe(v.string("must be a string"), v.regex(new RegExp("^[0-9a-f]{56}$", "u"), "must match ^[0-9a-f]{56}$")) })], "is not of an accepted form");
+/** DownloadSource as validated. */
+export type DownloadSource = v.InferOutput<typeof DownloadSourceSchema>;
+
 /** The FileProgress schema. */
-export const FileProgressSchema = v.strictObject({ "size": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "totalSize": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))) });
+export const FileProgressSchema = v.strictObject({ "size": v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0")), "totalSize": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"), v.minValue(0, "must be at least 0"))), "source": v.optional(DownloadSourceSchema) });
 /** FileProgress as validated. */
 export type FileProgress = v.InferOutput<typeof FileProgressSchema>;
 
@@ -102,6 +107,11 @@ export type MmprojProgress = v.InferOutput<typeof MmprojProgressSchema>;
 export const ModelListSchema = v.strictObject({ "data": v.array(ModelSchema, "must be an array") });
 /** ModelList as validated. */
 export type ModelList = v.InferOutput<typeof ModelListSchema>;
+
+/** The Sha256Lower schema. */
+export const Sha256LowerSchema = v.pipe(v.string("must be a string"), v.regex(new RegExp("^[0-9a-f]{64}$", "u"), "must be 64 lowercase hex digits"));
+/** Sha256Lower as validated. */
+export type Sha256Lower = v.InferOutput<typeof Sha256LowerSchema>;
 
 /** The UpdateModelRequest schema. */
 export const UpdateModelRequestSchema = v.strictObject({ "id": ModelIdSchema, "action": v.picklist(["update","load","unload"], "must be one of: update, load, unload"), "gguf": v.optional(GgufSchema), "onnx": v.optional(OnnxSchema) });

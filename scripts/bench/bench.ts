@@ -8,6 +8,8 @@
  * - the model registry (store.ts): uploads and downloads with curl next to cp, dd, nginx's
  *   WebDAV PUT and a bare Deno.serve, the node's peak RSS, listings with wrk.
  * - discovery (discovery.ts): joining, verifying 50 nodes, listing them.
+ * - the mesh (mesh_transfer.ts): a model file fetched node to node by sha256 on the LAN, next to
+ *   curl of the same file from the peer's alt=media.
  * - the hub (hub.ts): tunnelled requests and transfers (a quarter of the size), and simulated
  *   node connections.
  * - hub clusters (hub_cluster.ts, needs nats-server and haproxy): requests and transfers
@@ -21,7 +23,7 @@
  * - inference (inference.ts): a streamed chat completion through a node next to
  *   node-llama-cpp called directly, same model, prompts and threads; threads 1, 2 and the default.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
- * `--only requests|store|discovery|hub|cluster|mcm|inference`, `--quick [--record]`
+ * `--only requests|store|discovery|mesh|hub|cluster|mcm|inference`, `--quick [--record]`
  * (quick.ts: the ratios in under a minute, checked against recorded.json), `--readme` (a full
  * run writes its table into README.md: readme.ts).
  *
@@ -34,6 +36,7 @@ import { hubRows } from "./hub.ts";
 import { clusterRows } from "./hub_cluster.ts";
 import { inferenceRows } from "./inference.ts";
 import { mcmRows } from "./mcm.ts";
+import { meshTransferRows } from "./mesh_transfer.ts";
 import { densityRows } from "./mcm_density.ts";
 import { mcmDownloadRows } from "./mcm_download.ts";
 import { spareRows } from "./mcm_spares.ts";
@@ -56,7 +59,7 @@ const { values } = parseArgs({
 });
 const USAGE = `deno task bench [--size-mib N] [--only PART] [--quick [--record]] [--readme]
   --size-mib N  transfer size in MiB (default 1024; the hub's transfers a quarter of it)
-  --only PART   one part: requests|store|discovery|hub|cluster|mcm|inference
+  --only PART   one part: requests|store|discovery|mesh|hub|cluster|mcm|inference
   --quick       the ratios in under a minute, checked against scripts/bench/recorded.json;
                 with --record, writes them anew
   --readme      a full run writes its table into README.md
@@ -89,6 +92,7 @@ async function main() {
   if (!only || only === "requests") rows.push(...await requestPathRows());
   if (!only || only === "store") rows.push(...await storeRows(SIZE_MIB, SMALL_MIB));
   if (!only || only === "discovery") rows.push(...await discoveryRows());
+  if (!only || only === "mesh") rows.push(...await meshTransferRows(SIZE_MIB));
   if (!only || only === "hub") rows.push(...await hubRows(SMALL_MIB));
   if (!only || only === "cluster") {
     const given = values["size-mib"] === undefined ? undefined : SIZE_MIB;

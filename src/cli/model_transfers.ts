@@ -122,6 +122,7 @@ export async function pull({ positionals, values, store, json }: TransferInvocat
     ...(values.sha256 ? { sha256: values.sha256 as string } : {}),
     ...(force ? { force: true } : {}),
   };
+  let source: string | undefined;
   try {
     const record = { id, kind, version, ...configOf(values, kind) };
     for await (const message of pullModel(store, record, body, cancel.signal)) {
@@ -132,7 +133,12 @@ export async function pull({ positionals, values, store, json }: TransferInvocat
         return 0;
       }
       if ("mmproj" in message) bars.mmproj.update(message.mmproj.size, message.mmproj.totalSize);
-      else bars.model.update(message.size, message.totalSize);
+      else {
+        const from = sourceName(message.source);
+        if (from !== source && from !== undefined && !json) console.error(`\nfrom ${from}`);
+        source = from;
+        bars.model.update(message.size, message.totalSize);
+      }
     }
     return 0;
   } catch (error) {
@@ -170,4 +176,10 @@ export async function cat({ positionals, connection }: TransferInvocation) {
     throw error;
   }
   return 0;
+}
+
+/** Where a download's bytes come from, as the pull says it; undefined when the node did not say. */
+function sourceName(source: "url" | { node: string } | undefined): string | undefined {
+  if (source === undefined) return undefined;
+  return source === "url" ? "the URL" : `node ${source.node}`;
 }

@@ -37,7 +37,9 @@ const HELP = `  edgenode models ls [--kind K] [--ready]
   edgenode models pull ID URL [--mmproj URL] [--sha256 HEX] [--kind K] [--version V] [--force]
       Downloads into the node (creating the record, kind llm by default), with progress;
       Ctrl-C cancels it, and a record the pull created goes when it fails or is cancelled.
-      A ready model keeps its file unless --force is given.
+      A ready model keeps its file unless --force is given. With --sha256 the node first
+      fetches the file from a node of its account on the LAN that holds it (inference.mesh),
+      and uses the URL when none does; the progress says where the bytes come from.
   edgenode models set ID [--version V] [--kind K] [--ctx N] [--gpu-layers N] [--template HINT]
                       [--provider P]                   changes only the given fields
   edgenode models rm ID

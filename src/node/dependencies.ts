@@ -31,6 +31,7 @@ import { ModelRecords } from "../store/model_records.ts";
 import { Provisioning } from "../store/provisioning.ts";
 import { ModelRegistry } from "../store/registry.ts";
 import { Transfers } from "../store/transfers.ts";
+import { meshSources } from "../store/mesh_sources.ts";
 import { VIA_HEADER } from "../tunnel/routing.ts";
 import type { Settings } from "./config.ts";
 
@@ -222,6 +223,15 @@ export async function buildDependencies(
     },
     pipeline,
   );
+  // A download given a sha256 asks the LAN's nodes of the account first (issue 37).
+  store.provisioning.useMesh(meshSources({
+    mesh: () => settings.inference.mesh,
+    identity,
+    members: () => discovery.linkLocal.members(),
+    hub: discovery.hub,
+    storePrefix: settings.storePrefixes[0] ?? "/ai/store/v1",
+    stallMs: settings.downloadStallSeconds * 1000,
+  }));
   answering.services = new NodeServices(
     identity,
     discovery.linkLocal,

@@ -14,7 +14,27 @@ import { mcmService } from "../mcm/service.ts";
 import { mdsService } from "../mds/service.ts";
 import { modelLoading } from "../inference/load_messages.ts";
 import { storeService } from "../store/service.ts";
+import type { PeerFilesDeps } from "../store/peer_files.ts";
 import type { NodeDependencies } from "./dependencies.ts";
+
+/** Who may fetch this node's model files: the nodes of its account (store/peer_files.ts). */
+function peerFilesOf({ settings, identity, linkLocal }: NodeDependencies): PeerFilesDeps {
+  return {
+    mesh: () => settings.inference.mesh,
+    peers: {
+      get nodeId() {
+        return identity.nodeId;
+      },
+      get accountId() {
+        return identity.accountId;
+      },
+      lanAccountOf: (id) =>
+        id === identity.nodeId
+          ? undefined
+          : linkLocal.members().find((member) => member.id === id)?.accountId,
+    },
+  };
+}
 
 /** The node's services over its parts. */
 export function nodeServiceList(deps: NodeDependencies): Service[] {
@@ -22,7 +42,7 @@ export function nodeServiceList(deps: NodeDependencies): Service[] {
   const { apiKey, readsRequireKey } = settings;
   return [
     storeService(
-      { ...deps, loading: inference && modelLoading(inference) },
+      { ...deps, loading: inference && modelLoading(inference), peerFiles: peerFilesOf(deps) },
       { prefixes: settings.storePrefixes, apiKey, readsRequireKey },
     ),
     insightService(deps, { prefixes: settings.insightPrefixes, apiKey }),

@@ -8,13 +8,14 @@
  */
 import type { DownloadModelRequest, Model } from "../../gen/store/validators.ts";
 import { Cancelled, Conflict } from "../errors/mod.ts";
+import type { DownloadSource } from "./download_file.ts";
 import type { FileRole } from "./model_files.ts";
 import type { Provisioning } from "./provisioning.ts";
 
 /** Progress messages per second, at most, per stream. */
 const PROGRESS_INTERVAL_MS = 250;
 
-type Progress = { size: number; totalSize?: number };
+type Progress = { size: number; totalSize?: number; source?: DownloadSource };
 
 /** What a follower of a download hears: progress, then the model or the failure. */
 export type DownloadEvent =
@@ -44,13 +45,18 @@ class Job {
     this.key = key;
   }
 
-  update(role: FileRole, size: number, totalSize?: number): void {
+  update(role: FileRole, size: number, totalSize?: number, source?: DownloadSource): void {
     const last = this.progress.get(role);
-    if (last?.size === size && last.totalSize === totalSize) return;
-    this.progress.set(role, totalSize === undefined ? { size } : { size, totalSize });
+    const moved = JSON.stringify(last?.source) !== JSON.stringify(source);
+    if (last?.size === size && last.totalSize === totalSize && !moved) return;
+    this.progress.set(role, {
+      size,
+      ...(totalSize === undefined ? {} : { totalSize }),
+      ...(source === undefined ? {} : { source }),
+    });
     this.#changed.add(role);
-    // Completion is always reported, whatever the throttle.
-    if (size === totalSize) this.flush();
+    // Completion is always reported, whatever the throttle, and so is a change of source.
+    if (size === totalSize || (moved && last !== undefined)) this.flush();
   }
 
   flush(): void {
@@ -133,7 +139,7 @@ export class Downloads {
         id,
         request,
         job.controller.signal,
-        (role, size, total) => job.update(role, size, total),
+        (role, size, total, source) => job.update(role, size, total, source),
       )
       .then(
         (model) => job.finish({ done: true, model }),

@@ -20,6 +20,10 @@ export interface SourceOptions {
   stallMs: number;
   /** Failures in a row tolerated (the count starts again whenever bytes arrive). */
   retries: number;
+  /** Headers for each request (a node's signature is made again for each: it is short-lived). */
+  headers?: () => Promise<Record<string, string>>;
+  /** The first byte wanted: a transfer that goes on from bytes another source sent. */
+  from?: number;
 }
 
 /** An opened source: its size when announced, and its bytes. */
@@ -200,13 +204,15 @@ function contentRange(response: Response): { start: number; total?: number } | u
  */
 export async function openSource(url: string, options: SourceOptions): Promise<Source> {
   const { signal, stallMs, retries } = options;
+  const from = options.from ?? 0;
   let attempt = new Attempt(stallMs, signal);
   const send = async (headers: Record<string, string>) => {
     attempt.stop();
     attempt = new Attempt(stallMs, signal);
     try {
+      const extra = await options.headers?.();
       const answer = await fetch(url, {
-        headers: { "accept-encoding": "identity", ...headers },
+        headers: { "accept-encoding": "identity", ...extra, ...headers },
         signal: attempt.signal,
       });
       return answer;
@@ -235,9 +241,14 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
   let response: Response;
   for (let failures = 0;; failures++) {
     try {
-      response = await send({});
+      response = await send(from > 0 ? { range: `bytes=${from}-` } : {});
     } catch (error) {
       throw failure(error);
+    }
+    if (response.ok && from > 0 && contentRange(response)?.start !== from) {
+      await response.body?.cancel();
+      attempt.stop();
+      throw new RestartNeeded(`the source cannot continue from byte ${from}`);
     }
     if (response.ok) break;
     await response.body?.cancel();
@@ -249,12 +260,16 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
   }
 
   const length = response.headers.get("content-length");
-  const totalSize = length !== null && /^\d+$/.test(length) ? Number(length) : undefined;
+  const totalSize = from > 0
+    ? contentRange(response)!.total
+    : length !== null && /^\d+$/.test(length)
+    ? Number(length)
+    : undefined;
   const etag = response.headers.get("etag");
   const validator = etag && !etag.startsWith("W/") ? etag : response.headers.get("last-modified");
 
   async function* chunks(): AsyncGenerator<Uint8Array> {
-    let received = 0;
+    let received = from;
     let failures = 0;
     // Bytes of the current attempt; the failure count starts again once an attempt has
     // delivered a window's worth at the minimum rate (a trickle must not reset it forever).

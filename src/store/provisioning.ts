@@ -8,7 +8,7 @@
 import type { DownloadModelRequest, Kind, Model } from "../../gen/store/validators.ts";
 import { Conflict, DomainError, Invalid, Unavailable } from "../errors/mod.ts";
 import type { UploadBody } from "../streams/mod.ts";
-import { downloadFile } from "./download_file.ts";
+import { downloadFromSources, type DownloadSource, type FileSource } from "./download_file.ts";
 import { checkDownloadRequest, verifyWritten, type WrittenFiles } from "./file_checks.ts";
 import { describeModelFile, type ModelFileFacts } from "./gguf_metadata.ts";
 import { formatOf, GGUF_HEADER_BYTES } from "./model_format.ts";
@@ -28,8 +28,25 @@ export interface ProvisioningOptions {
   downloadHosts?: string[];
 }
 
-/** Progress of one file of a download. */
-export type ProgressListener = (role: FileRole, size: number, totalSize?: number) => void;
+/**
+ * Progress of one file of a download; `source` is given on a download that looked for the file
+ * on the mesh (spec/store.yaml DownloadSource).
+ */
+export type ProgressListener = (
+  role: FileRole,
+  size: number,
+  totalSize?: number,
+  source?: DownloadSource,
+) => void;
+
+/** Nodes of the mesh that hold a file (mesh_sources.ts). */
+export interface MeshFiles {
+  /**
+   * Sources on the mesh for the model file with this sha256 and the size, best first; [] when
+   * no node holds it, undefined when the mesh is off (nothing was looked for).
+   */
+  find(sha256: string, signal: AbortSignal): Promise<FileSource[] | undefined>;
+}
 
 const deletedDuring = (id: string, transfer: "upload" | "download") =>
   new Conflict(`model '${id}' was deleted while its file was being ${transfer}ed`);
@@ -40,6 +57,7 @@ export class Provisioning {
   readonly #files: ModelFiles;
   readonly #transfers: Transfers;
   readonly #options: ProvisioningOptions;
+  #mesh: MeshFiles | undefined;
 
   /** Provisioning into these records and files; `transfers` is shared with the registry. */
   constructor(
@@ -105,6 +123,11 @@ export class Provisioning {
     return await this.#commit(id, { [role]: written }, { [role]: options.sha256 }, "upload");
   }
 
+  /** Lets downloads given a sha256 fetch the file from nodes of the mesh that hold it. */
+  useMesh(mesh: MeshFiles): void {
+    this.#mesh = mesh;
+  }
+
   /** Checks a download request before any byte moves; returns the model as it is now. */
   checkDownload(id: string, request: DownloadModelRequest): Model {
     const record = this.#records.require(id);
@@ -125,19 +148,40 @@ export class Provisioning {
     const record = this.#records.require(id);
     const controller = this.#transfers.begin(id);
     const written: WrittenFiles = {};
-    const fetchFile = async (role: FileRole, url: string) => {
-      written[role] = await downloadFile(this.#files, id, storedFileName(record, role), url, {
-        signal: AbortSignal.any([signal, controller.signal]),
-        stallMs: this.#options.stallMs ?? 30_000,
-        retries: this.#options.retries ?? 5,
-        maxBytes: this.#options.maxFileBytes,
-        headBytes: GGUF_HEADER_BYTES,
-        onProgress: (size, totalSize) => onProgress(role, size, totalSize),
-      });
+    const transfer = AbortSignal.any([signal, controller.signal]);
+    const fetchFile = async (role: FileRole, url: string, sha256?: string) => {
+      const peers = sha256 && this.#mesh
+        ? await this.#mesh.find(sha256.toLowerCase(), transfer)
+        : undefined;
+      const fetchFrom = (sources: FileSource[]) =>
+        downloadFromSources(this.#files, id, storedFileName(record, role), sources, {
+          signal: transfer,
+          stallMs: this.#options.stallMs ?? 30_000,
+          retries: this.#options.retries ?? 5,
+          maxBytes: this.#options.maxFileBytes,
+          headBytes: GGUF_HEADER_BYTES,
+          onProgress: (size, totalSize, source) =>
+            onProgress(role, size, totalSize, peers ? source : undefined),
+          onSourceFailed: (source, error) =>
+            console.warn(`download of '${id}': ${describe(source)} failed, going on: ${error}`),
+        });
+      const fromUrl: FileSource = { url, label: "url" };
+      let file = await fetchFrom([...peers ?? [], fromUrl]);
+      const fromNodes = file.usedSources.filter((source) => source.label !== "url");
+      if (sha256 && fromNodes.length > 0 && file.sha256 !== sha256.toLowerCase()) {
+        // Which node sent the wrong bytes is unknown: the URL alone sends the file again.
+        await this.#files.discard(file);
+        console.warn(
+          `download of '${id}': the bytes from ${fromNodes.map(describe).join(", ")} do not ` +
+            `hash to ${sha256}; downloading it again from ${url}`,
+        );
+        file = await fetchFrom([fromUrl]);
+      }
+      written[role] = file;
     };
     try {
       if (request.mmprojUrl) await fetchFile("mmproj", request.mmprojUrl);
-      await fetchFile("model", request.url);
+      await fetchFile("model", request.url, request.sha256);
     } catch (error) {
       for (const file of Object.values(written)) await this.#files.discard(file);
       if (controller.signal.aborted) {
@@ -207,6 +251,11 @@ export class Provisioning {
   cancelAll(message: string): void {
     this.#transfers.cancelEverything(new Unavailable(message));
   }
+}
+
+/** A source as logs name it. */
+function describe(source: FileSource): string {
+  return source.label === "url" ? source.url : `node ${source.label.node}`;
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { storeRoutes } from "../../gen/store/routes.ts";
 import { Invalid, NotFound, Unavailable } from "../errors/mod.ts";
-import { fileResponse } from "../http/file_response.ts";
+import { fileResponse, type FileToServe } from "../http/file_response.ts";
 import { JsonCache } from "../http/json_cache.ts";
 import { fileReply, headReply, json, jsonText, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
@@ -13,6 +13,7 @@ import { sseResponse } from "../http/sse.ts";
 import { uploadBody } from "../http/upload_body.ts";
 import { Downloads } from "./downloads.ts";
 import type { ModelLoading } from "./model_loading.ts";
+import { fileBySha256 } from "./peer_files.ts";
 import type { Provisioning } from "./provisioning.ts";
 import type { ModelRegistry } from "./registry.ts";
 
@@ -43,9 +44,9 @@ export function storeHandlers(
   const downloads = new Downloads(provisioning);
   const modelJson = (id: string) =>
     cache.get(`model ${id}`, registry.generation, () => registry.get(id));
-  const media = async (request: Request, id: string, file?: "model" | "mmproj") => {
+  const serveFile = async (request: Request, id: string, file: () => FileToServe) => {
     try {
-      return await fileResponse(request, registry.mediaFile(id, file));
+      return await fileResponse(request, file());
     } catch (error) {
       if (error instanceof Deno.errors.NotFound) {
         throw new NotFound(`the file of model '${id}' is missing`, { resource: "model file", id });
@@ -53,6 +54,8 @@ export function storeHandlers(
       throw error;
     }
   };
+  const media = (request: Request, id: string, file?: "model" | "mmproj") =>
+    serveFile(request, id, () => registry.mediaFile(id, file));
   return {
     listModels: ({ query }) =>
       jsonText(
@@ -99,6 +102,11 @@ export function storeHandlers(
       // The file sink copies each chunk at once: a multipart body can lend them.
       const body = await uploadBody(request, "file", { lentChunks: true });
       return json(200, await provisioning.upload(params.id, body, query));
+    },
+    // Mounted with authorizePeer (service.ts): only a node of the account gets here.
+    getPeerFile: async ({ params, request }) => {
+      const { sha256 } = params;
+      return fileReply(await serveFile(request, sha256, () => fileBySha256(registry, sha256)));
     },
     // A failure is the stream's last message: `{ error: { code, message } }` (spec/store.yaml).
     downloadModel: ({ params, body }) =>

@@ -9,6 +9,7 @@ import type { Service } from "../http/service.ts";
 import type { Provisioning } from "./provisioning.ts";
 import type { ModelRegistry } from "./registry.ts";
 import type { ModelLoading } from "./model_loading.ts";
+import { authorizePeer, type PeerFilesDeps } from "./peer_files.ts";
 import { storeHandlers, storeRoutes } from "./routes.ts";
 
 /** What the registry's routes answer from. */
@@ -17,6 +18,8 @@ export interface StoreDependencies {
   provisioning: Provisioning;
   /** Loading models into the engine; undefined when inference is off. */
   loading?: ModelLoading;
+  /** Serving model files to the nodes of this node's account; none served without it. */
+  peerFiles?: PeerFilesDeps;
 }
 
 /** How the registry is offered. */
@@ -35,7 +38,15 @@ export function storeService(deps: StoreDependencies, settings: StoreServiceSett
     hint: `the model registry is under ${prefixes.join(", ")}`,
     mount(pipeline) {
       const handlers = storeHandlers(deps.registry, deps.provisioning, deps.loading);
-      mountRoutes(pipeline, storeRoutes, handlers, { apiKey, readsRequireKey, prefixes });
+      // A node's request carries its signature, never the API key: `readsRequireKey` is not for it.
+      const { getPeerFile, ...clientRoutes } = storeRoutes;
+      mountRoutes(pipeline, clientRoutes, handlers, { apiKey, readsRequireKey, prefixes });
+      const { getPeerFile: serveToPeer } = handlers;
+      mountRoutes(pipeline, { getPeerFile }, { getPeerFile: serveToPeer }, {
+        apiKey,
+        prefixes,
+        authorize: (context) => authorizePeer(deps.peerFiles, context).then(() => undefined),
+      });
     },
     // Before the server stops: open download streams would hold it open; they end with a message.
     [Symbol.asyncDispose]() {
