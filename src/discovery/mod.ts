@@ -7,4 +7,5 @@
  */
 export * from "./link_local.ts";
 export * from "./mdns_socket.ts";
+export * from "./peer_proof.ts";
 export * from "./self_description.ts";

@@ -49,3 +49,30 @@ export async function checkPeer(baseUrl: string, claimedId?: string): Promise<No
   }
   return await verifyProof(answer.output.data.proof, challenge, claimedId);
 }
+
+/** How long a node's proof at an origin is believed; then it is asked again. */
+const PROVEN_MS = 30_000;
+/** Proofs kept at most (one a peer and origin; a LAN has far fewer). */
+const MAX_PROVEN = 1024;
+/** Which node proved itself at which origin, until when (ms since the epoch). */
+const proven = new Map<string, number>();
+
+/**
+ * Makes sure the node at `origin` is `nodeId` before this node sends it anything on someone's
+ * behalf: a peer's advertised address is its own claim, and a peer that claimed `127.0.0.1:22`
+ * or a metadata address would otherwise aim this node's requests there. The proof is believed
+ * PROVEN_MS. Throws ProofError (or a network error, or the signal's reason) otherwise.
+ */
+export async function proveAt(origin: string, nodeId: string, signal: AbortSignal): Promise<void> {
+  const key = `${nodeId}@${origin}`;
+  if ((proven.get(key) ?? 0) > Date.now()) return;
+  await Promise.race([
+    checkPeer(origin, nodeId),
+    new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(signal.reason);
+      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+    }),
+  ]);
+  if (proven.size >= MAX_PROVEN) proven.delete(proven.keys().next().value!);
+  proven.set(key, Date.now() + PROVEN_MS);
+}

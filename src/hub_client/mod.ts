@@ -6,4 +6,5 @@
  * @module
  */
 export * from "./hub_link.ts";
+export * from "./hub_route.ts";
 export * from "./require_hub.ts";

@@ -31,7 +31,7 @@ import { ModelRecords } from "../store/model_records.ts";
 import { Provisioning } from "../store/provisioning.ts";
 import { ModelRegistry } from "../store/registry.ts";
 import { Transfers } from "../store/transfers.ts";
-import { meshSources } from "../store/mesh_sources.ts";
+import { meshSources } from "../model_mesh/mod.ts";
 import { VIA_HEADER } from "../tunnel/routing.ts";
 import type { Settings } from "./config.ts";
 

@@ -5,11 +5,13 @@
  *
  * @module
  */
+export type { DownloadSource, FileSource } from "./download_file.ts";
 export * from "./gguf_metadata.ts";
 export * from "./model_files.ts";
 export * from "./model_format.ts";
 export * from "./model_loading.ts";
 export * from "./model_records.ts";
+export * from "./peer_files.ts";
 export * from "./provisioning.ts";
 export * from "./registry.ts";
 export * from "./routes.ts";

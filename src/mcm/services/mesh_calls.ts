@@ -15,19 +15,22 @@
  * outbound policy judges (worker/mesh_fetch.ts).
  *
  * A node of the account that is not in the linkLocal view is reached through the hub, with the
- * caller's token (mesh_hub.ts); without a token the mesh is the LAN, as the reference's.
+ * caller's token (src/hub_client/hub_route.ts); without a token the mesh is the LAN, as the reference's.
  *
  * @module
  */
-import * as v from "valibot";
 import type { ContainerCall } from "../../../gen/mcm/validators.ts";
-import { PingAnswerSchema } from "../../../gen/mds/validators.ts";
 import type { LinkLocal } from "../../discovery/link_local.ts";
+import { proveAt } from "../../discovery/peer_proof.ts";
 import { Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
-import { newChallenge, verifyProof } from "../../identity/node_proof.ts";
-import { readText } from "../../streams/mod.ts";
 import { sendChunks, StreamingAnswer } from "./container_calls.ts";
-import { callerToken, hubRoute, type MeshHub, pathAt, unknownNode } from "./mesh_hub.ts";
+import {
+  callerToken,
+  hubRoute,
+  type MeshHub,
+  pathAt,
+  unknownNode,
+} from "../../hub_client/hub_route.ts";
 import { TUNNEL_AUTHORIZATION_HEADER } from "../../tunnel/routing.ts";
 
 /** The head of a mesh answer: its first ContainerEvent. */
@@ -51,52 +54,19 @@ export function meshTarget(
   return pathAt(new URL(local.url.href), path, nodeId);
 }
 
-/** How long a node's proof at an origin is believed; then it is asked again. */
-const PROOF_MS = 30_000;
-/** Proofs kept at most (one a peer and origin; a LAN has far fewer). */
-const MAX_PROOFS = 1024;
-/** A proof is small; an answer larger than this is not a node's. */
-const MAX_PROOF_BYTES = 512 * 1024;
-
-/** Which node proved itself at which origin, until when (ms since the epoch). */
-const proofs = new Map<string, number>();
-
 /**
- * Whether the node at `origin` is `nodeId`: it signs a fresh challenge with that id's key
- * (GET /mds/v1/nodes?ping=true, as discovery checks a peer). UpstreamFailed otherwise.
+ * Whether the node at `origin` is `nodeId` (discovery's proof, believed a while): UpstreamFailed
+ * otherwise, as a node that does not answer: the request had no answer from that node.
  */
-async function proveAt(origin: string, nodeId: string, signal: AbortSignal): Promise<void> {
-  const key = `${nodeId}@${origin}`;
-  if ((proofs.get(key) ?? 0) > Date.now()) return;
-  const challenge = newChallenge();
-  const url = new URL("/mds/v1/nodes", origin);
-  url.searchParams.set("ping", "true");
-  url.searchParams.set("challenge", challenge);
-  // As a node that does not answer: the request had no answer from that node.
-  const refused = (why: string) =>
-    new UpstreamFailed(`node ${nodeId}'s address ${origin} is not that node's (${why})`);
-  let proof: string | undefined;
+async function provenAt(origin: string, nodeId: string, signal: AbortSignal): Promise<void> {
   try {
-    const response = await fetch(url, {
-      signal: AbortSignal.any([signal, AbortSignal.timeout(3000)]),
-      redirect: "error",
-      headers: { "accept-encoding": "identity" },
-    });
-    const text = await readText(response, MAX_PROOF_BYTES, "the proof");
-    const answer = v.safeParse(PingAnswerSchema, JSON.parse(text));
-    proof = answer.success ? answer.output.data.proof : undefined;
+    await proveAt(origin, nodeId, signal);
   } catch (error) {
     if (signal.aborted) throw error;
-    throw refused(`no proof: ${(error as Error).message}`);
+    throw new UpstreamFailed(
+      `node ${nodeId}'s address ${origin} is not that node's (${(error as Error).message})`,
+    );
   }
-  if (!proof) throw refused("no proof");
-  try {
-    await verifyProof(proof, challenge, nodeId);
-  } catch (error) {
-    throw refused((error as Error).message);
-  }
-  if (proofs.size >= MAX_PROOFS) proofs.delete(proofs.keys().next().value!);
-  proofs.set(key, Date.now() + PROOF_MS);
 }
 
 /** What the node knows of the mesh: its linkLocal view, and its hub when it has one. */
@@ -129,7 +99,7 @@ async function lanRoute(
 ): Promise<MeshRoute | undefined> {
   if (!view.linkLocal.members().some((member) => member.id === nodeId)) return undefined;
   const url = meshTarget(view.linkLocal, nodeId, path);
-  await proveAt(url.origin, nodeId, signal);
+  await provenAt(url.origin, nodeId, signal);
   const sent = new Headers(headers);
   sent.delete(TUNNEL_AUTHORIZATION_HEADER);
   return { url, headers: sent };

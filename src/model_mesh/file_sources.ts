@@ -10,25 +10,14 @@
  *
  * @module
  */
-import * as v from "valibot";
 import type { NodeDescription } from "../../gen/mds/validators.ts";
-import { PingAnswerSchema } from "../../gen/mds/validators.ts";
-import type { HubLink } from "../hub_client/hub_link.ts";
-import type { Identity } from "../identity/identity.ts";
-import { newChallenge, verifyProof } from "../identity/node_proof.ts";
-import { hubRoute } from "../mcm/services/mesh_hub.ts";
-import { NODE_REQUEST_HEADER } from "../identity/node_request.ts";
-import { readText } from "../streams/mod.ts";
-import type { FileSource } from "./download_file.ts";
-import type { MeshFiles } from "./provisioning.ts";
+import { proveAt } from "../discovery/mod.ts";
+import { type HubLink, hubRoute } from "../hub_client/mod.ts";
+import { type Identity, NODE_REQUEST_HEADER } from "../identity/mod.ts";
+import type { FileSource, MeshFiles } from "../store/mod.ts";
 
 /** A node is left when it sends no byte this long (or the transfer's stall time, if shorter). */
 export const PEER_STALL_MS = 5000;
-
-/** How long a node's proof at an address is believed. */
-const PROOF_MS = 30_000;
-/** A proof is small; a larger answer is not a node's. */
-const MAX_PROOF_BYTES = 512 * 1024;
 
 /** What finding sources on the mesh needs of the node. */
 export interface MeshSourcesDeps {
@@ -80,42 +69,16 @@ export function holders(
   return found.sort((a, b) => Number(a.busy) - Number(b.busy));
 }
 
-/** Which node proved itself at which origin, until when. */
-const proofs = new Map<string, number>();
-
-/**
- * Whether the node at `origin` is `nodeId` (it signs a fresh challenge with that id's key): a
- * peer's advertised address is its own claim, and this node's requests go only where that node
- * answers.
- */
+/** Whether the node at `origin` is `nodeId` (discovery's proof); a warning when it is not. */
 async function provedAt(origin: string, nodeId: string, signal: AbortSignal): Promise<boolean> {
-  const key = `${nodeId}@${origin}`;
-  if ((proofs.get(key) ?? 0) > Date.now()) return true;
-  const challenge = newChallenge();
-  const url = new URL("/mds/v1/nodes", origin);
-  url.searchParams.set("ping", "true");
-  url.searchParams.set("challenge", challenge);
   try {
-    const response = await fetch(url, {
-      signal: AbortSignal.any([signal, AbortSignal.timeout(3000)]),
-      redirect: "error",
-      headers: { "accept-encoding": "identity" },
-    });
-    const answer = v.safeParse(
-      PingAnswerSchema,
-      JSON.parse(await readText(response, MAX_PROOF_BYTES, "the proof")),
-    );
-    const proof = answer.success ? answer.output.data.proof : undefined;
-    if (!proof) return false;
-    await verifyProof(proof, challenge, nodeId);
+    await proveAt(origin, nodeId, signal);
+    return true;
   } catch (error) {
     signal.throwIfAborted();
     console.warn(`model download: node ${nodeId} did not prove itself at ${origin}: ${error}`);
     return false;
   }
-  if (proofs.size >= 1024) proofs.delete(proofs.keys().next().value!);
-  proofs.set(key, Date.now() + PROOF_MS);
-  return true;
 }
 
 /** A node's file as a source: at `url`, with `headers` and the node's signature. */

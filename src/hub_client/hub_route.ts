@@ -1,7 +1,8 @@
 /**
- * `<nodeId>@mmesh/<path>` for a node of the account that is not on the LAN: the request goes to
- * the hub, addressed to that node (its `x-edge-port` and `x-edge-routing`, spec/hub.yaml
- * "Tunnels"), and streams back through it.
+ * A request to a node of the account through the hub, addressed to that node (its `x-edge-port`
+ * and `x-edge-routing`, spec/hub.yaml "Tunnels"): a microservice's `<nodeId>@mmesh/<path>` for a
+ * node that is not on the LAN (src/mcm/services/mesh_calls.ts), and the node's own requests to
+ * the account's nodes (src/model_mesh/).
  *
  * The caller's edge access token authorises it, never the node's own: the node holds a token of
  * the account, and lending it to any microservice would let each reach every node of the
@@ -12,18 +13,18 @@
  *
  * @module
  */
-import type { NodeDescription } from "../../../gen/mds/validators.ts";
-import { Forbidden, Invalid, NotFound, UpstreamFailed } from "../../errors/mod.ts";
-import { bearerOf } from "../../http/auth.ts";
-import type { HubLink } from "../../hub_client/hub_link.ts";
-import { type Identity, SCOPES } from "../../identity/identity.ts";
-import { TokenError } from "../../identity/token_verifier.ts";
+import type { NodeDescription } from "../../gen/mds/validators.ts";
+import { Forbidden, Invalid, NotFound, UpstreamFailed } from "../errors/mod.ts";
+import { bearerOf } from "../http/auth.ts";
+import type { HubLink } from "./hub_link.ts";
+import { type Identity, SCOPES } from "../identity/identity.ts";
+import { TokenError } from "../identity/token_verifier.ts";
 import {
   PORT_HEADER,
   ROUTING_HEADER,
   routingHeader,
   TUNNEL_AUTHORIZATION_HEADER,
-} from "../../tunnel/routing.ts";
+} from "../tunnel/routing.ts";
 
 /** What reaching a node through the hub needs of the node. */
 export interface MeshHub {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { callerToken } from "./mesh_hub.ts";
+import { callerToken } from "./hub_route.ts";
 
 const JWT = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhY2N0LTEifQ.c2lnbmF0dXJl";
 
