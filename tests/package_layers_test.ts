@@ -63,7 +63,7 @@ const ALLOWED: Record<Package, readonly Package[]> = {
   discovery: ["errors", "config", "streams", "http", "identity"],
   hub_client: ["errors", "async", "streams", "tunnel", "http", "identity"],
   store: ["errors", "async", "storage", "streams", "http"],
-  inference: ["errors", "async", "storage", "streams", "http", "store"],
+  inference: ["errors", "async", "storage", "streams", "tunnel", "http", "identity", "store"],
   mds: ["errors", "crypto", "http", "identity", "discovery", "hub_client"],
   insight: ["errors", "http", "identity", "discovery", "hub_client", "mds"],
   program: ["errors", "config"],
