@@ -97,6 +97,13 @@ function addressOf(node: NodeDescription, type: "local" | "proxy"): URL | undefi
   }
 }
 
+/** Logs (for the node's operator: a peer that keeps failing shows) and returns a failure. */
+function failed({ node, via }: MeshCandidate, why: string): string {
+  const line = `node ${node.id} (${via}) did not answer (${why})`;
+  console.warn(`inference: a routed request: ${line}; trying the next node`);
+  return line;
+}
+
 /** What forwarding ended with: the answer, or why each node failed. */
 export type ForwardResult =
   | { served: true; response: Response; nodeId: string }
@@ -131,13 +138,14 @@ export async function forwardToMesh(
         signal: upstream.signal,
       });
     } catch (error) {
-      failures.push(`${candidate.node.id}: ${(error as Error).message}`);
+      if (request.signal.aborted) break;
+      failures.push(failed(candidate, (error as Error).message));
       continue;
     } finally {
       request.signal.removeEventListener("abort", leave);
     }
     if (response.status < 200 || response.status > 299) {
-      failures.push(`${candidate.node.id}: ${response.status}`);
+      failures.push(failed(candidate, `status ${response.status}`));
       await response.body?.cancel().catch(() => {});
       continue;
     }
