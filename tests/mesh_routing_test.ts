@@ -25,6 +25,8 @@ import { allData, api, listed, say, sseData, uploadModel } from "./helpers/infer
 const M = "mesh-m";
 const M_BYTES = tinyLlamaGguf({ contextLength: 8192, seed: 7 });
 const M_RECORD = { gguf: { initContextSize: 8192 } };
+/** An embedding model, on C only. */
+const EMBED = "mesh-embed";
 /** One sequence and one place in the queue: B's queue fills with two requests. */
 const INFERENCE = { queueLimit: 1, clientQueueLimit: 1, reservedSequence: false };
 
@@ -138,6 +140,7 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
     await using e = await meshNode(setup, "e", "other");
     const [aId, bId, cId, dId, eId] = await Promise.all([a, b, c, d, e].map(nodeIdOf));
     for (const node of [b, c, d, e]) await uploadModel(node, M, M_BYTES, "llm", M_RECORD);
+    await uploadModel(c, EMBED, tinyLlamaGguf({ embedding: 32, seed: 3 }), "embed");
     await load(b);
     await waitFor(
       async () => {
@@ -170,6 +173,19 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
       assert.equal(await servedBy(a), bId);
       // B names itself when it serves its own client.
       assert.equal(await servedBy(b), bId);
+    });
+
+    await t("A's embeddings on a model only C holds are C's, passed through", async () => {
+      const response = await api(a, "/embeddings", { model: EMBED, input: ["one", "two"] });
+      const text = await response.text();
+      assert.equal(response.status, 200, text);
+      assert.equal(response.headers.get("x-edge-served-by"), cId);
+      const answer = JSON.parse(text);
+      assert.equal(answer.data.length, 2);
+      assert.equal(answer.data[0].embedding.length, 32);
+      const unknown = await api(a, "/embeddings", { model: "nowhere", input: "x" });
+      assert.equal(unknown.status, 404, "no node has it: A's own answer");
+      await unknown.body?.cancel();
     });
 
     await t("B refuses routed requests not signed by a node of its account", async () => {
@@ -213,8 +229,14 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
       const waiting = api(a, "/chat/completions", ask(2));
       await new Promise((resolve) => setTimeout(resolve, 500));
       assert.equal(await servedBy(a), cId);
+      // The client that goes away stops B's generation: the waiting request runs at once.
+      const aborted = performance.now();
       running.abort.abort();
       const waited = await waiting;
+      const waitedMs = performance.now() - aborted;
+      console.log(
+        `mesh_routing_test: B took the waiting request ${Math.round(waitedMs)} ms after the abort`,
+      );
       assert.equal(waited.status, 200, await waited.text());
       assert.equal(waited.headers.get("x-edge-served-by"), bId);
     });

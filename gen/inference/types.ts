@@ -461,7 +461,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EmbeddingList"];
-                    /** @description Never sent; declares that a routed answer is passed through as it came. */
                     "application/octet-stream": string;
                 };
             };
