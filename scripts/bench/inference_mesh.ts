@@ -108,7 +108,7 @@ export async function meshRoutingRows(): Promise<string[][]> {
         `${ttft.routed.toFixed(1)} ms`,
         `straight to B: ${ttft.straight.toFixed(1)} ms (routing adds ${
           (ttft.routed - ttft.straight).toFixed(1)
-        } ms: A's signature, B's check, one more hop)`,
+        } ms: one more hop; A's signature and B's check of it are reused for seconds)`,
       ],
     ];
   } finally {

@@ -9,7 +9,8 @@
 import type { ModelAdvert, NodeDescription } from "../../gen/mds/validators.ts";
 import { Forbidden } from "../errors/mod.ts";
 import { accountPeer, NODE_REQUEST_HEADER, type NodeRequestClaims } from "../identity/mod.ts";
-import { type Forwarded, forwardToMesh, type ForwardResult } from "./mesh_forward.ts";
+import { type Forwarded, type ForwardResult, forwardToMesh } from "./mesh_forward.ts";
+import { RecentCache } from "./recent_cache.ts";
 import {
   meshCandidates,
   type MeshModel,
@@ -40,10 +41,25 @@ export interface MeshParts {
 /** How long the hub's account listing is reused: a client's requests come in bursts. */
 const LISTING_MS = 2000;
 
+/**
+ * How long this node reuses its signature of one request line (to, method, path): it is valid
+ * a minute at the receiver whatever this node does, so reusing it a few seconds gives nothing
+ * more away, and a burst of requests signs once.
+ */
+const SIGNATURE_REUSE_MS = 10_000;
+/**
+ * How long a routed request's check is reused for the same signature, method, path and hub
+ * account: a signature is thus accepted at most a few seconds beyond its minute, and a peer
+ * that left the LAN is refused a few seconds late.
+ */
+const CHECK_REUSE_MS = 5_000;
+
 /** The mesh of one node. */
 export class MeshRouter {
   readonly #parts: MeshParts;
   #listing?: { until: number; nodes: Promise<NodeDescription[]> };
+  readonly #signatures = new RecentCache<string>(SIGNATURE_REUSE_MS, 256);
+  readonly #checked = new RecentCache<string>(CHECK_REUSE_MS, 1024);
 
   constructor(parts: MeshParts) {
     this.#parts = parts;
@@ -85,16 +101,28 @@ export class MeshRouter {
    * Sends `request` for `model` to the nodes that advertise it (of `kinds`), best first;
    * `served: false` when none exists or none answered.
    */
-  async forward(model: string, kinds: readonly string[], request: Forwarded): Promise<ForwardResult> {
+  async forward(
+    model: string,
+    kinds: readonly string[],
+    request: Forwarded,
+  ): Promise<ForwardResult> {
     if (this.scope === "off") return { served: false, failures: [] };
     const { identity, hub } = this.#parts;
     const candidates = meshCandidates(model, kinds, await this.nodes(), identity);
     if (candidates.length === 0) return { served: false, failures: [] };
-    return await forwardToMesh({
-      signRequest: (claims) => identity.signRequest(claims),
-      storedToken: () => identity.storedToken,
-      hubUrl: () => hub?.bep().url,
-    }, candidates, request);
+    return await forwardToMesh(
+      {
+        signRequest: (claims) =>
+          this.#signatures.through(
+            `${claims.to} ${claims.method} ${claims.path}`,
+            () => identity.signRequest(claims),
+          ),
+        storedToken: () => identity.storedToken,
+        hubUrl: () => hub?.bep().url,
+      },
+      candidates,
+      request,
+    );
   }
 
   /** Whether the request was routed here by another node (it carries a node's signature). */
@@ -115,16 +143,20 @@ export class MeshRouter {
       throw new Forbidden("this node serves no routed requests (inference.mesh is off)");
     }
     const { identity } = this.#parts;
-    return await accountPeer({
-      nodeId: identity.nodeId,
-      accountId: identity.accountId,
-      lanAccountOf: (id) => this.#parts.lanMembers().find((m) => m.id === id)?.accountId,
-    }, {
-      method: request.method,
-      path: seen.path + seen.search,
-      signature: request.headers.get(NODE_REQUEST_HEADER),
-      hubAccount: seen.hubAccount,
-    });
+    const signature = request.headers.get(NODE_REQUEST_HEADER);
+    const path = seen.path + seen.search;
+    const key = `${signature}\n${request.method} ${path}\n${seen.hubAccount ?? ""}`;
+    return await this.#checked.through(key, () =>
+      accountPeer({
+        nodeId: identity.nodeId,
+        accountId: identity.accountId,
+        lanAccountOf: (id) => this.#parts.lanMembers().find((m) => m.id === id)?.accountId,
+      }, {
+        method: request.method,
+        path,
+        signature,
+        hubAccount: seen.hubAccount,
+      }));
   }
 
   /** The mesh's models with where each is, this node's first. */

@@ -32,7 +32,10 @@ export function inferenceService(
         errorFormat: openAiError,
         authorize: (context, needsKey): InferenceAuth | Promise<InferenceAuth> => {
           if (mesh?.isRouted(context.request)) {
-            return mesh.peerOf(context.request, context).then((peer) => ({ peer, requireKey() {} }));
+            return mesh.peerOf(context.request, context).then((peer) => ({
+              peer,
+              requireKey() {},
+            }));
           }
           const requireKey = () => {
             if (!context.apiKeyGranted) requireApiKey(context.request, apiKey, 401);
