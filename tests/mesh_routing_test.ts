@@ -136,7 +136,7 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
     await using a = await meshNode(setup, "a", "acct", { mesh: "account" });
     await using b = await meshNode(setup, "b", "acct");
     await using c = await meshNode(setup, "c", "acct");
-    await using d = await meshNode(setup, "d", "acct", { mdns: false });
+    await using d = await meshNode(setup, "d", "acct", { mdns: false, mesh: "account" });
     await using e = await meshNode(setup, "e", "other");
     const [aId, bId, cId, dId, eId] = await Promise.all([a, b, c, d, e].map(nodeIdOf));
     for (const node of [b, c, d, e]) await uploadModel(node, M, M_BYTES, "llm", M_RECORD);

@@ -133,7 +133,8 @@ export class MeshRouter {
   /**
    * The id of the node of this account that routed `request` here (accountPeer's rule: a
    * verified LAN member of the account, or a request the hub verified for it); Forbidden with
-   * `inference.mesh` "off", Unauthenticated or Forbidden for any other sender.
+   * `inference.mesh` "off" (and for a request through the hub with "lan": spec/config.yaml),
+   * Unauthenticated or Forbidden for any other sender.
    */
   async peerOf(
     request: Request,
@@ -141,6 +142,11 @@ export class MeshRouter {
   ): Promise<string> {
     if (this.scope === "off") {
       throw new Forbidden("this node serves no routed requests (inference.mesh is off)");
+    }
+    if (this.scope === "lan" && seen.hubAccount !== undefined) {
+      throw new Forbidden(
+        "this node serves routed requests of its LAN's nodes only (inference.mesh is lan)",
+      );
     }
     const { identity } = this.#parts;
     const signature = request.headers.get(NODE_REQUEST_HEADER);

@@ -83,4 +83,6 @@ Deno.test("MeshRouter: a routed request unsigned is 401, badly signed 403", asyn
   assert.equal(mesh.isRouted(signed("x")), true);
   await assert.rejects(mesh.peerOf(signed(), SEEN), Unauthenticated);
   await assert.rejects(mesh.peerOf(signed("x.y.z"), SEEN), Forbidden);
+  const throughHub = { ...SEEN, hubAccount: "acct" };
+  await assert.rejects(mesh.peerOf(signed("x.y.z"), throughHub), /LAN's nodes only/);
 });
