@@ -30,6 +30,11 @@ import type { MeshCandidate } from "./mesh_routing.ts";
 /** The response header naming the node that served a chat or an embedding. */
 export const SERVED_BY_HEADER = "x-edge-served-by";
 
+/** The headers naming node `nodeId` as the one that served, readable by a browser's script. */
+export function servedByHeaders(nodeId: string): Record<string, string> {
+  return { [SERVED_BY_HEADER]: nodeId, "Access-Control-Expose-Headers": SERVED_BY_HEADER };
+}
+
 /** What forwarding needs of this node. */
 export interface MeshSender {
   /** Signs a request on this node's behalf (Identity.signRequest). */
@@ -151,7 +156,9 @@ export async function forwardToMesh(
     }
     const headers = new Headers(response.headers);
     for (const name of DROPPED) headers.delete(name);
-    headers.set(SERVED_BY_HEADER, candidate.node.id);
+    for (const [name, value] of Object.entries(servedByHeaders(candidate.node.id))) {
+      headers.set(name, value);
+    }
     return {
       served: true,
       nodeId: candidate.node.id,

@@ -12,7 +12,7 @@ import { eventStream, runStream, sseResponse } from "../http/sse.ts";
 import { type InferenceCaller, KEY_HOLDER_CALLER } from "./caller_usage.ts";
 import type { InferenceService } from "./inference_service.ts";
 import { modelLoading } from "./load_messages.ts";
-import { SERVED_BY_HEADER } from "./mesh_forward.ts";
+import { servedByHeaders } from "./mesh_forward.ts";
 import type { MeshRouter } from "./mesh_router.ts";
 import { CHAT_KINDS, EMBED_KINDS } from "./mesh_routing.ts";
 import {
@@ -60,7 +60,7 @@ export function inferenceHandlers(
   mesh?: MeshRouter,
 ): Handlers<typeof inferenceRoutes, InferenceAuth> {
   const loading = modelLoading(service);
-  const servedHere = () => ({ [SERVED_BY_HEADER]: mesh?.nodeId ?? "" });
+  const servedHere = () => mesh ? servedByHeaders(mesh.nodeId) : undefined;
   /**
    * The mesh's answer for a request this node cannot serve now (never one routed here); null
    * when it serves it itself (it can, no node answered, or routing is off).
@@ -137,7 +137,9 @@ export function inferenceHandlers(
         const { result } = await chat;
         stream.send(chunks.end(result));
       }, { onError: openAiStreamError, what: "chat completion", last: "[DONE]" });
-      stream.response.headers.set(SERVED_BY_HEADER, servedHere()[SERVED_BY_HEADER]);
+      for (const [name, value] of Object.entries(servedHere() ?? {})) {
+        stream.response.headers.set(name, value);
+      }
       return raw(stream.response, [200]);
     },
     createEmbeddings: async ({ body, request, auth, context }) => {
