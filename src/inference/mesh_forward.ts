@@ -9,7 +9,8 @@
  *   account elsewhere at the hub's address for it (its `proxy` address, the hub this node is
  *   linked to and no other), with the tunnel's headers and this node's own stored account token
  *   as `x-edge-authorization` (which the hub reads and drops before the node).
- * - A node that fails before its answer starts (no connection, any status but 2xx: the body
+ * - A node that fails before its answer starts (no connection, or none within CONNECT_MS on the
+ *   LAN, any status but 2xx: the body
  *   validated here, so a refusal is that node's state: busy, gone, not ready) is left for the
  *   next; once an answer's head is taken, nothing else is tried.
  * - A client that goes away before the answer aborts the pending request; after, cancelling the
@@ -102,6 +103,45 @@ function addressOf(node: NodeDescription, type: "local" | "proxy"): URL | undefi
   }
 }
 
+/** How long a LAN node may take to accept a connection before the next node is tried. */
+export const CONNECT_MS = 3000;
+/** How long an origin that accepted a connection is taken to be up (no new check). */
+const UP_MS = 10_000;
+/** Origins that accepted a connection lately, until when. */
+const upOrigins = new Map<string, number>();
+
+/**
+ * Whether `url`'s host accepts a TCP connection within `ms`: a LAN node that vanished without a
+ * word (powered off, off the network) stays listed for a few announce intervals, and a fetch to
+ * it would wait for the system's connect timeout (minutes) before the next node is tried. The
+ * fetch cannot bound its connect alone: its head comes only once the peer's generation starts.
+ */
+async function accepts(url: URL, ms: number): Promise<boolean> {
+  if ((upOrigins.get(url.origin) ?? 0) > Date.now()) return true;
+  const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+  const hostname = url.hostname.replace(/^\[|\]$/g, "");
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const connecting = Deno.connect({ hostname, port });
+  const late = new Promise<undefined>((resolve) =>
+    timer = setTimeout(() => resolve(undefined), ms)
+  );
+  try {
+    const connection = await Promise.race([connecting, late]);
+    if (!connection) {
+      connecting.then((c) => c.close(), () => {});
+      return false;
+    }
+    connection.close();
+    if (upOrigins.size >= 256) upOrigins.delete(upOrigins.keys().next().value!);
+    upOrigins.set(url.origin, Date.now() + UP_MS);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Logs (for the node's operator: a peer that keeps failing shows) and returns a failure. */
 function failed({ node, via }: MeshCandidate, why: string): string {
   const line = `node ${node.id} (${via}) did not answer (${why})`;
@@ -122,12 +162,18 @@ export async function forwardToMesh(
   sender: MeshSender,
   candidates: readonly MeshCandidate[],
   request: Forwarded,
+  connectMs = CONNECT_MS,
 ): Promise<ForwardResult> {
   const failures: string[] = [];
   for (const candidate of candidates) {
     if (request.signal.aborted) break;
     const route = await routeTo(sender, candidate, request);
     if (!route) continue;
+    // Through the hub, the hub's own connection is the one in question: it answers for the node.
+    if (candidate.via === "lan" && !await accepts(route.url, connectMs)) {
+      failures.push(failed(candidate, `no connection within ${connectMs} ms`));
+      continue;
+    }
     // Not the client's signal itself: Deno aborts it once this node's answer is delivered too,
     // which must not stop the stream being passed through.
     const upstream = new AbortController();

@@ -163,3 +163,26 @@ Deno.test("forwardToMesh: a hub node only through the hub this node is linked to
     await hub.server.shutdown();
   }
 });
+
+Deno.test("forwardToMesh: a LAN node that does not accept a connection in time is left for the next", async () => {
+  const good = peer(() => new Response("{}"));
+  try {
+    const started = Date.now();
+    // TEST-NET-1: nothing answers there (it black-holes, or the network is unreachable).
+    const result = await forwardToMesh(
+      SENDER,
+      [
+        candidate("a", "http://192.0.2.1:9"),
+        candidate("b", good.url),
+      ],
+      request(),
+      300,
+    );
+    assert.ok(result.served);
+    assert.equal(result.nodeId, "b".repeat(56));
+    assert.ok(Date.now() - started < 3000, `${Date.now() - started} ms`);
+    await result.response.body?.cancel();
+  } finally {
+    await good.server.shutdown();
+  }
+});
