@@ -21,7 +21,7 @@ import { median } from "./tools.ts";
 
 const MODEL = "bench-mesh-small";
 const OPTIONS = { layers: 4, embedding: 256, heads: 8, feedForward: 512, contextLength: 2048 };
-const ROUNDS = 9;
+const ROUNDS = 15;
 const WARMUPS = 2;
 
 const rate = (run: NodeRun) => ((run.usage.completion_tokens - 1) / run.decodeMs) * 1000;
