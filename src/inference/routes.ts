@@ -82,10 +82,11 @@ export function inferenceHandlers(
     return result.served ? result.response : null;
   };
   return {
-    listModels: async ({ query, auth }) => {
+    listModels: ({ query, auth }) => {
       if (query.scope === "mesh") {
         auth.requireKey();
-        return json(200, { object: "list" as const, data: mesh ? await mesh.models() : [] });
+        const models = mesh ? mesh.models() : Promise.resolve([]);
+        return models.then((data) => json(200, { object: "list" as const, data }));
       }
       return json(200, {
         object: "list" as const,
