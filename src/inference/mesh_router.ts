@@ -156,7 +156,11 @@ export class MeshRouter {
       accountPeer({
         nodeId: identity.nodeId,
         accountId: identity.accountId,
-        lanAccountOf: (id) => this.#parts.lanMembers().find((m) => m.id === id)?.accountId,
+        // This node's own description is among the members: it is no peer of itself.
+        lanAccountOf: (id) =>
+          id === identity.nodeId
+            ? undefined
+            : this.#parts.lanMembers().find((m) => m.id === id)?.accountId,
       }, {
         method: request.method,
         path,
