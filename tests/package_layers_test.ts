@@ -64,7 +64,7 @@ const ALLOWED: Record<Package, readonly Package[]> = {
   discovery: ["errors", "config", "streams", "http", "identity"],
   hub_client: ["errors", "async", "streams", "tunnel", "http", "identity"],
   store: ["errors", "async", "storage", "streams", "http", "identity"],
-  inference: ["errors", "async", "storage", "streams", "http", "store"],
+  inference: ["errors", "async", "storage", "streams", "tunnel", "http", "identity", "store"],
   model_mesh: [
     "errors",
     "async",

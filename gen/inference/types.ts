@@ -8,7 +8,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The registry's ready models of kinds llm, vlm and embed, loaded or not */
+        /**
+         * The registry's ready models of kinds llm, vlm and embed, loaded or not
+         * @description With `scope=mesh` (which needs the API key): the models of the mesh this node may route
+         *     to (its own, and those of its account's nodes that `inference.mesh` reaches), each with
+         *     the nodes that hold it, how each is reached (`self`, `lan` or `hub`), ready and loaded.
+         */
         get: operations["listModels"];
         put?: never;
         /**
@@ -109,6 +114,24 @@ export interface components {
             /** @constant */
             object: "list";
             data: components["schemas"]["ModelEntry"][];
+        };
+        MeshModelList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["MeshModel"][];
+        };
+        MeshModel: {
+            id: string;
+            kind: string;
+            nodes: components["schemas"]["MeshModelPlace"][];
+        };
+        MeshModelPlace: {
+            nodeId: string;
+            name: string;
+            /** @enum {string} */
+            via: "self" | "lan" | "hub";
+            ready: boolean;
+            loaded: boolean;
         };
         ModelEntry: {
             id: string;
@@ -280,23 +303,27 @@ export type $defs = Record<string, never>;
 export interface operations {
     listModels: {
         parameters: {
-            query?: never;
+            query?: {
+                scope?: "node" | "mesh";
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The models, oldest first. */
+            /** @description The models, oldest first (or the mesh's models). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ModelList"];
+                    "application/json": components["schemas"]["ModelList"] | components["schemas"]["MeshModelList"];
                 };
             };
             400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
         };
     };
     loadModel: {
@@ -392,6 +419,8 @@ export interface operations {
             /** @description The completion (`stream` false) or its stream. */
             200: {
                 headers: {
+                    /** @description The id of the node that served the request. */
+                    "x-edge-served-by"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -423,13 +452,16 @@ export interface operations {
             };
         };
         responses: {
-            /** @description One vector per input, in order. */
+            /** @description One vector per input, in order (passed through when another node served it). */
             200: {
                 headers: {
+                    /** @description The id of the node that served the request. */
+                    "x-edge-served-by"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["EmbeddingList"];
+                    "application/octet-stream": string;
                 };
             };
             400: components["responses"]["Error"];

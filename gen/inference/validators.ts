@@ -71,6 +71,21 @@ export const LoadStateSchema = v.strictObject({ "id": v.string("must be a string
 /** LoadState as validated. */
 export type LoadState = v.InferOutput<typeof LoadStateSchema>;
 
+/** The MeshModelPlace schema. */
+export const MeshModelPlaceSchema = v.strictObject({ "nodeId": v.string("must be a string"), "name": v.string("must be a string"), "via": v.picklist(["self","lan","hub"], "must be one of: self, lan, hub"), "ready": v.boolean("must be true or false"), "loaded": v.boolean("must be true or false") });
+/** MeshModelPlace as validated. */
+export type MeshModelPlace = v.InferOutput<typeof MeshModelPlaceSchema>;
+
+/** The MeshModel schema. */
+export const MeshModelSchema = v.strictObject({ "id": v.string("must be a string"), "kind": v.string("must be a string"), "nodes": v.array(MeshModelPlaceSchema, "must be an array") });
+/** MeshModel as validated. */
+export type MeshModel = v.InferOutput<typeof MeshModelSchema>;
+
+/** The MeshModelList schema. */
+export const MeshModelListSchema = v.strictObject({ "object": v.literal("list", "must be \"list\""), "data": v.array(MeshModelSchema, "must be an array") });
+/** MeshModelList as validated. */
+export type MeshModelList = v.InferOutput<typeof MeshModelListSchema>;
+
 /** The reference's fields. From the file's header while not loaded (`n_params`, */
 export const ModelInfoSchema = v.strictObject({ "kind": v.picklist(["llm","vlm","embed"], "must be one of: llm, vlm, embed"), "chat_template_hint": v.optional(v.string("must be a string")), "chatTemplate": v.optional(v.string("must be a string")), "n_gpu_layers": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "max_context": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "n_vocab": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "n_ctx_train": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "n_embd": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "n_params": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "model_size": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))), "threads": v.optional(v.pipe(v.number("must be an integer"), v.safeInteger("must be an integer"))) });
 /** ModelInfo as validated. */

@@ -21,7 +21,9 @@
  *   with and without a warm spare, memory per idle container and per running microservice, a
  *   large download inside a microservice.
  * - inference (inference.ts): a streamed chat completion through a node next to
- *   node-llama-cpp called directly, same model, prompts and threads; threads 1, 2 and the default.
+ *   node-llama-cpp called directly, same model, prompts and threads; threads 1, 2 and the default;
+ *   a chat routed to the node that has the model (inference_mesh.ts) next to the same chat sent
+ *   straight to that node.
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
  * `--only requests|store|discovery|mesh|hub|cluster|mcm|inference`, `--quick [--record]`
  * (quick.ts: the ratios in under a minute, checked against recorded.json), `--readme` (a full
@@ -35,6 +37,7 @@ import { discoveryRows } from "./discovery.ts";
 import { hubRows } from "./hub.ts";
 import { clusterRows } from "./hub_cluster.ts";
 import { inferenceRows } from "./inference.ts";
+import { meshRoutingRows } from "./inference_mesh.ts";
 import { mcmRows } from "./mcm.ts";
 import { meshTransferRows } from "./mesh_transfer.ts";
 import { densityRows } from "./mcm_density.ts";
@@ -102,7 +105,9 @@ async function main() {
     rows.push(...await mcmRows(), ...await spareRows(), ...await densityRows());
     rows.push(...await mcmDownloadRows(SIZE_MIB));
   }
-  if (!only || only === "inference") rows.push(...await inferenceRows());
+  if (!only || only === "inference") {
+    rows.push(...await inferenceRows(), ...await meshRoutingRows());
+  }
   const [cpu, memKib] = (await run("sh", [
     "-c",
     "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2; grep -m1 MemTotal /proc/meminfo",

@@ -61,7 +61,7 @@ const MODELS: {
 ];
 
 /** Round `i`'s prompt: about 200 tokens, different from the others from its first words. */
-function benchPrompt(i: number): string {
+export function benchPrompt(i: number): string {
   return `Request ${i}: ` +
     "tell me about the cat and the dog that sat on the mat in the big red house, ".repeat(6);
 }
@@ -123,7 +123,7 @@ function startDirect(engineFolder: string, maxThreads: number) {
 }
 
 /** One streamed completion through the node, timed by the client. */
-interface NodeRun {
+export interface NodeRun {
   /** Request start to the first chunk with content, ms. */
   ttftMs: number;
   /** First to last chunk with content, ms. */
@@ -140,7 +140,7 @@ interface NodeRun {
   };
 }
 
-async function nodeChat(node: TestNode, model: string, prompt: string): Promise<NodeRun> {
+export async function nodeChat(node: TestNode, model: string, prompt: string): Promise<NodeRun> {
   const started = performance.now();
   const response = await fetch(`${node.url}/v1/chat/completions`, {
     method: "POST",
@@ -191,7 +191,7 @@ async function nodeChat(node: TestNode, model: string, prompt: string): Promise<
   };
 }
 
-async function addModel(node: TestNode, id: string, file: string, contextSize: number) {
+export async function addModel(node: TestNode, id: string, file: string, contextSize: number) {
   await createModel(node, id, { contextSize, gpuLayers: 0 });
   const uploaded = await fetch(`${node.storeUrl}/models/${id}/upload`, {
     method: "POST",

@@ -85,9 +85,10 @@ export interface MountOptions<A = undefined> {
   /**
    * Checks the credentials of every operation, before its input is read, in place of the API
    * key check (for a service with other credentials, such as mcm's tokens); what it returns is
-   * the handler's `auth`.
+   * the handler's `auth`. `needsKey`: whether the operation needs the API key (the spec's
+   * security, or `readsRequireKey`), for a service that also takes the key.
    */
-  authorize?: (context: RequestContext) => A | Promise<A>;
+  authorize?: (context: RequestContext, needsKey: boolean) => A | Promise<A>;
 }
 
 /** The query string as an object; a parameter given twice is invalid. */
@@ -139,7 +140,7 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
     };
     const respond = (context: RequestContext): Response | Promise<Response> => {
       if (options.authorize) {
-        const auth = options.authorize(context);
+        const auth = options.authorize(context, needsKey);
         return auth instanceof Promise ? auth.then((a) => input(context, a)) : input(context, auth);
       }
       if (needsKey && !context.apiKeyGranted) {

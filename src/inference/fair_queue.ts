@@ -61,20 +61,8 @@ export class FairQueue {
    */
   wait(caller: QueueCaller, signal?: AbortSignal): Promise<void> {
     const line = caller.priority ? this.#priority : this.#clients.get(caller.client) ?? [];
-    if (caller.priority && line.length >= this.#limit) {
-      throw this.#full(`${line.length} requests of the node's key holder are waiting already`);
-    }
-    if (!caller.priority) {
-      if (this.#others >= this.#limit) {
-        throw this.#full(`${this.#others} microservice requests are waiting already`);
-      }
-      if (line.length >= this.#perClient) {
-        throw this.#full(
-          `${line.length} requests of client '${caller.client}' are waiting already (a client ` +
-            `may have ${this.#perClient} waiting per model)`,
-        );
-      }
-    }
+    const full = this.#refusal(caller, line);
+    if (full) throw this.#full(full);
     return new Promise<void>((go, fail) => {
       const waiter: Waiter = { go, fail };
       line.push(waiter);
@@ -91,6 +79,29 @@ export class FairQueue {
         }
       }, { once: true });
     });
+  }
+
+  /** Whether {@link wait} would refuse `caller` now (its places are taken): a cheap look. */
+  refuses(caller: QueueCaller): boolean {
+    const line = caller.priority ? this.#priority : this.#clients.get(caller.client) ?? [];
+    return this.#refusal(caller, line) !== undefined;
+  }
+
+  /** Why `caller`, whose waiters are `line`, finds no place; undefined when it finds one. */
+  #refusal(caller: QueueCaller, line: Waiter[]): string | undefined {
+    if (caller.priority) {
+      return line.length >= this.#limit
+        ? `${line.length} requests of the node's key holder are waiting already`
+        : undefined;
+    }
+    if (this.#others >= this.#limit) {
+      return `${this.#others} microservice requests are waiting already`;
+    }
+    if (line.length >= this.#perClient) {
+      return `${line.length} requests of client '${caller.client}' are waiting already (a client ` +
+        `may have ${this.#perClient} waiting per model)`;
+    }
+    return undefined;
   }
 
   /** Gives the next waiter its turn; false when none waits. */

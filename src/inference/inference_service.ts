@@ -373,6 +373,22 @@ export class InferenceService {
     return await this.load(id, onLoad);
   }
 
+  /**
+   * Whether a request of `caller` for registry model `id` (of one of `kinds`) would be served
+   * here now rather than refused: the model is here, ready, and, when loaded, its queue has a
+   * place (a cheap look: mesh routing asks it before each request).
+   */
+  canServeNow(id: string, kinds: readonly string[], caller = KEY_HOLDER_CALLER): boolean {
+    let model: Model;
+    try {
+      model = this.check(id);
+    } catch {
+      return false;
+    }
+    if (!kinds.includes(model.kind)) return false;
+    return !(this.#slots.get(id)?.wouldRefuse(caller) ?? false);
+  }
+
   /** The record of a model the engine can run, or the error that says why not. */
   check(id: string): Model {
     let model: Model;

@@ -90,6 +90,13 @@ export class ModelSlot {
     return this.#lanes.length > 1;
   }
 
+  /** Whether a request of `caller` would be refused now (its lane busy, its queue places taken). */
+  wouldRefuse(caller: QueueCaller = KEY_HOLDER_QUEUE): boolean {
+    if (this.#closed) return true;
+    const lane = this.#lanes[caller.priority && this.reserved ? 1 : 0];
+    return lane.busy && lane.queue.refuses(caller);
+  }
+
   /**
    * Runs `job` when it is this request's turn on its lane (fair_queue.ts decides whose); `job`
    * gets the engine sequence to run on. 429 at once when the caller's places are taken; an

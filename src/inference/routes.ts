@@ -7,9 +7,14 @@ import { inferenceRoutes } from "../../gen/inference/routes.ts";
 import { type ErrorFormat, type ErrorPayload, jsonResponse } from "../http/errors.ts";
 import { json, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
+import type { RequestContext } from "../http/pipeline.ts";
 import { eventStream, runStream, sseResponse } from "../http/sse.ts";
+import { type InferenceCaller, KEY_HOLDER_CALLER } from "./caller_usage.ts";
 import type { InferenceService } from "./inference_service.ts";
 import { modelLoading } from "./load_messages.ts";
+import { servedByHeaders } from "./mesh_forward.ts";
+import type { MeshRouter } from "./mesh_router.ts";
+import { CHAT_KINDS, EMBED_KINDS } from "./mesh_routing.ts";
 import {
   chatCompletion,
   chatJob,
@@ -35,15 +40,59 @@ function completionId(): string {
   return `chatcmpl-${crypto.randomUUID()}`;
 }
 
-/** The handlers of every inference operation. */
-export function inferenceHandlers(service: InferenceService): Handlers<typeof inferenceRoutes> {
+/** Who is calling, as the service's `authorize` found (service.ts). */
+export interface InferenceAuth {
+  /** The id of the node of this account that routed the request here. */
+  peer?: string;
+  /** Requires the API key (for an operation open without it, such as a listing's option). */
+  requireKey(): void;
+}
+
+/** A node that routed a request here: a client of its own in the fair queue, not the key holder. */
+export function peerCaller(nodeId: string): InferenceCaller {
+  const id = `node:${nodeId}`;
+  return { id, client: id, priority: false, detached: false };
+}
+
+/** The handlers of every inference operation; `mesh` routes what this node cannot serve now. */
+export function inferenceHandlers(
+  service: InferenceService,
+  mesh?: MeshRouter,
+): Handlers<typeof inferenceRoutes, InferenceAuth> {
   const loading = modelLoading(service);
+  const servedHere = () => mesh ? servedByHeaders(mesh.nodeId) : undefined;
+  /**
+   * The mesh's answer for a request this node cannot serve now (never one routed here); null
+   * when it serves it itself (it can, no node answered, or routing is off).
+   */
+  const routed = async (
+    model: string,
+    kinds: readonly string[],
+    body: unknown,
+    auth: InferenceAuth,
+    context: RequestContext,
+  ): Promise<Response | null> => {
+    if (!mesh || auth.peer !== undefined || service.canServeNow(model, kinds)) return null;
+    const result = await mesh.forward(model, kinds, {
+      method: "POST",
+      path: context.path + context.search,
+      body: JSON.stringify(body),
+      signal: context.request.signal,
+    });
+    return result.served ? result.response : null;
+  };
   return {
-    listModels: () =>
-      json(200, {
+    listModels: ({ query, auth }) => {
+      if (query.scope === "mesh") {
+        auth.requireKey();
+        const models = mesh ? mesh.models() : Promise.resolve([]);
+        return models.then((data) => json(200, { object: "list" as const, data }));
+      }
+      return json(200, {
         object: "list" as const,
         data: service.list().map(({ model, slot }) => modelEntry(model, slot)),
-      }),
+      });
+    },
     getModel: ({ params }) => {
       const model = service.check(params.id);
       return json(200, modelEntry(model, service.loaded(params.id)));
@@ -51,13 +100,16 @@ export function inferenceHandlers(service: InferenceService): Handlers<typeof in
     loadModel: ({ body }) =>
       raw(sseResponse(loading.load(body.model), `loading model '${body.model}'`), [200]),
     unloadModel: async ({ query }) => json(200, await loading.unload(query.modelId)),
-    createChatCompletion: async ({ body, request }) => {
+    createChatCompletion: async ({ body, request, auth, context }) => {
+      const forwarded = await routed(body.model, CHAT_KINDS, body, auth, context);
+      if (forwarded) return raw(forwarded, [200]);
+      const caller = auth.peer !== undefined ? peerCaller(auth.peer) : KEY_HOLDER_CALLER;
       const job = chatJob(body);
       const id = completionId();
       const created = Math.floor(Date.now() / 1000);
       if (!body.stream) {
-        const { result } = await service.chat(body.model, job, { signal: request.signal });
-        return json(200, chatCompletion(body.model, id, created, result));
+        const { result } = await service.chat(body.model, job, { signal: request.signal, caller });
+        return json(200, chatCompletion(body.model, id, created, result), servedHere());
       }
       const chunks = chunkMaker(body.model, id, created);
       const abort = new AbortController();
@@ -70,6 +122,7 @@ export function inferenceHandlers(service: InferenceService): Handlers<typeof in
       request.signal.addEventListener("abort", leave, { once: true });
       const chat = service.chat(body.model, job, {
         signal: abort.signal,
+        caller,
         onStart: () => {
           stream.send(chunks.start());
           started.resolve();
@@ -85,12 +138,22 @@ export function inferenceHandlers(service: InferenceService): Handlers<typeof in
         const { result } = await chat;
         stream.send(chunks.end(result));
       }, { onError: openAiStreamError, what: "chat completion", last: "[DONE]" });
+      for (const [name, value] of Object.entries(servedHere() ?? {})) {
+        stream.response.headers.set(name, value);
+      }
       return raw(stream.response, [200]);
     },
-    createEmbeddings: async ({ body, request }) => {
+    createEmbeddings: async ({ body, request, auth, context }) => {
+      const forwarded = await routed(body.model, EMBED_KINDS, body, auth, context);
+      if (forwarded) return raw(forwarded, [200]);
+      const caller = auth.peer !== undefined ? peerCaller(auth.peer) : KEY_HOLDER_CALLER;
       const input = typeof body.input === "string" ? [body.input] : body.input;
-      const result = await service.embed(body.model, input, request.signal);
-      return json(200, embeddingsAnswer(body.model, result, body.encoding_format ?? "float"));
+      const result = await service.embed(body.model, input, request.signal, caller);
+      return json(
+        200,
+        embeddingsAnswer(body.model, result, body.encoding_format ?? "float"),
+        servedHere(),
+      );
     },
   };
 }

@@ -7,6 +7,7 @@
  */
 import { dashboardService } from "../dashboard/service.ts";
 import type { Service } from "../http/service.ts";
+import { MeshRouter } from "../inference/mesh_router.ts";
 import { inferenceService } from "../inference/service.ts";
 import { insightService } from "../insight/service.ts";
 import { jsonRpcService } from "../jsonrpc/service.ts";
@@ -47,7 +48,7 @@ export function nodeServiceList(deps: NodeDependencies): Service[] {
     ),
     insightService(deps, { prefixes: settings.insightPrefixes, apiKey }),
     inference
-      ? inferenceService(inference, { prefixes: settings.inference.prefixes, apiKey })
+      ? inferenceService(inference, { prefixes: settings.inference.prefixes, apiKey }, meshOf(deps))
       : switchedOff("inference", settings.inference.prefixes),
     jsonRpcService(deps.identity),
     mdsService(deps, { apiKey }),
@@ -59,6 +60,17 @@ export function nodeServiceList(deps: NodeDependencies): Service[] {
       )
       : switchedOff("dashboard", ["/dashboard"]),
   ];
+}
+
+/** The mesh the OpenAI-compatible API routes to (issue 37), from discovery and the hub link. */
+function meshOf({ settings, identity, linkLocal, hub }: NodeDependencies): MeshRouter {
+  return new MeshRouter({
+    scope: settings.inference.mesh,
+    identity,
+    lanMembers: () => linkLocal.members(),
+    hub,
+    ownModels: () => linkLocal.self().models ?? [],
+  });
 }
 
 /** A service that is off: its paths reserved, nothing mounted, not named in the 404 hint. */

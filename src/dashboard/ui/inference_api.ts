@@ -36,7 +36,7 @@ export async function runnableModels(): Promise<ModelEntry[] | null> {
     const { data, error, response } = await client(prefix).GET("/models");
     if (data) {
       found = prefix;
-      return data.data;
+      return data.data as ModelEntry[]; // without scope=mesh: the registry's models
     }
     if (response.status !== 404) throw error;
   }
