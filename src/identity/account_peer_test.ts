@@ -1,22 +1,12 @@
 import assert from "node:assert/strict";
-import { exportJWK } from "jose";
+import { freshNodeKey } from "../../testing/node_keys.ts";
 import { Forbidden, Unauthenticated } from "../errors/mod.ts";
 import { accountPeer } from "./account_peer.ts";
-import { nodeIdOf } from "./node_key.ts";
 import { signNodeRequest } from "./node_request.ts";
 
-async function key() {
-  const { publicKey, privateKey } = await crypto.subtle.generateKey("Ed25519", true, [
-    "sign",
-    "verify",
-  ]) as CryptoKeyPair;
-  const publicJwk = await exportJWK(publicKey);
-  return { privateKey, publicJwk, id: await nodeIdOf(publicJwk) };
-}
-
 Deno.test("accountPeer: a verified LAN peer of the account, or the hub's word, and no one else", async () => {
-  const a = await key();
-  const b = await key();
+  const a = await freshNodeKey();
+  const b = await freshNodeKey();
   const path = "/v1/chat/completions";
   const signature = await signNodeRequest(a.privateKey, a.publicJwk, {
     from: a.id,
