@@ -7,9 +7,13 @@
  * Why a signature and not the account's token: on a LAN a peer's account is its own signed
  * claim, and a bearer token handed to a peer that only claims our account could be replayed at
  * the hub with the account's rights. A signature proves which node asks and is worth nothing for
- * another request, another node or later; whether that node may ask (its account) is the
- * receiver's decision, from what it verified of the sender (discovery's proof, or the hub's word
- * for a tunnelled request).
+ * another node, another method or path, or after a minute (MAX_SKEW_MS either way, for clocks
+ * that are not quite in step). Within that minute someone who sees it (plain HTTP on a LAN) may
+ * send it again to the same node and path, with any body: it does not sign the body. That buys
+ * no more than the LAN's trust already gives (a peer is believed when it claims the account), and
+ * the work it causes is counted against the signing node. Whether that node may ask (its account)
+ * is the receiver's decision, from what it verified of the sender (discovery's proof, or the
+ * hub's word for a tunnelled request).
  *
  * @module
  */

@@ -214,6 +214,10 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
       const answer = await fetch(url, {
         headers: { "accept-encoding": "identity", ...extra, ...headers },
         signal: attempt.signal,
+        // A source with headers of its own (a node's signature, the account's token for the
+        // hub) is that address or nothing: fetch would carry them across a redirect, and a peer
+        // could aim this node's requests anywhere. Its 3xx is a failed source.
+        redirect: options.headers ? "manual" : "follow",
       });
       return answer;
     } catch (error) {

@@ -140,3 +140,32 @@ Deno.test("a source at a steady rate above the minimum is never cut", async () =
   assert.equal(await readAll(source.chunks), 96 * 1024);
   assert.equal(server.requests.length, 1);
 });
+
+Deno.test("a source with headers of its own does not follow a redirect: they never leave it", async () => {
+  const seen: (string | null)[] = [];
+  const elsewhere = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    seen.push(request.headers.get("x-edge-authorization"));
+    return new Response("elsewhere's bytes");
+  });
+  const peer = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    () =>
+      new Response(null, {
+        status: 302,
+        headers: { location: `http://127.0.0.1:${elsewhere.addr.port}/file` },
+      }),
+  );
+  try {
+    const opened = openSource(`http://127.0.0.1:${peer.addr.port}/file`, {
+      signal: new AbortController().signal,
+      stallMs: 2000,
+      retries: 0,
+      headers: () => Promise.resolve({ "x-edge-authorization": "Bearer account-token" }),
+    });
+    await assert.rejects(opened, /302/);
+    assert.deepEqual(seen, [], "the redirect's target was never asked");
+  } finally {
+    await peer.shutdown();
+    await elsewhere.shutdown();
+  }
+});
