@@ -52,12 +52,36 @@ const deletedDuring = (id: string, transfer: "upload" | "download") =>
   new Conflict(`model '${id}' was deleted while its file was being ${transfer}ed`);
 
 /** Uploads and downloads of model files. */
+/** How long a node that sent a file's wrong bytes is not asked for that file. */
+const LIAR_MS = 10 * 60_000;
+
 export class Provisioning {
   readonly #records: ModelRecords;
   readonly #files: ModelFiles;
   readonly #transfers: Transfers;
   readonly #options: ProvisioningOptions;
   #mesh: MeshFiles | undefined;
+  /** `<node>/<sha256>` of nodes that sent a file's wrong bytes, until when (ms). */
+  readonly #liars = new Map<string, number>();
+
+  /** Whether `source` (a node) sent wrong bytes of `sha256` lately. */
+  #lied(source: FileSource, sha256: string): boolean {
+    if (source.label === "url") return false;
+    const key = `${source.label.node}/${sha256}`;
+    const until = this.#liars.get(key);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.#liars.delete(key);
+    return false;
+  }
+
+  /** Leaves `source` out of `sha256`'s downloads for LIAR_MS. */
+  #remember(source: FileSource, sha256: string): void {
+    if (source.label === "url") return;
+    // Bounded: a flood of liars forgets the oldest.
+    if (this.#liars.size >= 1024) this.#liars.delete(this.#liars.keys().next().value!);
+    this.#liars.set(`${source.label.node}/${sha256}`, Date.now() + LIAR_MS);
+  }
 
   /** Provisioning into these records and files; `transfers` is shared with the registry. */
   constructor(
@@ -150,8 +174,9 @@ export class Provisioning {
     const written: WrittenFiles = {};
     const transfer = AbortSignal.any([signal, controller.signal]);
     const fetchFile = async (role: FileRole, url: string, sha256?: string) => {
-      const peers = sha256 && this.#mesh
-        ? await this.#mesh.find(sha256.toLowerCase(), transfer)
+      const wanted = sha256?.toLowerCase();
+      const peers = wanted && this.#mesh
+        ? (await this.#mesh.find(wanted, transfer))?.filter((p) => !this.#lied(p, wanted))
         : undefined;
       const fetchFrom = (sources: FileSource[]) =>
         downloadFromSources(this.#files, id, storedFileName(record, role), sources, {
@@ -166,16 +191,23 @@ export class Provisioning {
             console.warn(`download of '${id}': ${describe(source)} failed, going on: ${error}`),
         });
       const fromUrl: FileSource = { url, label: "url" };
-      let file = await fetchFrom([...peers ?? [], fromUrl]);
-      const fromNodes = file.usedSources.filter((source) => source.label !== "url");
-      if (sha256 && fromNodes.length > 0 && file.sha256 !== sha256.toLowerCase()) {
-        // Which node sent the wrong bytes is unknown: the URL alone sends the file again.
+      let untried = peers ?? [];
+      let file = await fetchFrom([...untried, fromUrl]);
+      for (;;) {
+        const fromNodes = file.usedSources.filter((source) => source.label !== "url");
+        if (!wanted || fromNodes.length === 0 || file.sha256 === wanted) break;
+        // The nodes that sent wrong bytes are not asked for this file again for a while (which
+        // of them lied is unknown when several sent parts); the others, then the URL, go on.
         await this.#files.discard(file);
+        for (const source of fromNodes) this.#remember(source, wanted);
+        untried = untried.filter((source) => !fromNodes.includes(source));
         console.warn(
           `download of '${id}': the bytes from ${fromNodes.map(describe).join(", ")} do not ` +
-            `hash to ${sha256}; downloading it again from ${url}`,
+            `hash to ${sha256}; downloading it again from ${
+              untried.length ? "the other nodes, then " : ""
+            }${url}`,
         );
-        file = await fetchFrom([fromUrl]);
+        file = await fetchFrom([...untried, fromUrl]);
       }
       written[role] = file;
     };
