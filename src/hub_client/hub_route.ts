@@ -14,17 +14,14 @@
  * @module
  */
 import type { NodeDescription } from "../../gen/mds/validators.ts";
-import { Forbidden, Invalid, NotFound, UpstreamFailed } from "../errors/mod.ts";
+import { Forbidden, NotFound } from "../errors/mod.ts";
 import { bearerOf } from "../http/auth.ts";
 import type { HubLink } from "./hub_link.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
-import {
-  PORT_HEADER,
-  ROUTING_HEADER,
-  routingHeader,
-  TUNNEL_AUTHORIZATION_HEADER,
-} from "../tunnel/routing.ts";
+import { TUNNEL_AUTHORIZATION_HEADER, tunnelRoute } from "../tunnel/routing.ts";
+
+export { pathAt } from "../tunnel/routing.ts";
 
 /** What reaching a node through the hub needs of the node. */
 export interface MeshHub {
@@ -75,16 +72,8 @@ export async function hubRoute(
   const listed = await Promise.race([accountNodes(hub), aborted(signal)]);
   const node = listed.find((entry) => entry.id === nodeId);
   if (!node) throw unknownNode(nodeId, ", nor among the account's nodes connected to the hub");
-  const { proxy, port } = tunnelAddressOf(node);
-  // The caller's token goes to the hub this node is linked to, whatever a listing says.
-  if (proxy.origin !== new URL(hub.bep().url).origin) {
-    throw new UpstreamFailed(`the hub lists node ${nodeId} behind ${proxy.origin}, not itself`);
-  }
-  const url = pathAt(proxy, path, nodeId);
   const sent = new Headers(headers);
-  sent.set(TUNNEL_AUTHORIZATION_HEADER, `Bearer ${token}`);
-  sent.set(PORT_HEADER, port);
-  sent.set(ROUTING_HEADER, routingHeader(node.id, node.localLinkNetworkId));
+  const url = tunnelRoute(node, hub.bep().url, path, token, sent);
   return { url, headers: sent };
 }
 
@@ -96,16 +85,6 @@ function aborted(signal: AbortSignal): Promise<never> {
   });
 }
 
-/**
- * `path` on the node at `base` (its address, or the hub's for it); `..` segments resolve inside
- * that origin, and nothing of a path leaves it (Invalid otherwise).
- */
-export function pathAt(base: URL, path: string, nodeId: string): URL {
-  const url = new URL(`${base.href.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`);
-  if (url.origin !== base.origin) throw new Invalid(`'${path}' is not a path of node ${nodeId}`);
-  return url;
-}
-
 /** How long the account's listing is reused: an agent's prompts come in bursts. */
 const LISTING_MS = 2000;
 const listings = new WeakMap<
@@ -113,8 +92,11 @@ const listings = new WeakMap<
   { until: number; nodes: Promise<NodeDescription[]> }
 >();
 
-/** The account's nodes connected to the hub now (at most LISTING_MS old). */
-function accountNodes(hub: MeshHub["hub"]): Promise<NodeDescription[]> {
+/**
+ * The account's nodes connected to the hub now (at most LISTING_MS old): one listing for the
+ * microservices' mesh calls, the model files' sources and the inference mesh's routing.
+ */
+export function accountNodes(hub: MeshHub["hub"]): Promise<NodeDescription[]> {
   const kept = listings.get(hub);
   if (kept && kept.until > Date.now()) return kept.nodes;
   const nodes = hub.list("account");
@@ -124,15 +106,4 @@ function accountNodes(hub: MeshHub["hub"]): Promise<NodeDescription[]> {
     if (listings.get(hub)?.nodes === nodes) listings.delete(hub);
   });
   return nodes;
-}
-
-/** The hub's address for `node` (its `proxy` address) and the port its sep info names. */
-function tunnelAddressOf(node: NodeDescription): { proxy: URL; port: string } {
-  const proxy = node.addresses.find((address) => address.type === "proxy");
-  const local = node.addresses.find((address) => address.type === "local");
-  if (!proxy || !local) throw new NotFound(`node ${node.id} has no address through the hub`);
-  // The port the node serves the hub's tunnel on is its HTTP port (hub_link.ts's sep info).
-  const localUrl = new URL(local.url.href);
-  const port = localUrl.port || (localUrl.protocol === "https:" ? "443" : "80");
-  return { proxy: new URL(proxy.url.href), port };
 }

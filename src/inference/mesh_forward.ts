@@ -5,14 +5,17 @@
  * - Each request is signed with this node's key (`x-edge-node-request`, identity's
  *   node_request.ts), for the node it goes to and the path that node will see; the client's
  *   `Authorization` (this node's API key) never leaves this node.
- * - A LAN node is reached at the local address its verified description gives; a node of the
+ * - A LAN node is reached at the local address its verified description gives, once it proved
+ *   itself there (discovery's proof, believed 30 s: the address is the node's own claim, and a
+ *   node could otherwise aim this node's requests at any service of the LAN); a node of the
  *   account elsewhere at the hub's address for it (its `proxy` address, the hub this node is
  *   linked to and no other), with the tunnel's headers and this node's own stored account token
- *   as `x-edge-authorization` (which the hub reads and drops before the node).
- * - A node that fails before its answer starts (no connection, or none within CONNECT_MS on the
- *   LAN, any status but 2xx: the body
- *   validated here, so a refusal is that node's state: busy, gone, not ready) is left for the
- *   next; once an answer's head is taken, nothing else is tried.
+ *   as `x-edge-authorization` (which the hub reads and drops before the node): tunnel/routing.ts.
+ * - A node that fails before its answer starts (no connection, no proof, a LAN node whose answer
+ *   has not started within HEAD_WAIT_MS and that does not prove itself again, any status but
+ *   2xx: the body validated here, so a refusal is that node's state: busy, gone, not ready) is
+ *   left for the next; once an answer's head is taken, nothing else is tried. A 400, 413 or 422
+ *   is the request's fault: no other node is tried, and the client gets it.
  * - A client that goes away before the answer aborts the pending request; after, cancelling the
  *   answer's body cancels the peer's (the connection closes, and the peer stops generating).
  *
@@ -20,12 +23,7 @@
  */
 import type { NodeDescription } from "../../gen/mds/validators.ts";
 import { NODE_REQUEST_HEADER, type NodeRequestClaims } from "../identity/mod.ts";
-import {
-  PORT_HEADER,
-  ROUTING_HEADER,
-  routingHeader,
-  TUNNEL_AUTHORIZATION_HEADER,
-} from "../tunnel/mod.ts";
+import { pathAt, tunnelRoute } from "../tunnel/mod.ts";
 import type { MeshCandidate } from "./mesh_routing.ts";
 
 /** The response header naming the node that served a chat or an embedding. */
@@ -44,6 +42,11 @@ export interface MeshSender {
   storedToken(): string | undefined;
   /** The hub this node is linked to (its base URL); undefined without a hub. */
   hubUrl(): string | undefined;
+  /**
+   * Makes sure the node at `origin` is `nodeId` (discovery's proof: a LAN node's address is its
+   * own claim); the proof is believed a while unless `fresh`. Rejects otherwise.
+   */
+  prove(origin: string, nodeId: string, signal: AbortSignal, fresh?: boolean): Promise<void>;
 }
 
 /** One request to forward. */
@@ -66,25 +69,25 @@ async function routeTo(
   { node, via }: MeshCandidate,
   request: Forwarded,
 ): Promise<{ url: URL; headers: Headers } | undefined> {
-  const local = addressOf(node, "local");
-  if (!local) return undefined;
   const headers = new Headers({
     "content-type": "application/json",
     "accept-encoding": "identity",
   });
   let url: URL;
-  if (via === "lan") {
-    url = new URL(request.path, local.origin);
-  } else {
-    const proxy = addressOf(node, "proxy");
-    const hub = sender.hubUrl();
-    const token = sender.storedToken();
-    // The token goes to the hub this node is linked to, whatever a listing says.
-    if (!proxy || !hub || !token || proxy.origin !== new URL(hub).origin) return undefined;
-    url = new URL(`${proxy.href.replace(/\/+$/, "")}${request.path}`);
-    headers.set(TUNNEL_AUTHORIZATION_HEADER, `Bearer ${token}`);
-    headers.set(PORT_HEADER, local.port || (local.protocol === "https:" ? "443" : "80"));
-    headers.set(ROUTING_HEADER, routingHeader(node.id, node.localLinkNetworkId));
+  try {
+    if (via === "lan") {
+      const local = node.addresses.find((a) => a.type === "local");
+      if (!local) return undefined;
+      url = pathAt(new URL(local.url.href), request.path, node.id);
+    } else {
+      const hub = sender.hubUrl();
+      const token = sender.storedToken();
+      if (!hub || !token) return undefined;
+      url = tunnelRoute(node, hub, request.path, token, headers);
+    }
+  } catch {
+    // No such address, a malformed one, or a proxy at a hub this node is not linked to.
+    return undefined;
   }
   headers.set(
     NODE_REQUEST_HEADER,
@@ -93,52 +96,40 @@ async function routeTo(
   return { url, headers };
 }
 
-function addressOf(node: NodeDescription, type: "local" | "proxy"): URL | undefined {
-  const address = node.addresses.find((a) => a.type === type);
-  if (!address) return undefined;
-  try {
-    return new URL(address.url.href);
-  } catch {
-    return undefined;
-  }
-}
-
-/** How long a LAN node may take to accept a connection before the next node is tried. */
-export const CONNECT_MS = 3000;
-/** How long an origin that accepted a connection is taken to be up (no new check). */
-const UP_MS = 10_000;
-/** Origins that accepted a connection lately, until when. */
-const upOrigins = new Map<string, number>();
+/**
+ * How long a LAN node's answer may take to start before this node asks whether it is still
+ * there (a fresh proof at its address), and again each time as long after: a node that stopped
+ * (suspended, hung) still accepts connections, and its answer would be waited for forever. A
+ * node that proves itself keeps the request however long its answer takes to start (a whole
+ * answer that is not streamed starts only once generated; a queued one once its turn comes).
+ */
+export const HEAD_WAIT_MS = 5000;
 
 /**
- * Whether `url`'s host accepts a TCP connection within `ms`: a LAN node that vanished without a
- * word (powered off, off the network) stays listed for a few announce intervals, and a fetch to
- * it would wait for the system's connect timeout (minutes) before the next node is tried. The
- * fetch cannot bound its connect alone: its head comes only once the peer's generation starts.
+ * Rejects once `url`'s node, asked every `waitMs`, fails to prove itself; never resolves.
+ * Stops (quietly) when `done` aborts.
  */
-async function accepts(url: URL, ms: number): Promise<boolean> {
-  if ((upOrigins.get(url.origin) ?? 0) > Date.now()) return true;
-  const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-  const hostname = url.hostname.replace(/^\[|\]$/g, "");
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const connecting = Deno.connect({ hostname, port });
-  const late = new Promise<undefined>((resolve) =>
-    timer = setTimeout(() => resolve(undefined), ms)
-  );
-  try {
-    const connection = await Promise.race([connecting, late]);
-    if (!connection) {
-      connecting.then((c) => c.close(), () => {});
-      return false;
+async function whileAlive(
+  sender: MeshSender,
+  origin: string,
+  nodeId: string,
+  waitMs: number,
+  done: AbortSignal,
+): Promise<never> {
+  while (true) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, waitMs);
+      done.addEventListener("abort", () => clearTimeout(timer), { once: true });
+    });
+    if (done.aborted) return await new Promise<never>(() => {});
+    try {
+      await sender.prove(origin, nodeId, done, true);
+    } catch (error) {
+      if (done.aborted) return await new Promise<never>(() => {});
+      throw new Error(
+        `no answer within ${waitMs} ms, and no proof of life (${(error as Error).message})`,
+      );
     }
-    connection.close();
-    if (upOrigins.size >= 256) upOrigins.delete(upOrigins.keys().next().value!);
-    upOrigins.set(url.origin, Date.now() + UP_MS);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -149,51 +140,91 @@ function failed({ node, via }: MeshCandidate, why: string): string {
   return line;
 }
 
-/** What forwarding ended with: the answer, or why each node failed. */
+/** The statuses that are the caller's mistake (the same request fails at every node). */
+const CALLERS_MISTAKES = [400, 413, 422];
+
+/** A peer's refusal of the request itself, in OpenAI's error shape: passed on to the client. */
+export interface Mistake {
+  status: number;
+  message: string;
+  param?: string;
+  nodeId: string;
+}
+
+/** What forwarding ended with: the answer, the caller's mistake, or why each node failed. */
 export type ForwardResult =
   | { served: true; response: Response; nodeId: string }
-  | { served: false; failures: string[] };
+  | { served: false; failures: string[]; mistake?: Mistake };
+
+/** Reads a peer's error (OpenAI's shape, a few KiB at most) as a Mistake. */
+async function mistakeOf(response: Response, nodeId: string): Promise<Mistake> {
+  const text = await response.text().catch(() => "");
+  let message = `node ${nodeId} refused the request (status ${response.status})`;
+  let param: string | undefined;
+  try {
+    const error = JSON.parse(text.slice(0, 16_384))?.error;
+    if (typeof error?.message === "string") message = error.message;
+    if (typeof error?.param === "string") param = error.param;
+  } catch { /* not JSON: the status says enough */ }
+  return { status: response.status, message, param, nodeId };
+}
 
 /**
  * Tries `candidates` in order; the first that answers with a 2xx is passed through, its
- * `x-edge-served-by` set to that node. `served: false` when none did (or the client left).
+ * `x-edge-served-by` set to that node. A LAN node is first proved at its address; one whose
+ * answer does not start within `headWaitMs` must prove itself again. A 400, 413 or 422 ends
+ * the tries (`mistake`: the request is at fault, not the node). `served: false` when none
+ * answered (or the client left), with why each failed.
  */
 export async function forwardToMesh(
   sender: MeshSender,
   candidates: readonly MeshCandidate[],
   request: Forwarded,
-  connectMs = CONNECT_MS,
+  headWaitMs = HEAD_WAIT_MS,
 ): Promise<ForwardResult> {
   const failures: string[] = [];
   for (const candidate of candidates) {
     if (request.signal.aborted) break;
     const route = await routeTo(sender, candidate, request);
     if (!route) continue;
-    // Through the hub, the hub's own connection is the one in question: it answers for the node.
-    if (candidate.via === "lan" && !await accepts(route.url, connectMs)) {
-      failures.push(failed(candidate, `no connection within ${connectMs} ms`));
-      continue;
-    }
+    const lan = candidate.via === "lan";
     // Not the client's signal itself: Deno aborts it once this node's answer is delivered too,
     // which must not stop the stream being passed through.
     const upstream = new AbortController();
     const leave = () => upstream.abort(request.signal.reason);
     request.signal.addEventListener("abort", leave, { once: true });
+    const headed = new AbortController();
     let response: Response;
     try {
-      response = await fetch(route.url, {
+      // Through the hub, the hub answers for the node (its tunnel, its timeouts).
+      if (lan) await sender.prove(route.url.origin, candidate.node.id, upstream.signal);
+      const answer = fetch(route.url, {
         method: request.method,
         headers: route.headers,
         body: request.body,
         redirect: "manual",
         signal: upstream.signal,
       });
+      response = lan
+        ? await Promise.race([
+          answer,
+          whileAlive(sender, route.url.origin, candidate.node.id, headWaitMs, headed.signal)
+            .catch((error) => {
+              upstream.abort(error);
+              throw error;
+            }),
+        ])
+        : await answer;
     } catch (error) {
       if (request.signal.aborted) break;
       failures.push(failed(candidate, (error as Error).message));
       continue;
     } finally {
+      headed.abort();
       request.signal.removeEventListener("abort", leave);
+    }
+    if (CALLERS_MISTAKES.includes(response.status)) {
+      return { served: false, failures, mistake: await mistakeOf(response, candidate.node.id) };
     }
     if (response.status < 200 || response.status > 299) {
       failures.push(failed(candidate, `status ${response.status}`));

@@ -33,6 +33,7 @@ const SENDER: MeshSender = {
   signRequest: ({ to, method, path }) => Promise.resolve(`signed:${to}:${method}:${path}`),
   storedToken: () => "account-token",
   hubUrl: () => undefined,
+  prove: () => Promise.resolve(),
 };
 
 const request = (signal = new AbortController().signal) => ({
@@ -164,25 +165,94 @@ Deno.test("forwardToMesh: a hub node only through the hub this node is linked to
   }
 });
 
-Deno.test("forwardToMesh: a LAN node that does not accept a connection in time is left for the next", async () => {
+Deno.test("forwardToMesh: a LAN node that does not prove itself at its address is never sent the request", async () => {
+  const impostor = peer(() => new Response("{}"));
   const good = peer(() => new Response("{}"));
   try {
-    const started = Date.now();
-    // TEST-NET-1: nothing answers there (it black-holes, or the network is unreachable).
+    const proved: string[] = [];
+    const sender: MeshSender = {
+      ...SENDER,
+      prove: (origin, nodeId) => {
+        proved.push(`${nodeId[0]}@${origin}`);
+        return nodeId[0] === "a" ? Promise.reject(new Error("not a's proof")) : Promise.resolve();
+      },
+    };
     const result = await forwardToMesh(
-      SENDER,
-      [
-        candidate("a", "http://192.0.2.1:9"),
-        candidate("b", good.url),
-      ],
+      sender,
+      [candidate("a", impostor.url), candidate("b", good.url)],
       request(),
-      300,
     );
     assert.ok(result.served);
     assert.equal(result.nodeId, "b".repeat(56));
-    assert.ok(Date.now() - started < 3000, `${Date.now() - started} ms`);
     await result.response.body?.cancel();
+    assert.equal(impostor.seen.length, 0, "nothing sent where the node did not prove itself");
+    assert.deepEqual(proved, [`a@${impostor.url}`, `b@${good.url}`]);
   } finally {
-    await good.server.shutdown();
+    await Promise.all([impostor.server.shutdown(), good.server.shutdown()]);
+  }
+});
+
+Deno.test("forwardToMesh: a LAN node whose answer does not start, and that no longer proves itself, is left", async () => {
+  const hung = Promise.withResolvers<Response>();
+  const stopped = peer(() => hung.promise);
+  const slow = peer(() =>
+    new Promise((resolve) => setTimeout(() => resolve(new Response("slow")), 300))
+  );
+  const good = peer(() => new Response("{}"));
+  try {
+    const fresh: string[] = [];
+    const sender: MeshSender = {
+      ...SENDER,
+      prove: (_origin, nodeId, _signal, isFresh) => {
+        if (!isFresh) return Promise.resolve();
+        fresh.push(nodeId[0]);
+        return nodeId[0] === "a" ? Promise.reject(new Error("no answer")) : Promise.resolve();
+      },
+    };
+    const started = Date.now();
+    const result = await forwardToMesh(
+      sender,
+      [candidate("a", stopped.url), candidate("b", good.url)],
+      request(),
+      100,
+    );
+    assert.ok(result.served);
+    assert.equal(result.nodeId, "b".repeat(56));
+    assert.ok(Date.now() - started < 2000, `${Date.now() - started} ms`);
+    await result.response.body?.cancel();
+    // A node that is alive keeps the request however long its answer takes to start.
+    const kept = await forwardToMesh(sender, [candidate("c", slow.url)], request(), 50);
+    assert.ok(kept.served);
+    assert.equal(await kept.response.text(), "slow");
+    assert.ok(fresh.filter((id) => id === "c").length >= 2, fresh.join());
+  } finally {
+    hung.resolve(new Response(""));
+    await Promise.all([stopped.server.shutdown(), slow.server.shutdown(), good.server.shutdown()]);
+  }
+});
+
+Deno.test("forwardToMesh: a request at fault (400, 413, 422) is not tried elsewhere; the peer's words pass on", async () => {
+  const bad = peer(() =>
+    Response.json({ error: { message: "prompt too long", param: "messages", code: null } }, {
+      status: 400,
+    })
+  );
+  const next = peer(() => new Response("{}"));
+  try {
+    const result = await forwardToMesh(
+      SENDER,
+      [candidate("a", bad.url), candidate("b", next.url)],
+      request(),
+    );
+    assert.equal(result.served, false);
+    assert.deepEqual(result.served === false && result.mistake, {
+      status: 400,
+      message: "prompt too long",
+      param: "messages",
+      nodeId: "a".repeat(56),
+    });
+    assert.equal(next.seen.length, 0);
+  } finally {
+    await Promise.all([bad.server.shutdown(), next.server.shutdown()]);
   }
 });

@@ -32,14 +32,16 @@ export interface MeshParts {
   };
   /** The verified LAN members (this node among them). */
   lanMembers(): NodeDescription[];
-  /** The hub link, when the node has one. */
-  hub?: { list(cluster: "account"): Promise<NodeDescription[]>; bep(): { url: string } };
+  /** The hub link, when the node has one: its account listing (cached by the caller), its URL. */
+  hub?: { accountNodes(): Promise<NodeDescription[]>; url(): string };
+  /**
+   * Makes sure the node at `origin` is `nodeId` (discovery's `proveAt`, believed a while, or a
+   * fresh proof with `fresh`); rejects otherwise.
+   */
+  prove(origin: string, nodeId: string, signal: AbortSignal, fresh?: boolean): Promise<void>;
   /** This node's own models advert. */
   ownModels(): readonly ModelAdvert[];
 }
-
-/** How long the hub's account listing is reused: a client's requests come in bursts. */
-const LISTING_MS = 2000;
 
 /**
  * How long this node reuses its signature of one request line (to, method, path): it is valid
@@ -57,7 +59,6 @@ const CHECK_REUSE_MS = 5_000;
 /** The mesh of one node. */
 export class MeshRouter {
   readonly #parts: MeshParts;
-  #listing?: { until: number; nodes: Promise<NodeDescription[]> };
   readonly #signatures = new RecentCache<string>(SIGNATURE_REUSE_MS, 256);
   readonly #checked = new RecentCache<string>(CHECK_REUSE_MS, 1024);
 
@@ -81,20 +82,7 @@ export class MeshRouter {
     if (scope === "off") return { lan: [], hub: [] };
     const lan = this.#parts.lanMembers();
     if (scope !== "account" || !hub) return { lan, hub: [] };
-    return { lan, hub: await this.#accountNodes(hub).catch(() => []) };
-  }
-
-  #accountNodes(hub: NonNullable<MeshParts["hub"]>): Promise<NodeDescription[]> {
-    const kept = this.#listing;
-    if (kept && kept.until > Date.now()) return kept.nodes;
-    const nodes = hub.list("account");
-    const listing = { until: Date.now() + LISTING_MS, nodes };
-    this.#listing = listing;
-    // A failure is not kept: the next request asks again.
-    nodes.catch(() => {
-      if (this.#listing === listing) this.#listing = undefined;
-    });
-    return nodes;
+    return { lan, hub: await hub.accountNodes().catch(() => []) };
   }
 
   /**
@@ -118,7 +106,8 @@ export class MeshRouter {
             () => identity.signRequest(claims),
           ),
         storedToken: () => identity.storedToken,
-        hubUrl: () => hub?.bep().url,
+        hubUrl: () => hub?.url(),
+        prove: this.#parts.prove,
       },
       candidates,
       request,

@@ -11,6 +11,8 @@ export class RecentCache<V> {
   readonly #ttlMs: number;
   readonly #max: number;
   readonly #entries = new Map<string, { value: V; until: number }>();
+  /** The values being made, by key: a second caller waits for the first's. */
+  readonly #pending = new Map<string, Promise<V>>();
 
   constructor(ttlMs: number, max: number) {
     this.#ttlMs = ttlMs;
@@ -33,12 +35,22 @@ export class RecentCache<V> {
     this.#entries.set(key, { value, until: now + this.#ttlMs });
   }
 
-  /** The value of `key`, made by `make` (and kept) unless it is fresh; a failure is not kept. */
-  async through(key: string, make: () => Promise<V>): Promise<V> {
-    const kept = this.get(key);
-    if (kept !== undefined) return kept;
-    const value = await make();
-    this.set(key, value);
-    return value;
+  /**
+   * The value of `key`, made by `make` (and kept) unless it is fresh. Callers that miss together
+   * share one `make` (its promise is what is kept); a failure is not kept.
+   */
+  through(key: string, make: () => Promise<V>): Promise<V> {
+    const kept = this.#pending.get(key) ?? this.get(key);
+    if (kept !== undefined) return Promise.resolve(kept);
+    const made = make();
+    this.#pending.set(key, made);
+    return made.then(
+      (value) => {
+        this.set(key, value);
+        return value;
+      },
+    ).finally(() => {
+      if (this.#pending.get(key) === made) this.#pending.delete(key);
+    });
   }
 }

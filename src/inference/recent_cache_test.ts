@@ -15,3 +15,21 @@ Deno.test("RecentCache: an entry lives its time, the oldest goes when full, fail
   assert.equal(await cache.through("d", () => Promise.resolve(4)), 4);
   assert.equal(await cache.through("d", () => Promise.resolve(5)), 4);
 });
+
+Deno.test("RecentCache.through: callers that miss together share one make", async () => {
+  const cache = new RecentCache<string>(1000, 4);
+  let made = 0;
+  const gate = Promise.withResolvers<void>();
+  const make = async () => {
+    made++;
+    await gate.promise;
+    return "v";
+  };
+  const both = Promise.all([cache.through("k", make), cache.through("k", make)]);
+  gate.resolve();
+  assert.deepEqual(await both, ["v", "v"]);
+  assert.equal(made, 1);
+  const failing = () => Promise.reject(new Error("no"));
+  await assert.rejects(Promise.all([cache.through("f", failing), cache.through("f", failing)]));
+  assert.equal(await cache.through("f", () => Promise.resolve("later")), "later");
+});

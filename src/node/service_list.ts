@@ -6,6 +6,8 @@
  * @module
  */
 import { dashboardService } from "../dashboard/service.ts";
+import { checkPeer, proveAt } from "../discovery/mod.ts";
+import { accountNodes } from "../hub_client/mod.ts";
 import type { Service } from "../http/service.ts";
 import { MeshRouter } from "../inference/mesh_router.ts";
 import { inferenceService } from "../inference/service.ts";
@@ -68,9 +70,25 @@ function meshOf({ settings, identity, linkLocal, hub }: NodeDependencies): MeshR
     scope: settings.inference.mesh,
     identity,
     lanMembers: () => linkLocal.members(),
-    hub,
+    hub: hub && { accountNodes: () => accountNodes(hub), url: () => hub.bep().url },
+    prove: (origin, nodeId, signal, fresh) =>
+      fresh ? provedNow(origin, nodeId, signal) : proveAt(origin, nodeId, signal),
     ownModels: () => linkLocal.self().models ?? [],
   });
+}
+
+/** A fresh proof of `nodeId` at `origin` (never one believed from before). */
+async function provedNow(origin: string, nodeId: string, signal: AbortSignal): Promise<void> {
+  signal.throwIfAborted();
+  const aborted = Promise.withResolvers<never>();
+  const abort = () => aborted.reject(signal.reason);
+  signal.addEventListener("abort", abort, { once: true });
+  aborted.promise.catch(() => {});
+  try {
+    await Promise.race([checkPeer(origin, nodeId), aborted.promise]);
+  } finally {
+    signal.removeEventListener("abort", abort);
+  }
 }
 
 /** A service that is off: its paths reserved, nothing mounted, not named in the 404 hint. */

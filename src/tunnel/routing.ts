@@ -5,6 +5,7 @@
  * @module
  */
 import { Buffer } from "node:buffer";
+import { Invalid, NotFound, UpstreamFailed } from "../errors/mod.ts";
 
 /** The header names of the sep info, with the neutral word "edge". */
 export const PORT_HEADER = "x-edge-port";
@@ -123,4 +124,50 @@ export function forwardedHeaders(headers: Headers): [string, string][] {
     if (!NOT_FORWARDED.has(name) && !named.has(name)) pairs.push([name, value]);
   }
   return pairs;
+}
+
+/**
+ * `path` on the node at `base` (its address, or the hub's for it); `..` segments resolve inside
+ * that origin, and nothing of a path leaves it (Invalid otherwise).
+ */
+export function pathAt(base: URL, path: string, nodeId: string): URL {
+  const url = new URL(`${base.href.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`);
+  if (url.origin !== base.origin) throw new Invalid(`'${path}' is not a path of node ${nodeId}`);
+  return url;
+}
+
+/** A node as a listing describes it: what reaching it through the hub needs. */
+export interface TunnelledNode {
+  id: string;
+  localLinkNetworkId: string;
+  addresses: readonly { type: string; url: { href: string } }[];
+}
+
+/**
+ * The request to `path` on `node` through the hub this node is linked to (`linkedHub`, its base
+ * URL): the URL (the node's `proxy` address) and, set on `headers`, the tunnel's headers with
+ * `token` as the credential. The port is the node's HTTP port (its `local` address: the hub's
+ * sep info). NotFound for a node without both addresses; UpstreamFailed for a `proxy` at another
+ * hub: the token goes to the linked hub only, whatever a listing says.
+ */
+export function tunnelRoute(
+  node: TunnelledNode,
+  linkedHub: string,
+  path: string,
+  token: string,
+  headers: Headers,
+): URL {
+  const proxy = node.addresses.find((address) => address.type === "proxy");
+  const local = node.addresses.find((address) => address.type === "local");
+  if (!proxy || !local) throw new NotFound(`node ${node.id} has no address through the hub`);
+  const proxyUrl = new URL(proxy.url.href);
+  if (proxyUrl.origin !== new URL(linkedHub).origin) {
+    throw new UpstreamFailed(`the hub lists node ${node.id} behind ${proxyUrl.origin}, not itself`);
+  }
+  const url = pathAt(proxyUrl, path, node.id);
+  const localUrl = new URL(local.url.href);
+  headers.set(TUNNEL_AUTHORIZATION_HEADER, `Bearer ${token}`);
+  headers.set(PORT_HEADER, localUrl.port || (localUrl.protocol === "https:" ? "443" : "80"));
+  headers.set(ROUTING_HEADER, routingHeader(node.id, node.localLinkNetworkId));
+  return url;
 }
