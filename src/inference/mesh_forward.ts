@@ -21,7 +21,6 @@
  *
  * @module
  */
-import type { NodeDescription } from "../../gen/mds/validators.ts";
 import { NODE_REQUEST_HEADER, type NodeRequestClaims } from "../identity/mod.ts";
 import { pathAt, tunnelRoute } from "../tunnel/mod.ts";
 import type { MeshCandidate } from "./mesh_routing.ts";

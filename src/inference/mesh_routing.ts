@@ -11,9 +11,14 @@
  * 3. the model ready on disk (a peer's free memory is not advertised: ready is enough);
  *
  * at equal rank a LAN node before a node reached through the hub, then the order of the listing.
- * A node both on the LAN and in the hub's listing is a LAN node. `freeSlots` and `queued` are
- * hints (a LAN peer's may be a few seconds old: they do not change its announcement), so a
- * chosen node may still refuse: the caller then tries the next.
+ * A node both on the LAN and in the hub's listing is a LAN node.
+ *
+ * A LAN node's free sequences and queue are not known here: its description is fetched again
+ * only when its announcement changes, and the figures, which change with every request, are not
+ * part of it, so the ones at hand may be minutes old. A LAN node with the model loaded thus
+ * ranks as having a free sequence; one that has none refuses at once (429), and the next is
+ * tried. Through the hub the figures are at most LIVE_FIGURES_MS (10 s, hub_client's
+ * description_updates.ts) old: hints, by which the account's nodes are ordered.
  *
  * @module
  */
@@ -49,10 +54,13 @@ export interface MeshSelf {
 export const CHAT_KINDS: readonly string[] = ["llm", "vlm"];
 export const EMBED_KINDS: readonly string[] = ["embed"];
 
-/** Loaded with a free sequence, loaded, ready; undefined for a model that is not ready. */
-function rankOf(model: ModelAdvert): number | undefined {
+/**
+ * Loaded with a free sequence, loaded, ready; undefined for a model that is not ready. A LAN
+ * node's figures are stale: loaded is all that counts there.
+ */
+function rankOf(model: ModelAdvert, via: MeshVia): number | undefined {
   if (!model.ready) return undefined;
-  if (model.loaded) return (model.freeSlots ?? 0) > 0 ? 0 : 1;
+  if (model.loaded) return via === "lan" || (model.freeSlots ?? 0) > 0 ? 0 : 1;
   return 2;
 }
 
@@ -72,7 +80,7 @@ export function meshCandidates(
   const consider = (node: NodeDescription, via: MeshVia) => {
     if (seen.has(node.id) || node.accountId !== self.accountId) return;
     const model = node.models?.find((m) => m.id === modelId && kinds.includes(m.kind));
-    const rank = model && rankOf(model);
+    const rank = model && rankOf(model, via);
     if (!model || rank === undefined) return;
     seen.add(node.id);
     found.push({ node, via, model, rank, order: found.length });

@@ -22,17 +22,22 @@ function node(n: string, models: Partial<ModelAdvert>[], accountId = "acct"): No
 
 const ids = (list: { node: NodeDescription }[]) => list.map((c) => c.node.name);
 
-Deno.test("meshCandidates: free slot, then shortest queue, then ready on disk; LAN first at equal rank", () => {
+Deno.test("meshCandidates: loaded (a LAN node's stale figures ignored), free slot, shortest queue, ready on disk; LAN first at equal rank", () => {
   const lan = [
     node("a", [{}]),
     node("b", [{ loaded: true, freeSlots: 0, queued: 3 }]),
     node("c", [{ loaded: true, freeSlots: 0, queued: 1 }]),
+    node("f", [{ loaded: true, freeSlots: 1, queued: 0 }]),
   ];
-  const hub = [node("d", [{ loaded: true, freeSlots: 1, queued: 0 }]), node("e", [{}])];
-  const lanFree = node("f", [{ loaded: true, freeSlots: 1, queued: 0 }]);
+  const hub = [
+    node("d", [{ loaded: true, freeSlots: 1, queued: 0 }]),
+    node("e", [{}]),
+    node("g", [{ loaded: true, freeSlots: 0, queued: 5 }]),
+    node("h", [{ loaded: true, freeSlots: 0, queued: 2 }]),
+  ];
   assert.deepEqual(
-    ids(meshCandidates("m", CHAT_KINDS, { lan: [...lan, lanFree], hub }, SELF)),
-    ["node-f", "node-d", "node-c", "node-b", "node-a", "node-e"],
+    ids(meshCandidates("m", CHAT_KINDS, { lan, hub }, SELF)),
+    ["node-b", "node-c", "node-f", "node-d", "node-h", "node-g", "node-a", "node-e"],
   );
 });
 

@@ -4,6 +4,7 @@
  * @module
  */
 import { inferenceRoutes } from "../../gen/inference/routes.ts";
+import { type DomainError, Invalid, TooLarge, Unavailable, Unprocessable } from "../errors/mod.ts";
 import { type ErrorFormat, type ErrorPayload, jsonResponse } from "../http/errors.ts";
 import { json, raw } from "../http/reply.ts";
 import type { Handlers } from "../http/routes.ts";
@@ -12,7 +13,7 @@ import { eventStream, runStream, sseResponse } from "../http/sse.ts";
 import { type InferenceCaller, KEY_HOLDER_CALLER } from "./caller_usage.ts";
 import type { InferenceService } from "./inference_service.ts";
 import { modelLoading } from "./load_messages.ts";
-import { servedByHeaders } from "./mesh_forward.ts";
+import { type Mistake, servedByHeaders } from "./mesh_forward.ts";
 import type { MeshRouter } from "./mesh_router.ts";
 import { CHAT_KINDS, EMBED_KINDS } from "./mesh_routing.ts";
 import {
@@ -54,6 +55,27 @@ export function peerCaller(nodeId: string): InferenceCaller {
   return { id, client: id, priority: false, detached: false };
 }
 
+/** The Retry-After of a request no node of the mesh could serve (each was busy, down or gone). */
+const RETRY_AFTER_S = 2;
+
+/** Whether this node holds `model`, of one of `kinds`, whatever its state. */
+function holds(service: InferenceService, model: string, kinds: readonly string[]): boolean {
+  try {
+    return kinds.includes(service.check(model).kind);
+  } catch {
+    return false;
+  }
+}
+
+/** A peer's refusal of the request itself, as the same error here (OpenAI's shape, its words). */
+function mistakeError({ status, message, param, nodeId }: Mistake): DomainError {
+  const details = { field: param };
+  const words = `node ${nodeId}: ${message}`;
+  if (status === 413) return new TooLarge(words, details);
+  if (status === 422) return new Unprocessable(words, details);
+  return new Invalid(words, details);
+}
+
 /** The handlers of every inference operation; `mesh` routes what this node cannot serve now. */
 export function inferenceHandlers(
   service: InferenceService,
@@ -79,7 +101,17 @@ export function inferenceHandlers(
       body: JSON.stringify(body),
       signal: context.request.signal,
     });
-    return result.served ? result.response : null;
+    if (result.served) return result.response;
+    if (result.mistake) throw mistakeError(result.mistake);
+    // Candidates there were, and none answered: this node's own answer would be a 404 for a
+    // model it does not hold, which says nothing true. One it holds waits in its own queue.
+    if (result.failures.length > 0 && !holds(service, model, kinds)) {
+      throw new Unavailable(
+        `no node of the mesh could serve model '${model}' now: ${result.failures.join("; ")}`,
+        { retryAfterSeconds: RETRY_AFTER_S },
+      );
+    }
+    return null;
   };
   return {
     listModels: ({ query, auth }) => {
