@@ -15,7 +15,17 @@ import { signNodeRequest } from "../src/identity/mod.ts";
 import { loadNodeKey } from "../src/identity/node_key.ts";
 import { startTestHub } from "../testing/hub.ts";
 import { cliToken, makeIssuer, rpc } from "../testing/identity.ts";
-import { nodeIdOf, randomMdnsPort, startMeshNode } from "../testing/mesh.ts";
+import {
+  announcement,
+  describeImpostor,
+  impostorKey,
+  nodeIdOf,
+  openMdnsClient,
+  proofFor,
+  randomMdnsPort,
+  signedSelf,
+  startMeshNode,
+} from "../testing/mesh.ts";
 import { type TestNode, waitFor, withTempDir } from "../testing/node.ts";
 import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 import { ensureTestEngine } from "../testing/engine.ts";
@@ -25,6 +35,8 @@ import { allData, api, listed, say, sseData, uploadModel } from "./helpers/infer
 const M = "mesh-m";
 const M_BYTES = tinyLlamaGguf({ contextLength: 8192, seed: 7 });
 const M_RECORD = { gguf: { initContextSize: 8192 } };
+/** A model only an impostor claims. */
+const GHOST = "mesh-ghost";
 /** An embedding model, on C only. */
 const EMBED = "mesh-embed";
 /** One sequence and one place in the queue: B's queue fills with two requests. */
@@ -70,12 +82,17 @@ interface MeshPlace {
 }
 
 /** Where A's GET /models?scope=mesh says M is. */
-async function placesOfM(a: TestNode): Promise<MeshPlace[]> {
+function placesOfM(a: TestNode): Promise<MeshPlace[]> {
+  return placesOf(a, M);
+}
+
+/** Where A's GET /models?scope=mesh says `model` is. */
+async function placesOf(a: TestNode, model: string): Promise<MeshPlace[]> {
   const response = await api(a, "/models?scope=mesh");
   const text = await response.text();
   assert.equal(response.status, 200, text);
   const models = JSON.parse(text).data as { id: string; nodes: MeshPlace[] }[];
-  return models.find((m) => m.id === M)?.nodes ?? [];
+  return models.find((m) => m.id === model)?.nodes ?? [];
 }
 
 /** Loads M on `node` (POST /models: the older API's streamed load). */
@@ -161,6 +178,70 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
       await open.body?.cancel();
     });
 
+    await t(
+      "an impostor of the account, its address a loopback service's, is never sent a chat",
+      async () => {
+        // What listens on loopback and is no node: it must never see a routed chat.
+        const seen: string[] = [];
+        const victim = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+          seen.push(new URL(request.url).pathname);
+          return Response.json({
+            id: "x",
+            object: "chat.completion",
+            created: 0,
+            model: GHOST,
+            choices: [{
+              index: 0,
+              message: { role: "assistant", content: "a loopback service's secret" },
+              finish_reason: "stop",
+            }],
+          });
+        });
+        // A peer with a key of its own, proving itself where it listens, claiming A's account,
+        // GHOST loaded with a free sequence, and the victim's address as its own.
+        const impostor = await impostorKey();
+        const fake = Deno.serve(
+          { hostname: "127.0.0.1", port: 0, onListen() {} },
+          async (request) => {
+            const node = {
+              ...describeImpostor(impostor.id, "claims", victim.addr.port),
+              accountId: "acct",
+              models: [{
+                id: GHOST,
+                kind: "llm",
+                ready: true,
+                loaded: true,
+                freeSlots: 1,
+                queued: 0,
+              }],
+            };
+            const challenge = new URL(request.url).searchParams.get("challenge")!;
+            return Response.json({
+              data: { id: impostor.id, proof: await proofFor(impostor, challenge, node) },
+            });
+          },
+        );
+        const group = await openMdnsClient(setup.port);
+        try {
+          await group.send(announcement({ id: impostor.id, name: "claims", port: fake.addr.port }));
+          await waitFor(
+            async () => (await placesOf(a, GHOST)).some((p) => p.nodeId === impostor.id),
+            "A to list GHOST on the impostor",
+            20_000,
+          );
+          const response = await api(a, "/chat/completions", { ...ask(2), model: GHOST });
+          const text = await response.text();
+          assert.equal(response.status, 503, text);
+          assert.match(text, new RegExp(impostor.id));
+          assert.ok(!seen.includes("/v1/chat/completions"), `the victim saw ${seen}`);
+        } finally {
+          await group.close();
+          await fake.shutdown();
+          await victim.shutdown();
+        }
+      },
+    );
+
     await t("A's chat on M is served by B, streamed", async () => {
       const stream = await startStream(a, 60);
       assert.equal(stream.servedBy, bId);
@@ -220,6 +301,23 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
       const good = await routedTo(b, forB);
       assert.equal(good.status, 200, await good.text());
       assert.equal(good.headers.get("x-edge-served-by"), bId);
+      // A node's signature is for a chat or an embedding only: never an unload (nor a load).
+      const unloadPath = `/v1/models?modelId=${M}`;
+      const unload = await fetch(`${b.url}${unloadPath}`, {
+        method: "DELETE",
+        headers: {
+          "x-edge-node-request": await signNodeRequest(aKey.privateKey, aKey.publicJwk, {
+            from: aId,
+            to: bId,
+            method: "DELETE",
+            path: unloadPath,
+          }),
+        },
+      });
+      const refusal = await unload.text();
+      assert.equal(unload.status, 403, refusal);
+      assert.match(refusal, /only on chat completions and embeddings/);
+      assert.equal((await listed(b, M))?.loaded, true, "M still loaded on B");
     });
 
     await t("B's queue full → C", async () => {
@@ -227,7 +325,13 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
       const running = await startStream(a, 8000);
       assert.equal(running.servedBy, bId);
       const waiting = api(a, "/chat/completions", ask(2));
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await waitFor(
+        async () =>
+          // deno-lint-ignore no-explicit-any
+          ((await signedSelf(b)).models?.find((m: any) => m.id === M)?.queued ?? 0) >= 1,
+        "B to queue A's second request",
+        10_000,
+      );
       assert.equal(await servedBy(a), cId);
       // The client that goes away stops B's generation: the waiting request runs at once.
       const aborted = performance.now();
@@ -266,6 +370,28 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
     });
 
     await t(
+      "C stopped: D serves within seconds; A's embeddings on C's model are 503, naming C",
+      async () => {
+        // A stopped node still takes connections (the kernel's): its answer would never start.
+        Deno.kill(c.pid, "SIGSTOP");
+        try {
+          const started = performance.now();
+          assert.equal(await servedBy(a), dId);
+          const tookMs = performance.now() - started;
+          console.log(`mesh_routing_test: D served ${Math.round(tookMs)} ms after C stopped`);
+          assert.ok(tookMs < 15_000, `${Math.round(tookMs)} ms`);
+          const response = await api(a, "/embeddings", { model: EMBED, input: "x" });
+          const text = await response.text();
+          assert.equal(response.status, 503, text);
+          assert.equal(response.headers.get("retry-after"), "2");
+          assert.match(text, new RegExp(`node ${cId} \\((lan|hub)\\) did not answer`));
+        } finally {
+          Deno.kill(c.pid, "SIGCONT");
+        }
+      },
+    );
+
+    await t(
       "B and C gone: D, of the account, serves through the hub; E is never asked",
       async () => {
         await c.stop();
@@ -280,8 +406,10 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
 
 /** A named step of the one test (plain sequence: the nodes are shared). */
 async function t(name: string, run: () => Promise<void>) {
+  const started = performance.now();
   try {
     await run();
+    console.log(`TIMING ${name}: ${Math.round(performance.now() - started)} ms`);
   } catch (error) {
     throw new Error(`step '${name}' failed: ${(error as Error).message}`, { cause: error });
   }
