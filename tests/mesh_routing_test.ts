@@ -5,9 +5,12 @@
  * the hub; E, on the same LAN, is of another account and holds M too.
  *
  * A's chat on M is served by B (x-edge-served-by), streamed; B's queue full → C; B killed →
- * C; B and C gone → D through the hub (inference.mesh "account"); E is never asked. B refuses a
- * routed request that is unsigned, badly signed, or signed by a node of another account. The
- * official openai client gets a routed streamed answer through A.
+ * C; C stopped (SIGSTOP: it still takes connections) → D within seconds, and a model only C
+ * holds is 503 naming C; B and C gone → D through the hub (inference.mesh "account"); E is
+ * never asked. B refuses a routed request that is unsigned, badly signed, or signed by a node of
+ * another account, and a signed unload. An impostor claiming the account, a model and a
+ * loopback service's address is never sent a chat. The official openai client gets a routed
+ * streamed answer through A.
  */
 import assert from "node:assert/strict";
 import OpenAI from "openai";
@@ -406,10 +409,8 @@ Deno.test("the mesh routes a chat to the node that can answer it", () =>
 
 /** A named step of the one test (plain sequence: the nodes are shared). */
 async function t(name: string, run: () => Promise<void>) {
-  const started = performance.now();
   try {
     await run();
-    console.log(`TIMING ${name}: ${Math.round(performance.now() - started)} ms`);
   } catch (error) {
     throw new Error(`step '${name}' failed: ${(error as Error).message}`, { cause: error });
   }

@@ -11,8 +11,8 @@
  *   account elsewhere at the hub's address for it (its `proxy` address, the hub this node is
  *   linked to and no other), with the tunnel's headers and this node's own stored account token
  *   as `x-edge-authorization` (which the hub reads and drops before the node): tunnel/routing.ts.
- * - A node that fails before its answer starts (no connection, no proof, a LAN node whose answer
- *   has not started within HEAD_WAIT_MS and that does not prove itself again, any status but
+ * - A node that fails before its answer starts (no connection, no proof, an answer that has not
+ *   started within HEAD_WAIT_MS from a node that then shows no sign of life, any status but
  *   2xx: the body validated here, so a refusal is that node's state: busy, gone, not ready) is
  *   left for the next; once an answer's head is taken, nothing else is tried. A 400, 413 or 422
  *   is the request's fault: no other node is tried, and the client gets it.
@@ -96,22 +96,54 @@ async function routeTo(
 }
 
 /**
- * How long a LAN node's answer may take to start before this node asks whether it is still
- * there (a fresh proof at its address), and again each time as long after: a node that stopped
- * (suspended, hung) still accepts connections, and its answer would be waited for forever. A
- * node that proves itself keeps the request however long its answer takes to start (a whole
- * answer that is not streamed starts only once generated; a queued one once its turn comes).
+ * How long a node's answer may take to start before this node asks whether it is still there,
+ * and again each time as long after: a node that stopped (suspended, hung) still accepts
+ * connections (the hub's tunnel to it stays open too), and its answer would be waited for
+ * forever. A node that answers keeps the request however long its answer takes to start (a
+ * whole answer that is not streamed starts only once generated; a queued one once its turn
+ * comes).
  */
 export const HEAD_WAIT_MS = 5000;
 
+/** How long a node has to show it is there (its proof, or any answer through the hub). */
+const ALIVE_MS = 3000;
+
+/** The node's unauthenticated ping: what any node answers at once. */
+const PING_PATH = "/mds/v1/nodes?ping=true";
+
 /**
- * Rejects once `url`'s node, asked every `waitMs`, fails to prove itself; never resolves.
- * Stops (quietly) when `done` aborts.
+ * Whether `candidate` is still there: a LAN node proves itself again at `origin` (fresh); a
+ * node through the hub answers its ping through the tunnel (anything but the hub's 5xx).
  */
-async function whileAlive(
+async function stillThere(
   sender: MeshSender,
+  { node, via }: MeshCandidate,
   origin: string,
-  nodeId: string,
+  signal: AbortSignal,
+): Promise<void> {
+  if (via === "lan") return await sender.prove(origin, node.id, signal, true);
+  const hub = sender.hubUrl();
+  const token = sender.storedToken();
+  if (!hub || !token) throw new Error("no hub to ask through");
+  const headers = new Headers({ "accept-encoding": "identity" });
+  const url = tunnelRoute(node, hub, PING_PATH, token, headers);
+  const response = await fetch(url, {
+    headers,
+    redirect: "manual",
+    signal: AbortSignal.any([signal, AbortSignal.timeout(ALIVE_MS)]),
+  });
+  await response.body?.cancel().catch(() => {});
+  if (response.status >= 500) throw new Error(`the hub answered ${response.status}`);
+}
+
+/**
+ * Rejects once `candidate`, asked every `waitMs`, is no longer there (stillThere); never
+ * resolves. Stops (quietly) when `done` aborts.
+ */
+async function whileThere(
+  sender: MeshSender,
+  candidate: MeshCandidate,
+  origin: string,
   waitMs: number,
   done: AbortSignal,
 ): Promise<never> {
@@ -122,11 +154,11 @@ async function whileAlive(
     });
     if (done.aborted) return await new Promise<never>(() => {});
     try {
-      await sender.prove(origin, nodeId, done, true);
+      await stillThere(sender, candidate, origin, done);
     } catch (error) {
       if (done.aborted) return await new Promise<never>(() => {});
       throw new Error(
-        `no answer within ${waitMs} ms, and no proof of life (${(error as Error).message})`,
+        `no answer within ${waitMs} ms, and no sign of life (${(error as Error).message})`,
       );
     }
   }
@@ -170,8 +202,8 @@ async function mistakeOf(response: Response, nodeId: string): Promise<Mistake> {
 
 /**
  * Tries `candidates` in order; the first that answers with a 2xx is passed through, its
- * `x-edge-served-by` set to that node. A LAN node is first proved at its address; one whose
- * answer does not start within `headWaitMs` must prove itself again. A 400, 413 or 422 ends
+ * `x-edge-served-by` set to that node. A LAN node is first proved at its address; a node whose
+ * answer does not start within `headWaitMs` must show it is still there (stillThere). A 400, 413 or 422 ends
  * the tries (`mistake`: the request is at fault, not the node). `served: false` when none
  * answered (or the client left), with why each failed.
  */
@@ -195,7 +227,6 @@ export async function forwardToMesh(
     const headed = new AbortController();
     let response: Response;
     try {
-      // Through the hub, the hub answers for the node (its tunnel, its timeouts).
       if (lan) await sender.prove(route.url.origin, candidate.node.id, upstream.signal);
       const answer = fetch(route.url, {
         method: request.method,
@@ -204,16 +235,14 @@ export async function forwardToMesh(
         redirect: "manual",
         signal: upstream.signal,
       });
-      response = lan
-        ? await Promise.race([
-          answer,
-          whileAlive(sender, route.url.origin, candidate.node.id, headWaitMs, headed.signal)
-            .catch((error) => {
-              upstream.abort(error);
-              throw error;
-            }),
-        ])
-        : await answer;
+      response = await Promise.race([
+        answer,
+        whileThere(sender, candidate, route.url.origin, headWaitMs, headed.signal)
+          .catch((error) => {
+            upstream.abort(error);
+            throw error;
+          }),
+      ]);
     } catch (error) {
       if (request.signal.aborted) break;
       failures.push(failed(candidate, (error as Error).message));

@@ -256,3 +256,33 @@ Deno.test("forwardToMesh: a request at fault (400, 413, 422) is not tried elsewh
     await Promise.all([bad.server.shutdown(), next.server.shutdown()]);
   }
 });
+
+Deno.test("forwardToMesh: a node through the hub whose answer does not start, and whose ping fails there, is left", async () => {
+  const hung = Promise.withResolvers<Response>();
+  const hub = peer((request) =>
+    new URL(request.url).pathname === "/mds/v1/nodes"
+      ? new Response("node unreachable", { status: 502 })
+      : hung.promise
+  );
+  const good = peer(() => new Response("{}"));
+  try {
+    const behindHub = candidate("d", "http://10.0.0.9:8083", "hub");
+    behindHub.node.addresses.push({ type: "proxy", url: { href: hub.url } });
+    const linked = { ...SENDER, hubUrl: () => hub.url };
+    const result = await forwardToMesh(
+      linked,
+      [behindHub, candidate("b", good.url)],
+      request(),
+      100,
+    );
+    assert.ok(result.served);
+    assert.equal(result.nodeId, "b".repeat(56));
+    await result.response.body?.cancel();
+    const ping = hub.seen.find((s) => new URL(s.url).pathname === "/mds/v1/nodes")!;
+    assert.equal(ping.headers.get("x-edge-authorization"), "Bearer account-token");
+    assert.ok(ping.headers.get("x-edge-routing"));
+  } finally {
+    hung.resolve(new Response(""));
+    await Promise.all([hub.server.shutdown(), good.server.shutdown()]);
+  }
+});
