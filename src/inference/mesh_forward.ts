@@ -1,5 +1,5 @@
 /**
- * Sends a request of the OpenAI-compatible API to the nodes mesh_routing.ts chose, in turn, and
+ * Sends a request of the OpenAI-compatible API to the nodes mesh_ranking.ts chose, in turn, and
  * passes the first answer through unchanged (streamed: Server-Sent Events as they come).
  *
  * - Each request is signed with this node's key (`x-edge-node-request`, identity's
@@ -23,7 +23,7 @@
  */
 import { NODE_REQUEST_HEADER, type NodeRequestClaims } from "../identity/mod.ts";
 import { pathAt, tunnelRoute } from "../tunnel/mod.ts";
-import type { MeshCandidate } from "./mesh_routing.ts";
+import type { MeshCandidate } from "./mesh_ranking.ts";
 
 /** The response header naming the node that served a chat or an embedding. */
 export const SERVED_BY_HEADER = "x-edge-served-by";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { NodeDescription } from "../../gen/mds/validators.ts";
 import { forwardToMesh, type MeshSender } from "./mesh_forward.ts";
-import type { MeshCandidate } from "./mesh_routing.ts";
+import type { MeshCandidate } from "./mesh_ranking.ts";
 
 /** A peer on loopback answering with `answer`; what it received is in `seen`. */
 function peer(answer: (request: Request) => Response | Promise<Response>) {

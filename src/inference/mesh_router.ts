@@ -1,6 +1,6 @@
 /**
  * The mesh as the OpenAI-compatible API's handlers see it (issue 37): the nodes that may answer
- * a request this node cannot serve now (mesh_routing.ts chooses, mesh_forward.ts sends), the
+ * a request this node cannot serve now (mesh_ranking.ts chooses, mesh_forward.ts sends), the
  * check of a request another node routed here, and the mesh's models. Discovery and the hub link
  * are given as functions: this package does not import them.
  *
@@ -17,7 +17,7 @@ import {
   meshModels,
   type MeshNodes,
   type MeshScope,
-} from "./mesh_routing.ts";
+} from "./mesh_ranking.ts";
 
 /** What the router needs of the node. */
 export interface MeshParts {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { NodeDescription } from "../../gen/mds/validators.ts";
 import { Forbidden, Unauthenticated } from "../errors/mod.ts";
 import { type MeshParts, MeshRouter } from "./mesh_router.ts";
-import { CHAT_KINDS, type MeshScope } from "./mesh_routing.ts";
+import { CHAT_KINDS, type MeshScope } from "./mesh_ranking.ts";
 
 const PEER: NodeDescription = {
   id: "b".repeat(56),

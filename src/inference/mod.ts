@@ -10,7 +10,7 @@ export * from "./inference_service.ts";
 export * from "./load_messages.ts";
 export * from "./mesh_forward.ts";
 export * from "./mesh_router.ts";
-export * from "./mesh_routing.ts";
+export * from "./mesh_ranking.ts";
 export * from "./model_adverts.ts";
 export * from "./openai_format.ts";
 export * from "./routes.ts";

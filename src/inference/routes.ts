@@ -15,7 +15,7 @@ import type { InferenceService } from "./inference_service.ts";
 import { modelLoading } from "./load_messages.ts";
 import { type Mistake, servedByHeaders } from "./mesh_forward.ts";
 import type { MeshRouter } from "./mesh_router.ts";
-import { CHAT_KINDS, EMBED_KINDS } from "./mesh_routing.ts";
+import { CHAT_KINDS, EMBED_KINDS } from "./mesh_ranking.ts";
 import {
   chatCompletion,
   chatJob,

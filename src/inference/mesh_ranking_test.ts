@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { ModelAdvert, NodeDescription } from "../../gen/mds/validators.ts";
-import { CHAT_KINDS, meshCandidates, meshModels } from "./mesh_routing.ts";
+import { CHAT_KINDS, meshCandidates, meshModels } from "./mesh_ranking.ts";
 
 const SELF = { nodeId: "0".repeat(56), accountId: "acct" };
 
