@@ -58,6 +58,7 @@ export const McmConfigDefaults = {
   "maxRequestBodyBytes": 16777216,
   "storageMb": 64,
   "maxContainers": 32,
+  "loadTimeoutSeconds": 60,
   "containerProcess": "per-client",
   "spareContainers": 1,
   "outboundNetworks": [
@@ -95,6 +96,7 @@ export const NodeConfigDefaults = {
     "maxRequestBodyBytes": 16777216,
     "storageMb": 64,
     "maxContainers": 32,
+    "loadTimeoutSeconds": 60,
     "containerProcess": "per-client",
     "spareContainers": 1,
     "outboundNetworks": [

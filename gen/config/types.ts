@@ -223,6 +223,16 @@ export interface components {
              */
             maxContainers?: number;
             /**
+             * @description How long a container's code may take to load (its process or worker started, its
+             *     index.js run to the end of its top level) before the start fails with "the code did
+             *     not load within N s (mcm.loadTimeoutSeconds)". A start takes about 0.1 s on a PC
+             *     (0.2 s at worst on a busy 2-core one) and tens of times that on a Raspberry Pi or
+             *     under user-mode emulation (qemu), where 10 s was too short; code that throws while
+             *     loading fails at once with its error, whatever this says. Default 60.
+             * @default 60
+             */
+            loadTimeoutSeconds?: number;
+            /**
              * @description How containers map to processes. `per-client`: the containers of one client (and of
              *     the same process flags: MCM.MEMORY_MB) share one process, each in a sandboxed worker
              *     of its own, so that a container costs a worker (about 9 MB) instead of a process

@@ -100,6 +100,8 @@ export class LinkLocal {
   #nextStaticPeer = 0;
   #responder: MulticastResponder | undefined;
   #legacyWindow = { startedAt: 0, count: 0 };
+  /** Why multicast DNS could not be set up, when it could not. */
+  #mdnsUnavailable: string | undefined;
 
   constructor(describe: () => SelfDescription, settings: DiscoverySettings) {
     this.#describe = describe;
@@ -129,9 +131,11 @@ export class LinkLocal {
         );
       } catch (error) {
         // The node is still useful without multicast (static peers, every other service).
+        this.#mdnsUnavailable = (error as Error).message;
         console.warn(
-          `discovery: multicast DNS is unavailable (${(error as Error).message}); ` +
-            "set discovery.mdns to false to run without it, or discovery.peers to list peers",
+          `discovery: multicast DNS is unavailable (${this.#mdnsUnavailable}); the node serves ` +
+            "without link-local discovery: set discovery.mdns to false to run without it, " +
+            "or discovery.peers to list peers",
         );
       }
       const socket = this.#socket;
@@ -149,6 +153,15 @@ export class LinkLocal {
     }
     this.#tick();
     this.#timer = setInterval(() => this.#tick(), Math.min(1000, this.#announceMs / 2));
+  }
+
+  /**
+   * Why multicast DNS could not be set up (the socket's bind, group membership or outgoing
+   * interface failed), when discovery.mdns asked for it and it could not; the node then lists
+   * only itself and its static peers.
+   */
+  get mdnsUnavailable(): string | undefined {
+    return this.#mdnsUnavailable;
   }
 
   /** Sends the goodbye and stops; call after the HTTP server has stopped. */

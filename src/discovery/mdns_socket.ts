@@ -31,6 +31,8 @@ export class MdnsSocket {
   readonly #interfaces: string[];
   readonly port: number;
   #closed = false;
+  /** Failures of multicast() already logged. */
+  readonly #warned = new Set<string>();
   /** Multicasts one after another: each sets the socket's outgoing interface. */
   #queue: Promise<void> = Promise.resolve();
 
@@ -40,54 +42,73 @@ export class MdnsSocket {
     this.port = port;
   }
 
-  /** Binds `0.0.0.0:port` (shared with other responders) and joins the group on each address. */
-  static async open(port: number, interfaces: string[], onPacket: PacketListener) {
-    const socket = dgram.createSocket({ type: "udp4", reuseAddr: true });
-    const bound = Promise.withResolvers<void>();
-    socket.once("error", bound.reject);
-    socket.bind(port, "0.0.0.0", () => bound.resolve());
-    await bound.promise;
-    socket.removeListener("error", bound.reject);
-    const joined: string[] = [];
-    for (const address of interfaces) {
+  /**
+   * Binds `0.0.0.0:port` (shared with other responders), joins the group on each address and
+   * checks that each can send. Throws, the socket closed, when none can: what failed first and
+   * why (a machine without multicast, a port held by another program, an emulator whose
+   * setsockopt refuses IP_MULTICAST_IF with EINVAL).
+   */
+  static async open(
+    port: number,
+    interfaces: string[],
+    onPacket: PacketListener,
+    createSocket: (options: dgram.SocketOptions) => dgram.Socket = dgram.createSocket,
+  ): Promise<MdnsSocket> {
+    const socket = createSocket({ type: "udp4", reuseAddr: true });
+    try {
+      const bound = Promise.withResolvers<void>();
+      socket.once("error", bound.reject);
+      socket.bind(port, "0.0.0.0", () => bound.resolve());
+      await bound.promise;
+      socket.removeListener("error", bound.reject);
+      const usable = joinedInterfaces(socket, interfaces);
+      socket.setMulticastTTL(255);
+      // Other nodes on this machine (and tests) must hear our packets.
+      socket.setMulticastLoopback(true);
+      socket.on("error", (error) => console.warn(`mDNS socket: ${error.message}`));
+      socket.on("message", (message: Uint8Array, rinfo: dgram.RemoteInfo) => {
+        let packet: dnsPacket.Packet;
+        try {
+          packet = dnsPacket.decode(message as never);
+        } catch {
+          return; // Not DNS, or truncated: other traffic on the port is none of ours.
+        }
+        onPacket(packet, { address: rinfo.address, port: rinfo.port });
+      });
+      return new MdnsSocket(socket, usable, port);
+    } catch (error) {
       try {
-        socket.addMembership(MDNS_GROUP, address);
-        joined.push(address);
-      } catch (error) {
-        console.warn(`mDNS: cannot join ${MDNS_GROUP} on ${address}: ${(error as Error).message}`);
-      }
-    }
-    if (joined.length === 0) {
-      socket.close();
-      throw new Error(`mDNS: could not join the group on any of ${interfaces.join(", ")}`);
-    }
-    socket.setMulticastTTL(255);
-    // Other nodes on this machine (and tests) must hear our packets.
-    socket.setMulticastLoopback(true);
-    socket.on("error", (error) => console.warn(`mDNS socket: ${error.message}`));
-    socket.on("message", (message: Uint8Array, rinfo: dgram.RemoteInfo) => {
-      let packet: dnsPacket.Packet;
-      try {
-        packet = dnsPacket.decode(message as never);
+        socket.close();
       } catch {
-        return; // Not DNS, or truncated: other traffic on the port is none of ours.
+        // Never bound, or closed already.
       }
-      onPacket(packet, { address: rinfo.address, port: rinfo.port });
-    });
-    return new MdnsSocket(socket, joined, port);
+      throw error;
+    }
   }
 
-  /** Sends a packet to the group on every joined interface. */
+  /** Sends a packet to the group on every joined interface; never rejects (failures logged). */
   multicast(packet: dnsPacket.Packet): Promise<void> {
     const bytes = dnsPacket.encode(packet);
     this.#queue = this.#queue.then(async () => {
       for (const address of this.#interfaces) {
         if (this.#closed) return;
-        this.#socket.setMulticastInterface(address);
+        try {
+          this.#socket.setMulticastInterface(address);
+        } catch (error) {
+          // The interface went away since open(): said once, and its turn skipped.
+          this.#warnOnce(`mDNS: cannot send on ${address}: ${(error as Error).message}`);
+          continue;
+        }
         await this.#send(bytes, this.port, MDNS_GROUP);
       }
     });
     return this.#queue;
+  }
+
+  #warnOnce(message: string): void {
+    if (this.#warned.has(message)) return;
+    this.#warned.add(message);
+    console.warn(message);
   }
 
   /** Sends a packet to one host (legacy unicast answers). */
@@ -111,6 +132,29 @@ export class MdnsSocket {
     this.#closed = true;
     return new Promise((resolve) => this.#socket.close(() => resolve()));
   }
+}
+
+/**
+ * The addresses of `interfaces` where `socket` joined the group and may send to it (the
+ * outgoing interface could be set); each one left out is logged. Throws when none is left.
+ */
+function joinedInterfaces(socket: dgram.Socket, interfaces: string[]): string[] {
+  const usable: string[] = [];
+  const failures: string[] = [];
+  for (const address of interfaces) {
+    try {
+      socket.addMembership(MDNS_GROUP, address);
+      socket.setMulticastInterface(address);
+      usable.push(address);
+    } catch (error) {
+      failures.push(`${address}: ${(error as Error).message}`);
+    }
+  }
+  if (usable.length === 0) {
+    throw new Error(`cannot multicast to ${MDNS_GROUP} on ${failures.join("; ")}`);
+  }
+  for (const failure of failures) console.warn(`mDNS: left out ${failure}`);
+  return usable;
 }
 
 /**

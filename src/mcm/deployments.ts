@@ -207,6 +207,7 @@ export class Deployments {
       maxBodyBytes: this.#settings.maxRequestBodyBytes,
       deadlineMs: limits.executionMs,
       fetchTimeoutMs: limits.executionMs,
+      loadTimeoutMs: this.#settings.loadTimeoutSeconds * 1000,
       client: record.client,
       placement: this.#placement,
       quarantined: record.quarantined,

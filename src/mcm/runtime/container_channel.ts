@@ -81,6 +81,11 @@ export interface ChannelOptions {
   info: ContextInfo;
   maxBodyBytes: number;
   fetchTimeoutMs: number;
+  /**
+   * How long the code may take to load (mcm.loadTimeoutSeconds); absent: DEFAULT_LOAD_TIMEOUT_MS.
+   * Code that throws while loading fails at once, whatever this says.
+   */
+  loadTimeoutMs?: number;
   /** Hears the microservice's log lines and the process's stderr. */
   onLog(level: string, message: string): void;
   /**
@@ -118,6 +123,24 @@ export function profileOf(options: ChannelOptions): ProcessProfile {
 }
 
 export { LoadError };
+
+/**
+ * spec/config.yaml's mcm.loadTimeoutSeconds default: a load takes about 0.1 s here (0.2 s at
+ * worst on a busy 2-core machine) and more than 10 s under user-mode emulation (issue 38).
+ */
+export const DEFAULT_LOAD_TIMEOUT_MS = 60_000;
+/**
+ * The process's own watch (watchdog.ts) lets a loading thread be silent this much longer than
+ * the node waits, so that a slow load ends with the node's message, which names the setting.
+ */
+const LOAD_SILENCE_MARGIN_MS = 1000;
+
+/** The process's settings: `host`, its watch waiting for the code as long as the node does. */
+function hostSettingsOf(options: ChannelOptions): HostSettings {
+  const loadTimeoutMs = options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
+  const limits = { ...options.host.limits, loadSilenceMs: loadTimeoutMs + LOAD_SILENCE_MARGIN_MS };
+  return { ...options.host, limits };
+}
 
 /** A running container process. */
 export class ContainerChannel {
@@ -178,7 +201,7 @@ export class ContainerChannel {
         bundle: options.bundlePath,
         storageDir: options.storageDir,
         storageBytes: options.storageBytes,
-        settings: options.host,
+        settings: hostSettingsOf(options),
       } satisfies TakeMessage,
     ));
     this.#writer.send(JSON.stringify(
@@ -194,15 +217,13 @@ export class ContainerChannel {
 
   /**
    * Starts a container and waits until its code loaded. LoadError when the code does not load;
-   * another error when its process dies or it does not answer in `timeoutMs`. A container
-   * placed warm (a spare, its client's process) whose process ended before the code loaded
-   * (it may have died while waiting), not by the code's own limits, is placed once more in a
-   * process started for it.
+   * another error when its process dies or it does not answer within `loadTimeoutMs`. A
+   * container placed warm (a spare, its client's process) whose process ended before the code
+   * loaded (it may have died while waiting), not by the code's own limits, is placed once more
+   * in a process started for it.
    */
-  static async open(
-    options: ChannelOptions,
-    timeoutMs = 10_000,
-  ): Promise<ContainerChannel> {
+  static async open(options: ChannelOptions): Promise<ContainerChannel> {
+    const timeoutMs = options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
     await checkBundle(options.bundlePath);
     const request = {
       client: options.client,
@@ -235,7 +256,12 @@ export class ContainerChannel {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new Error(`the code did not load within ${timeoutMs / 1000} s`)),
+        () =>
+          reject(
+            new Error(
+              `the code did not load within ${timeoutMs / 1000} s (mcm.loadTimeoutSeconds)`,
+            ),
+          ),
         timeoutMs,
       );
     });

@@ -49,6 +49,11 @@ export interface WatchdogLimits {
   /** How long the microservice's thread may go without reporting while serving a request. */
   busySilenceMs: number;
   /**
+   * How long it may go without reporting while its code loads (past the node's
+   * mcm.loadTimeoutSeconds: the node's limit names the setting); absent: 10 s.
+   */
+  loadSilenceMs?: number;
+  /**
    * Outbound requests (and storage file reads) open at once (MCM.MAX_OUTBOUND_REQUESTS);
    * absent: DEFAULT_OUTBOUND_REQUESTS.
    */

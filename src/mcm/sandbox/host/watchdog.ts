@@ -54,7 +54,7 @@ const IDLE_SILENCE_MS = 3000;
  * IDLE_SILENCE_MS.
  */
 const CHARGED_SILENCE_MS = 1000;
-/** Silence allowed before the first sample, which comes once the code loaded. */
+/** Silence allowed before the first sample, which comes once the code loaded (default). */
 const LOAD_SILENCE_MS = 10_000;
 const MEMORY_CHECK_MS = 100;
 
@@ -97,7 +97,11 @@ export function watchContainer(
     }
     const silence = Date.now() - (last?.at ?? started);
     const serving = Atomics.load(counters, REQUESTS_IN_FLIGHT) > 0;
-    const allowed = !last ? LOAD_SILENCE_MS : serving ? limits.busySilenceMs : IDLE_SILENCE_MS;
+    const allowed = !last
+      ? limits.loadSilenceMs ?? LOAD_SILENCE_MS
+      : serving
+      ? limits.busySilenceMs
+      : IDLE_SILENCE_MS;
     if (silence > allowed) {
       end(
         EXIT_CPU_BUDGET,
