@@ -119,10 +119,16 @@ export class MdnsSocket {
   #send(bytes: Uint8Array, port: number, address: string): Promise<void> {
     if (this.#closed) return Promise.resolve();
     return new Promise((resolve) => {
-      this.#socket.send(bytes, port, address, (error) => {
-        if (error) console.warn(`mDNS: send to ${address}:${port} failed: ${error.message}`);
+      try {
+        this.#socket.send(bytes, port, address, (error) => {
+          if (error) console.warn(`mDNS: send to ${address}:${port} failed: ${error.message}`);
+          resolve();
+        });
+      } catch (error) {
+        // Refused before sending (the socket or the destination): no later send fares better.
+        this.#warnOnce(`mDNS: cannot send to ${address}:${port}: ${(error as Error).message}`);
         resolve();
-      });
+      }
     });
   }
 
