@@ -226,7 +226,7 @@ export interface components {
              * @description How long a container's code may take to load (its process or worker started, its
              *     index.js run to the end of its top level) before the start fails with "the code did
              *     not load within N s (mcm.loadTimeoutSeconds)". A start takes about 0.1 s on a PC
-             *     (0.2 s at worst on a busy 2-core one) and tens of times that on a Raspberry Pi or
+             *     (0.4 s at worst on a busy 2-core one) and tens of times that on a Raspberry Pi or
              *     under user-mode emulation (qemu), where 10 s was too short; code that throws while
              *     loading fails at once with its error, whatever this says. Default 60.
              * @default 60

@@ -125,7 +125,7 @@ export function profileOf(options: ChannelOptions): ProcessProfile {
 export { LoadError };
 
 /**
- * spec/config.yaml's mcm.loadTimeoutSeconds default: a load takes about 0.1 s here (0.2 s at
+ * spec/config.yaml's mcm.loadTimeoutSeconds default: a load takes about 0.1 s here (0.4 s at
  * worst on a busy 2-core machine) and more than 10 s under user-mode emulation (issue 38).
  */
 export const DEFAULT_LOAD_TIMEOUT_MS = 60_000;
