@@ -38,6 +38,7 @@ export const InferenceConfigDefaults = {
     "/mimik-ai/openai/v1",
     "/v1"
   ],
+  "gpu": "auto",
   "threads": 0,
   "idleUnloadSeconds": 300,
   "mesh": "lan",
@@ -115,6 +116,7 @@ export const NodeConfigDefaults = {
       "/mimik-ai/openai/v1",
       "/v1"
     ],
+    "gpu": "auto",
     "threads": 0,
     "idleUnloadSeconds": 300,
     "mesh": "lan",

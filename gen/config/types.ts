@@ -97,6 +97,19 @@ export interface components {
              */
             engineDir?: string;
             /**
+             * @description What the engine computes on. `auto` (the default) picks, before installing anything,
+             *     what the machine can use, the way node-llama-cpp does: Metal on a Mac with Apple
+             *     silicon, else CUDA when the NVIDIA driver and the CUDA runtime libraries are found
+             *     (libnvidia-ml, libcuda, libcudart, libcublas, libcublasLt), else Vulkan when its loader
+             *     (libvulkan) is found, else the CPU; it logs once why. Only the package of that backend
+             *     is installed (CPU about 85 MB, Vulkan 24 MB more, CUDA 143 MB more). `cuda`, `vulkan` or
+             *     `metal` named where it cannot run is an error naming what is missing (inference
+             *     answers 503 with it and health shows it), never a silent fall back to the CPU; `false`
+             *     runs on the CPU.
+             * @default auto
+             */
+            gpu?: ("auto" | "cuda" | "vulkan" | "metal") | false;
+            /**
              * @description Threads per model. Default 0: one per 128 MiB of weights, at least 1, at most the cores
              *     this process may use (more threads than that make llama.cpp far slower, not faster).
              * @default 0
