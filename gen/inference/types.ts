@@ -159,7 +159,24 @@ export interface components {
             chat_template_hint?: string;
             /** @description The chat format the engine uses (once loaded). */
             chatTemplate?: string;
+            /**
+             * @description The record's `initGpuLayerSize` while not loaded; once loaded, the layers the engine
+             *     actually put on the GPU (0 on the CPU, with `gpuLayersReason` saying why).
+             */
             n_gpu_layers?: number;
+            /**
+             * @description Extension, once loaded. Why `n_gpu_layers` is what it is, e.g. "running on the CPU: no
+             *     NVIDIA driver (libnvidia-ml.so.1 not found), no Vulkan loader (libvulkan.so.1 not
+             *     found)" or "all 28 layers on cuda".
+             */
+            gpuLayersReason?: string;
+            /**
+             * @description Extension, once loaded. What the engine computes it on (inference.gpu).
+             * @enum {string}
+             */
+            backend?: "cuda" | "vulkan" | "metal" | "cpu";
+            /** @description Extension, once loaded. VRAM the engine estimated it takes (0 on the CPU). */
+            vram_bytes?: number;
             max_context?: number;
             n_vocab?: number;
             n_ctx_train?: number;

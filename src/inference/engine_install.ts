@@ -4,8 +4,9 @@
  * node-llama-cpp ships llama.cpp prebuilt for each platform in optional npm packages. `deno
  * install` refuses the package (one optional platform package is missing from the registry), so
  * npm installs it, from engine/package.json and its lock file, into
- * `<engine dir>/node-llama-cpp-<version>-<platform>`: the library and this platform's CPU build
- * only (85 MB on linux-x64, against 725 MB with every GPU variant). The install goes to a
+ * `<engine dir>/node-llama-cpp-<version>-<package>`: the library and the one build of llama.cpp
+ * the machine can use (engine_backend.ts chooses it first): the CPU's (85 MB on linux-x64, against
+ * 725 MB with every GPU variant), or CUDA's or Vulkan's. The install goes to a
  * temporary folder that is renamed into place once complete, so a crash never leaves half an
  * engine that looks installed.
  *
@@ -17,6 +18,15 @@
  */
 import lock from "../../engine/package-lock.json" with { type: "json" };
 import manifest from "../../engine/package.json" with { type: "json" };
+import {
+  type Backend,
+  type BackendChoice,
+  backendPackage,
+  chooseBackend,
+  detectComputeLayers,
+  type GpuSetting,
+  systemLookup,
+} from "./engine_backend.ts";
 
 /** The node-llama-cpp version engine/package.json pins. */
 export const ENGINE_VERSION: string = manifest.dependencies["node-llama-cpp"];
@@ -26,21 +36,17 @@ export function platformPackage(
   os: string = Deno.build.os,
   arch: string = Deno.build.arch,
 ): string | undefined {
-  const names: Record<string, string> = {
-    "linux x86_64": "linux-x64",
-    "linux aarch64": "linux-arm64",
-    "darwin x86_64": "mac-x64",
-    "darwin aarch64": "mac-arm64-metal",
-    "windows x86_64": "win-x64",
-    "windows aarch64": "win-arm64",
-  };
-  const name = names[`${os} ${arch}`];
-  return name ? `@node-llama-cpp/${name}` : undefined;
+  return backendPackage("cpu", os, arch);
 }
 
-/** The folder the engine of this version and platform is installed in, under `engineDir`. */
-export function installFolder(engineDir: string): string {
-  const platform = platformPackage()?.split("/")[1] ?? `${Deno.build.os}-${Deno.build.arch}`;
+/**
+ * The folder the engine of this version, platform and backend is installed in, under
+ * `engineDir`: one folder per backend (the CPU's keeps its name from before backends), so a
+ * machine whose hardware changed installs the package it now can use beside the old one.
+ */
+export function installFolder(engineDir: string, backend: Backend = "cpu"): string {
+  const platform = backendPackage(backend)?.split("/")[1] ??
+    `${Deno.build.os}-${Deno.build.arch}${backend === "cpu" ? "" : `-${backend}`}`;
   return `${engineDir}/node-llama-cpp-${ENGINE_VERSION}-${platform}`;
 }
 
@@ -72,12 +78,12 @@ async function npm(args: string[], cwd: string): Promise<void> {
   }
 }
 
-/** Installs the engine into `folder` (see the module's description). */
-export async function installEngine(folder: string): Promise<void> {
-  const platform = platformPackage();
+/** Installs the engine for `backend` into `folder` (see the module's description). */
+export async function installEngine(folder: string, backend: Backend = "cpu"): Promise<void> {
+  const platform = backendPackage(backend);
   if (!platform) {
     throw new Error(
-      `node-llama-cpp has no prebuilt engine for ${Deno.build.os} ${Deno.build.arch}`,
+      `node-llama-cpp has no prebuilt ${backend} engine for ${Deno.build.os} ${Deno.build.arch}`,
     );
   }
   const partial = `${folder}.partial-${Deno.pid}`;
@@ -86,7 +92,7 @@ export async function installEngine(folder: string): Promise<void> {
   try {
     await Deno.writeTextFile(`${partial}/package.json`, JSON.stringify(manifest, null, 2));
     await Deno.writeTextFile(`${partial}/package-lock.json`, JSON.stringify(lock, null, 2));
-    // The lock pins every package; the platform's own build is the one optional package wanted.
+    // The lock pins every package; the backend's build is the one optional package wanted.
     await npm([
       "install",
       "--no-save",
@@ -109,9 +115,42 @@ export async function installEngine(folder: string): Promise<void> {
   }
 }
 
+/** What `--detect` prints: the backend chosen, and what the engine needs to find its libraries. */
+export type DetectedBackend = BackendChoice & {
+  /** LD_LIBRARY_PATH and CUDA_PATH as this process saw them (the engine runs with no others). */
+  env: Record<string, string>;
+};
+
+/** Chooses the backend for `setting` on this machine (engine_backend.ts). */
+export async function detectBackend(setting: GpuSetting): Promise<DetectedBackend> {
+  const lookup = systemLookup();
+  const choice = chooseBackend(setting, await detectComputeLayers(lookup), Deno.build);
+  const env: Record<string, string> = {};
+  for (const name of ["LD_LIBRARY_PATH", "CUDA_PATH"]) {
+    const value = lookup.env(name);
+    if (value) env[name] = value;
+  }
+  return { ...choice, env };
+}
+
+/** inference.gpu as the node passes it on the command line. */
+function gpuSetting(text: string | undefined): GpuSetting {
+  if (text === "false") return false;
+  if (text === "cuda" || text === "vulkan" || text === "metal") return text;
+  return "auto";
+}
+
+// `engine_install.js <folder> [backend]` installs; `engine_install.js --detect <inference.gpu>`
+// prints the backend chosen as JSON (the node reads no system folders itself).
 if (import.meta.main) {
   try {
-    await installEngine(Deno.args[0]);
+    if (Deno.args[0] === "--detect") {
+      console.log(JSON.stringify(await detectBackend(gpuSetting(Deno.args[1]))));
+      Deno.exit(0);
+    }
+    const backend = (Deno.args[1] ?? "cpu") as Backend;
+    if (!backendPackage(backend)) throw new Error(`no ${backend} package for this machine`);
+    await installEngine(Deno.args[0], backend);
   } catch (error) {
     console.error((error as Error).message);
     Deno.exit(1);

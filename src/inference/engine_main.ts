@@ -4,7 +4,9 @@
  * the node (src/inference/engine_process.ts) with permissions for its install folder and the
  * model files alone, so a crash or an out-of-memory kill here never takes the node down.
  *
- * `deno run --no-config --node-modules-dir=manual ... engine_main.ts <install dir> <max threads>`
+ * `deno run --no-config --node-modules-dir=manual ... engine_main.ts <install dir> <max threads>
+ * <backend> <why>`: the backend the node chose (engine_backend.ts: "cuda", "vulkan", "metal" or
+ * "cpu", whose package the install folder holds) and why, shown with each model's GPU layers.
  *
  * It imports nothing through an import map: only relative modules, and node-llama-cpp from the
  * install folder by its file URL.
@@ -63,18 +65,43 @@ function textSender(id: number): { add(text: string): void; flush(): void } {
   };
 }
 
-const [installDir, maxThreads] = Deno.args;
+const [installDir, maxThreads, backendArg = "cpu", backendReason = ""] = Deno.args;
 const nlc: Nlc = await import(
   new URL(`file://${installDir}/node_modules/node-llama-cpp/dist/index.js`).href
 );
-const llama: Nlc = await nlc.getLlama({
-  gpu: false,
-  build: "never",
-  skipDownload: true,
-  maxThreads: Number(maxThreads) || undefined,
-  logLevel: "warn",
-  logger: (level: string, message: string) => console.error(`[llama.cpp ${level}] ${message}`),
-});
+
+/**
+ * node-llama-cpp with the backend named, and only that one: a GPU build that does not load is
+ * said to the node (which answers with it), never replaced by the CPU.
+ */
+async function startLlama(): Promise<Nlc> {
+  try {
+    return await nlc.getLlama({
+      gpu: backendArg === "cpu" ? false : backendArg,
+      build: "never",
+      skipDownload: true,
+      maxThreads: Number(maxThreads) || undefined,
+      logLevel: "warn",
+      logger: (level: string, message: string) => console.error(`[llama.cpp ${level}] ${message}`),
+    });
+  } catch (error) {
+    console.error("getLlama failed:", error);
+    const hint = backendArg === "vulkan"
+      ? " (NVIDIA's Vulkan driver also needs libglvnd: libGLX_nvidia.so.0 loads libGLdispatch)"
+      : "";
+    emit({
+      id: 0,
+      type: "unusable",
+      message: `the ${backendArg} build of llama.cpp did not load: ${
+        (error as Error)?.message ?? error
+      }${hint}`,
+    });
+    await writing;
+    Deno.exit(1);
+  }
+}
+
+const llama: Nlc = await startLlama();
 
 const models = new Map<string, LoadedModel>();
 const loading = new Map<string, Promise<LoadedModel>>();
@@ -97,7 +124,13 @@ async function load(id: number, spec: LoadSpec): Promise<void> {
   if (held) return emit({ id, type: "loaded", info: held.info });
   let pending = loading.get(spec.key);
   if (!pending) {
-    pending = loadModel(nlc, llama, spec, (progress) => emit({ id, type: "progress", progress }));
+    pending = loadModel(
+      nlc,
+      llama,
+      spec,
+      (progress) => emit({ id, type: "progress", progress }),
+      backendReason,
+    );
     loading.set(spec.key, pending);
     pending.finally(() => loading.delete(spec.key)).catch(() => {});
   }
@@ -190,7 +223,18 @@ async function handle(request: EngineRequest): Promise<void> {
   }
 }
 
-emit({ id: 0, type: "ready", buildType: llama.buildType, cpuMathCores: llama.cpuMathCores });
+const onGpu = Boolean(llama.gpu);
+const vram = onGpu ? await llama.getVramState() : { total: 0, free: 0 };
+emit({
+  id: 0,
+  type: "ready",
+  buildType: llama.buildType,
+  cpuMathCores: llama.cpuMathCores,
+  backend: llama.gpu || "cpu",
+  devices: onGpu ? await llama.getGpuDeviceNames() : [],
+  vramTotal: vram.total,
+  vramFree: vram.free,
+});
 
 let buffered = "";
 for await (const chunk of Deno.stdin.readable.pipeThrough(new TextDecoderStream())) {

@@ -10,6 +10,7 @@
 import { Invalid, NoMemory } from "../errors/mod.ts";
 import type { EngineModelKind, LoadedModelInfo, LoadSpec } from "./engine_protocol.ts";
 import { hyperparameterProblem, tensorProblem } from "../store/gguf_limits.ts";
+import { type Backend, gpuLayersFor } from "./engine_backend.ts";
 
 /**
  * node-llama-cpp's module, loaded at run time from the engine's install folder, so typed
@@ -65,30 +66,65 @@ function mib(bytes: number): string {
   return `${Math.ceil(bytes / 2 ** 20)} MiB`;
 }
 
+/** The GPU layers a load asks for, resolved, and the memory it needs on each side. */
+interface Estimate {
+  /** Bytes of RAM (weights and context not on the GPU). */
+  bytes: number;
+  /** Bytes of VRAM (the layers offloaded and their share of the context). */
+  vramBytes: number;
+  /** Layers to offload, resolved against the model and free VRAM. */
+  gpuLayers: number;
+  gpuLayersReason: string;
+  trainContext?: number;
+  // deno-lint-ignore no-explicit-any
+  fileInfo: any;
+}
+
 /**
- * Bytes the model and a context of `contextSize` need in RAM (no GPU layers), from the header
- * alone: node-llama-cpp's own estimate, which follows llama.cpp's allocations.
+ * The model's and a context of `contextSize`'s memory, in RAM and VRAM, from the header alone:
+ * node-llama-cpp's own estimate, which follows llama.cpp's allocations. The layers asked for are
+ * resolved first: none on the CPU, else clamped to the model's, or as many as fit ("auto");
+ * node-llama-cpp refuses a number that does not fit its free VRAM.
  */
-async function estimateBytes(
+async function estimate(
   nlc: Nlc,
   llama: Nlc,
   spec: LoadSpec,
   contextSize: number,
   sequences: number,
-  // deno-lint-ignore no-explicit-any
-): Promise<{ bytes: number; trainContext?: number; fileInfo: any }> {
+  cpuReason: string,
+): Promise<Estimate> {
   const fileInfo = await nlc.readGgufFileInfo(spec.path, { logWarnings: false });
   const insights = await nlc.GgufInsights.from(fileInfo, llama);
-  const weights = await insights.estimateModelResourceRequirementsV2({ gpuLayers: 0 });
+  const backend: Backend = llama.gpu || "cpu";
+  const asked = gpuLayersFor(spec.gpuLayers, backend, insights.totalLayers, cpuReason);
+  let gpuLayers = 0;
+  if (backend !== "cpu" && asked.layers !== 0) {
+    try {
+      gpuLayers = (await insights.configurationResolver.resolveModelGpuLayersV2(asked.layers))
+        .gpuLayers;
+    } catch (error) {
+      throw new NoMemory(
+        `not enough free VRAM for ${asked.layers} layers on ${backend}: ` +
+          `${(error as Error).message}; lower gguf.initGpuLayerSize or unload another model`,
+      );
+    }
+  }
+  const weights = await insights.estimateModelResourceRequirementsV2({ gpuLayers });
   const context = await insights.estimateContextResourceRequirementsV2({
     contextSize,
-    modelGpuLayers: 0,
+    modelGpuLayers: gpuLayers,
     // Each sequence has a KV cache of its own, `contextSize` tokens long.
     sequences,
     isEmbeddingContext: spec.kind === "embed",
   });
   return {
     bytes: weights.cpuRam + context.cpuRam,
+    vramBytes: weights.gpuVram + context.gpuVram,
+    gpuLayers,
+    gpuLayersReason: asked.layers === "auto"
+      ? `${asked.reason}: ${gpuLayers} of ${insights.totalLayers}`
+      : asked.reason,
     trainContext: insights.trainContextSize,
     fileInfo,
   };
@@ -131,35 +167,41 @@ async function fileProblem(path: string, fileInfo: any): Promise<string | undefi
   return undefined;
 }
 
-/** Loads `spec`; `progress` gets 0..1 while the weights load. */
+/**
+ * Loads `spec`; `progress` gets 0..1 while the weights load. `cpuReason` says why the engine runs
+ * on the CPU (GET /models `info` shows it beside `n_gpu_layers` 0).
+ */
 export async function loadModel(
   nlc: Nlc,
   llama: Nlc,
   spec: LoadSpec,
   progress: (value: number) => void,
+  cpuReason = "",
 ): Promise<LoadedModel> {
   const sequences = spec.kind === "embed" ? 1 : Math.max(1, spec.sequences ?? 1);
-  let estimate;
+  let needs: Estimate;
   try {
-    estimate = await estimateBytes(
+    needs = await estimate(
       nlc,
       llama,
       spec,
       spec.contextSize || DEFAULT_CONTEXT,
       sequences,
+      cpuReason,
     );
   } catch (error) {
+    if (error instanceof NoMemory) throw error;
     throw new Invalid(
       `the model file cannot be read as GGUF: ${(error as Error).message}`,
     );
   }
   const contextSize = Math.min(
     spec.contextSize || DEFAULT_CONTEXT,
-    spec.contextSize ? Infinity : (estimate.trainContext || DEFAULT_CONTEXT),
+    spec.contextSize ? Infinity : (needs.trainContext || DEFAULT_CONTEXT),
   );
-  if (estimate.bytes > spec.memoryBudget) {
+  if (needs.bytes > spec.memoryBudget) {
     throw new NoMemory(
-      `not enough memory to load the model: it needs about ${mib(estimate.bytes)} with a ` +
+      `not enough memory to load the model: it needs about ${mib(needs.bytes)} with a ` +
         `${contextSize}-token context${
           sequences > 1 ? ` for each of ${sequences} sequences` : ""
         }` +
@@ -169,11 +211,11 @@ export async function loadModel(
         `inference.memoryLimitMb`,
     );
   }
-  const problem = await fileProblem(spec.path, estimate.fileInfo);
+  const problem = await fileProblem(spec.path, needs.fileInfo);
   if (problem) throw new Invalid(`the model file cannot be loaded: ${problem}`);
   const model = await llama.loadModel({
     modelPath: spec.path,
-    gpuLayers: spec.gpuLayers ?? 0,
+    gpuLayers: needs.gpuLayers,
     onLoadProgress: progress,
   });
   try {
@@ -204,8 +246,12 @@ export async function loadModel(
         contextSize,
         chatTemplate: chatWrapper?.wrapperName ?? "none",
         threads: spec.threads,
-        estimatedBytes: estimate.bytes,
+        estimatedBytes: needs.bytes,
         sequences,
+        backend: llama.gpu || "cpu",
+        gpuLayers: model.gpuLayers ?? needs.gpuLayers,
+        gpuLayersReason: needs.gpuLayersReason,
+        estimatedVramBytes: needs.vramBytes,
       },
     };
   } catch (error) {

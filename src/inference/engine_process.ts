@@ -16,8 +16,10 @@ import {
   isErrorKind,
   Unavailable,
 } from "../errors/mod.ts";
-import { installFolder, isInstalled } from "./engine_install.ts";
+import type { Backend, GpuSetting } from "./engine_backend.ts";
+import { type DetectedBackend, installFolder, isInstalled } from "./engine_install.ts";
 import {
+  type EngineBackendInfo,
   type EngineError,
   type EngineEvent,
   type EngineRequest,
@@ -36,6 +38,8 @@ export interface EngineOptions {
   scriptsDir: string;
   /** Most threads the engine's library may start. */
   maxThreads: number;
+  /** inference.gpu: what the engine computes on (engine_backend.ts). Default "auto". */
+  gpu?: GpuSetting;
   /** Runs when the process ends: every model it held is gone. */
   onExit: (reason: string) => void;
 }
@@ -61,6 +65,30 @@ interface Running {
   child: Deno.ChildProcess;
   writer: WritableStreamDefaultWriter<Uint8Array>;
 }
+
+/** What the engine computes on, as health and the dashboard show it. */
+export interface EngineStatus {
+  /** inference.gpu. */
+  setting: GpuSetting;
+  /** The backend chosen, once detected; the engine's own once it started. */
+  backend?: string;
+  /** Why that backend (e.g. why not a GPU). */
+  reason?: string;
+  /** The GPUs' names, VRAM total and free at the engine's start (none on the CPU). */
+  devices?: string[];
+  vramTotal?: number;
+  vramFree?: number;
+  /** Why the backend named cannot run: every load answers 503 with it. */
+  error?: string;
+}
+
+/**
+ * The backend chosen for each inference.gpu, detected once per node process (a process of its
+ * own reads the system's library folders, which the node may not: engine_install.ts --detect).
+ */
+const detections = new Map<string, Promise<DetectedBackend>>();
+/** The choice last logged: the fallback to the CPU is said once, not at each engine start. */
+let loggedChoice = "";
 
 /** System folders the library reads to check the C library its build needs. */
 const SYSTEM_READS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
@@ -102,10 +130,79 @@ export class EngineProcess {
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
   #installing?: Promise<void>;
+  #status: EngineStatus;
 
   /** An engine that starts on the first call. */
   constructor(options: EngineOptions) {
     this.#options = options;
+    this.#status = { setting: options.gpu ?? "auto" };
+  }
+
+  /** What the engine computes on, as far as known (nothing before the first detection). */
+  get status(): EngineStatus {
+    return this.#status;
+  }
+
+  /**
+   * The backend chosen for this machine, detected now unless it was already; a backend named
+   * that cannot run is an error (Unavailable, 503) naming what is missing.
+   */
+  async detect(): Promise<{ backend: Backend; reason: string; env: Record<string, string> }> {
+    const scripts = await this.#scripts();
+    const setting = this.#status.setting;
+    const key = String(setting);
+    let pending = detections.get(key);
+    if (!pending) {
+      pending = this.#runDetection(scripts, setting);
+      detections.set(key, pending);
+      pending.catch(() => detections.delete(key));
+    }
+    const detected = await pending;
+    if (detected.error !== undefined) {
+      this.#status = { setting, error: detected.error };
+      throw new Unavailable(detected.error);
+    }
+    const { backend, reason, env } = detected;
+    if (this.#status.backend === undefined) this.#status = { setting, backend, reason };
+    const line = backend === "cpu"
+      ? `${reason}: running on the CPU`
+      : `running on ${backend} (${reason})`;
+    if (line !== loggedChoice) console.log(`inference engine: ${line}`);
+    loggedChoice = line;
+    return { backend, reason, env };
+  }
+
+  async #runDetection(scripts: string, setting: GpuSetting): Promise<DetectedBackend> {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--no-config",
+        "--no-prompt",
+        "--allow-read",
+        "--allow-env",
+        join(scripts, "engine_install.js"),
+        "--detect",
+        String(setting),
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(output.stdout).trim().split("\n").at(-1) ?? "";
+    if (!output.success || !text.startsWith("{")) {
+      throw new Unavailable(
+        `the inference engine's backend could not be detected: ${
+          new TextDecoder().decode(output.stderr).trim()
+        }`,
+      );
+    }
+    return JSON.parse(text) as DetectedBackend;
+  }
+
+  #scripts(): Promise<string> {
+    return writeVersioned(this.#options.scriptsDir, {
+      "engine_main.js": ENGINE_SOURCE,
+      "engine_install.js": INSTALLER_SOURCE,
+    });
   }
 
   /**
@@ -157,10 +254,10 @@ export class EngineProcess {
   }
 
   /** Installs the engine unless it is there already, in a process allowed to run npm. */
-  async #ensureInstalled(folder: string, scripts: string): Promise<void> {
+  async #ensureInstalled(folder: string, scripts: string, backend: Backend): Promise<void> {
     if (await isInstalled(folder)) return;
     this.#installing ??= (async () => {
-      console.log(`installing the inference engine into ${folder} (npm, once)`);
+      console.log(`installing the inference engine for ${backend} into ${folder} (npm, once)`);
       const output = await new Deno.Command(Deno.execPath(), {
         args: [
           "run",
@@ -172,6 +269,7 @@ export class EngineProcess {
           `--allow-write=${this.#options.engineDir}`,
           join(scripts, "engine_install.js"),
           folder,
+          backend,
         ],
         stdout: "piped",
         stderr: "piped",
@@ -194,14 +292,12 @@ export class EngineProcess {
           "install with deploy/install.sh, which runs the bundle with Deno, or run from a checkout",
       );
     }
-    const { engineDir, modelsDir, scriptsDir, maxThreads, callerFilesDir } = this.#options;
+    const { engineDir, modelsDir, maxThreads, callerFilesDir } = this.#options;
     const callerReads = callerFilesDir ? [callerFilesDir] : [];
-    const folder = installFolder(engineDir);
-    const scripts = await writeVersioned(scriptsDir, {
-      "engine_main.js": ENGINE_SOURCE,
-      "engine_install.js": INSTALLER_SOURCE,
-    });
-    await this.#ensureInstalled(folder, scripts);
+    const { backend, reason, env } = await this.detect();
+    const folder = installFolder(engineDir, backend);
+    const scripts = await this.#scripts();
+    await this.#ensureInstalled(folder, scripts, backend);
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
@@ -217,6 +313,8 @@ export class EngineProcess {
         join(scripts, "engine_main.js"),
         folder,
         String(maxThreads),
+        backend,
+        reason,
       ],
       stdin: "piped",
       stdout: "piped",
@@ -224,31 +322,58 @@ export class EngineProcess {
       // No PATH, and ggml's abort handler told not to fork gdb for a backtrace: a crafted model
       // that aborts llama.cpp leaves no debugger's output (host paths, frames) to leak.
       clearEnv: true,
-      env: { NO_COLOR: "1", HOME: engineDir, GGML_NO_BACKTRACE: "1" },
+      // The GPU driver's compiled shaders are kept under the engine folder (HOME and
+      // XDG_CACHE_HOME), so they are compiled once, not at each start; the CUDA libraries are
+      // found where detection found them.
+      env: {
+        ...env,
+        NO_COLOR: "1",
+        HOME: engineDir,
+        XDG_CACHE_HOME: join(engineDir, "cache"),
+        GGML_NO_BACKTRACE: "1",
+      },
     }).spawn();
     const ready = Promise.withResolvers<Running>();
     const running: Running = { child, writer: child.stdin.getWriter() };
     this.#readLines(child.stderr, (line) => {
       console.error(`engine: ${line}`);
     });
-    this.#readLines(child.stdout, (line) => {
+    let unusable: string | undefined;
+    const reading = this.#readLines(child.stdout, (line) => {
       if (!line.startsWith(EVENT_PREFIX)) return console.log(`engine: ${line}`);
       const event = JSON.parse(line.slice(EVENT_PREFIX.length)) as EngineEvent;
-      if (event.type === "ready") return ready.resolve(running);
+      if (event.type === "ready") {
+        this.#ready(event, reason);
+        return ready.resolve(running);
+      }
+      if (event.type === "unusable") return void (unusable = scrubbed(event.message));
       this.#dispatch(event);
     });
-    child.status.then((status) => {
+    Promise.all([child.status, reading.catch(() => {})]).then(([status]) => {
       const how = status.signal ? `killed by ${status.signal}` : `exit code ${status.code}`;
       const hint = status.signal === "SIGKILL" ? " (out of memory?)" : "";
       // Its last words stay in the node's log: they name host paths and native frames.
-      const reason = `the inference engine process ended (${how}${hint})`;
+      const ended = `the inference engine process ended (${how}${hint})`;
       this.#running = undefined;
-      ready.reject(new Unavailable(reason));
+      if (unusable) {
+        // Not the file's fault: the backend named cannot run (every load answers 503 with it).
+        this.#status = { setting: this.#status.setting, backend, error: unusable };
+        ready.reject(new Unavailable(`the inference engine cannot run on ${backend}: ${unusable}`));
+      } else {
+        ready.reject(new Unavailable(ended));
+      }
+      const reason = ended;
       for (const pending of this.#pending.values()) pending.reject(new Unavailable(reason));
       this.#pending.clear();
       this.#options.onExit(reason);
     });
     return await ready.promise;
+  }
+
+  /** The engine said what it runs on. */
+  #ready(info: EngineBackendInfo, reason: string): void {
+    const { backend, devices, vramTotal, vramFree } = info;
+    this.#status = { setting: this.#status.setting, backend, reason, devices, vramTotal, vramFree };
   }
 
   #dispatch(event: EngineEvent): void {

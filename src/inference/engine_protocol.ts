@@ -54,6 +54,25 @@ export interface LoadedModelInfo {
   estimatedBytes: number;
   /** Sequences of its context: jobs that may run on it at once (1 for embeddings). */
   sequences: number;
+  /** What it computes on: "cuda", "vulkan", "metal" or "cpu" (the engine's). */
+  backend: string;
+  /** Layers offloaded to the GPU (0 on the CPU). */
+  gpuLayers: number;
+  /** Why that many, e.g. "running on the CPU: no NVIDIA driver (...)". */
+  gpuLayersReason: string;
+  /** Bytes of VRAM the engine estimated for it (0 on the CPU). */
+  estimatedVramBytes: number;
+}
+
+/** What the engine computes on, as it says when ready. */
+export interface EngineBackendInfo {
+  /** "cuda", "vulkan", "metal" or "cpu": what node-llama-cpp loaded (`llama.gpu`). */
+  backend: string;
+  /** The GPUs' names (none on the CPU). */
+  devices: string[];
+  /** VRAM in bytes at start (0 on the CPU). */
+  vramTotal: number;
+  vramFree: number;
 }
 
 /** A chat message as the engine takes it (the node has checked and flattened OpenAI's). */
@@ -146,7 +165,9 @@ export interface EngineError {
 export type EngineEvent =
   & { id: number }
   & (
-    | { type: "ready"; buildType: string; cpuMathCores: number }
+    | { type: "ready"; buildType: string; cpuMathCores: number } & EngineBackendInfo
+    /** The backend chosen could not be loaded (the process then ends). */
+    | { type: "unusable"; message: string }
     | { type: "progress"; progress: number }
     | { type: "loaded"; info: LoadedModelInfo }
     | { type: "text"; text: string }

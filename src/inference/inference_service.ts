@@ -11,7 +11,8 @@
 import { Invalid, NotFound } from "../errors/mod.ts";
 import type { Model } from "../../gen/store/validators.ts";
 import type { ModelRegistry } from "../store/registry.ts";
-import { type EngineOptions, EngineProcess } from "./engine_process.ts";
+import { type EngineOptions, EngineProcess, type EngineStatus } from "./engine_process.ts";
+import type { GpuSetting } from "./engine_backend.ts";
 import { LoadFailures } from "./load_failures.ts";
 import { probeLoad } from "./load_probe.ts";
 import type {
@@ -62,6 +63,8 @@ export interface InferenceSettings {
   probeLoads: boolean;
   /** Give chat models a second sequence for the key holder alone (model_slots.ts). */
   reservedSequence: boolean;
+  /** What the engine computes on (engine_backend.ts); absent: "auto". */
+  gpu?: GpuSetting;
 }
 
 /** A model of the registry as GET /models shows it. */
@@ -98,6 +101,8 @@ export class InferenceService {
   readonly #engineOptions: Omit<EngineOptions, "onExit">;
   /** The loaded files of containers, checked against their storage (caller_files.ts). */
   readonly #callerFiles: CallerFileWatch;
+  /** Detection of the backend started by `backend` is running. */
+  #detecting = false;
 
   /**
    * A service over `registry`, whose files are in `modelsDir`; the engine's code is written into
@@ -119,6 +124,7 @@ export class InferenceService {
       engineDir: settings.engineDir,
       ...dirs,
       maxThreads: Math.max(settings.threads, availableCores()),
+      gpu: settings.gpu ?? "auto",
     };
     this.#engine = new EngineProcess({
       ...this.#engineOptions,
@@ -131,6 +137,25 @@ export class InferenceService {
     this.#callerFiles = new CallerFileWatch(
       (id) => this.unload(id, `model '${id}' was deleted or its file replaced`),
     );
+  }
+
+  /** What the engine computes on, or why it cannot (health and the dashboard show it). */
+  get engineStatus(): EngineStatus {
+    return this.#engine.status;
+  }
+
+  /**
+   * The engine's backend as the node's description advertises it: the engine's own once it
+   * started, else the one detected; undefined until then (the first read starts detection) and
+   * while the backend named cannot run.
+   */
+  get backend(): string | undefined {
+    const { backend, error } = this.#engine.status;
+    if (backend === undefined && error === undefined && !this.#detecting) {
+      this.#detecting = true;
+      this.#engine.detect().catch(() => {}).finally(() => (this.#detecting = false));
+    }
+    return backend;
   }
 
   /** Ready models of the kinds the engine runs, oldest first, with their slots when loaded. */

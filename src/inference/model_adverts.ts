@@ -17,14 +17,6 @@ export type { ModelAdvert };
 /** At most this many models are advertised (spec/mds.yaml NodeDescription `models`). */
 export const MAX_ADVERTISED_MODELS = 64;
 
-/**
- * What the engine computes on. Always the CPU today: the engine process asks node-llama-cpp
- * for `getLlama({ gpu: false })` (engine_main.ts). Once it may use a GPU (issue 38), the engine
- * should report the backend getLlama chose (`llama.gpu`: "cuda", "vulkan", "metal" or false)
- * and this should read it from the engine instead.
- */
-export const ENGINE_BACKEND = "cpu";
-
 /** The models and backend a node advertises. */
 export interface ModelsAdvert {
   models?: ModelAdvert[];
@@ -36,8 +28,12 @@ export interface AdvertSources {
   registry: Pick<ModelRegistry, "list" | "generation">;
   /** The engine's slot of a loaded model. */
   loaded(id: string): Pick<ModelSlot, "idleSequences" | "waiting"> | undefined;
-  /** The engine's backend; undefined when inference is turned off. */
-  backend: string | undefined;
+  /**
+   * The engine's backend ("cuda", "vulkan", "metal" or "cpu": what the engine reports, or what
+   * was detected before it started: InferenceService.backend); undefined when inference is
+   * turned off or it is not known yet.
+   */
+  backend: () => string | undefined;
 }
 
 /** Loaded first, then ready, then the rest; each group in the registry's order (oldest first). */
@@ -63,7 +59,8 @@ export function modelsAdvertiser(sources: AdvertSources): () => ModelsAdvert {
       .sort((a, b) => a.rank - b.rank || a.order - b.order)
       .slice(0, MAX_ADVERTISED_MODELS)
       .map(({ model, slot }) => advert(model, slot));
-    return { models, ...(sources.backend ? { backend: sources.backend } : {}) };
+    const backend = sources.backend();
+    return { models, ...(backend ? { backend } : {}) };
   };
 }
 

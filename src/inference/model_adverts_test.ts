@@ -34,7 +34,7 @@ function fakeRegistry(models: Model[]) {
 
 Deno.test("modelsAdvertiser: nothing while the registry is empty", () => {
   const { registry } = fakeRegistry([]);
-  const advertise = modelsAdvertiser({ registry, loaded: () => undefined, backend: "cpu" });
+  const advertise = modelsAdvertiser({ registry, loaded: () => undefined, backend: () => "cpu" });
   assert.deepEqual(advertise(), {});
 });
 
@@ -48,7 +48,7 @@ Deno.test("modelsAdvertiser: each model's file, readiness and load state; loaded
   const advertise = modelsAdvertiser({
     registry,
     loaded: (id) => id === "hot" ? slot : undefined,
-    backend: "cpu",
+    backend: () => "cpu",
   });
   assert.deepEqual(advertise(), {
     backend: "cpu",
@@ -74,7 +74,11 @@ Deno.test("modelsAdvertiser: each model's file, readiness and load state; loaded
 
 Deno.test("modelsAdvertiser: the registry is read again only when it changes", () => {
   const { registry, state } = fakeRegistry([model("a", true)]);
-  const advertise = modelsAdvertiser({ registry, loaded: () => undefined, backend: undefined });
+  const advertise = modelsAdvertiser({
+    registry,
+    loaded: () => undefined,
+    backend: () => undefined,
+  });
   advertise();
   advertise();
   assert.equal(state.lists, 1);
@@ -87,7 +91,11 @@ Deno.test("modelsAdvertiser: the registry is read again only when it changes", (
 Deno.test("modelsAdvertiser: at most 64 models, no backend when inference is off", () => {
   const many = Array.from({ length: 100 }, (_, i) => model(`m${i}`, i === 99));
   const { registry } = fakeRegistry(many);
-  const advert = modelsAdvertiser({ registry, loaded: () => undefined, backend: undefined })();
+  const advert = modelsAdvertiser({
+    registry,
+    loaded: () => undefined,
+    backend: () => undefined,
+  })();
   assert.equal(advert.models?.length, MAX_ADVERTISED_MODELS);
   assert.equal(advert.models?.[0].id, "m99", "ready before not ready");
   assert.equal(advert.backend, undefined);

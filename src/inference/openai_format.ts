@@ -202,7 +202,8 @@ export function modelInfo(
   const info: ModelInfo = {
     kind: record.kind as ModelInfo["kind"],
     chat_template_hint: record.gguf?.chatTemplateHint,
-    n_gpu_layers: record.gguf?.initGpuLayerSize ?? 0,
+    // Once loaded, what the engine did with initGpuLayerSize (none on the CPU), and why.
+    n_gpu_layers: loaded?.gpuLayers ?? record.gguf?.initGpuLayerSize ?? 0,
     max_context: loaded?.contextSize ?? record.gguf?.initContextSize,
     n_ctx_train: loaded?.nCtxTrain ?? record.ggufInfo?.contextLength,
     n_params: loaded?.nParams ?? record.ggufInfo?.parameterCount,
@@ -214,6 +215,9 @@ export function modelInfo(
         chatTemplate: loaded.chatTemplate,
         n_vocab: loaded.nVocab,
         threads: loaded.threads,
+        gpuLayersReason: loaded.gpuLayersReason,
+        backend: loaded.backend as ModelInfo["backend"],
+        vram_bytes: loaded.estimatedVramBytes,
       }
       : {}),
   };

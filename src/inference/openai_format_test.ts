@@ -55,6 +55,10 @@ const LOADED: LoadedModelInfo = {
   threads: 2,
   estimatedBytes: 50_000_000,
   sequences: 1,
+  backend: "cpu",
+  gpuLayers: 0,
+  gpuLayersReason: "running on the CPU: inference.gpu is false",
+  estimatedVramBytes: 0,
 };
 
 Deno.test("engineMessages: roles, text parts joined, tool results after their calls", () => {
@@ -243,7 +247,14 @@ Deno.test("modelInfo: the record's figures, the engine's once loaded, no undefin
     chatTemplate: "chatML",
     n_vocab: 32000,
     threads: 2,
+    gpuLayersReason: "running on the CPU: inference.gpu is false",
+    backend: "cpu",
+    vram_bytes: 0,
   });
+  // Loaded, n_gpu_layers is what the engine offloaded, not what the record asked for.
+  const asked = { kind: "llm", gguf: { initGpuLayerSize: 99 } };
+  assert.equal(modelInfo(asked).n_gpu_layers, 99);
+  assert.equal(modelInfo(asked, LOADED).n_gpu_layers, 0);
 });
 
 Deno.test("modelEntry: loaded and its metrics only with a slot", () => {

@@ -18,7 +18,7 @@ import { HubLink } from "../hub_client/hub_link.ts";
 import { Identity } from "../identity/identity.ts";
 import { containerCaller } from "../inference/caller_usage.ts";
 import { InferenceService } from "../inference/inference_service.ts";
-import { ENGINE_BACKEND, modelsAdvertiser } from "../inference/model_adverts.ts";
+import { modelsAdvertiser } from "../inference/model_adverts.ts";
 import { BundleFiles } from "../mcm/images/bundle_files.ts";
 import { Deployments } from "../mcm/deployments.ts";
 import { Images } from "../mcm/images/images.ts";
@@ -218,7 +218,7 @@ export async function buildDependencies(
       models: modelsAdvertiser({
         registry: store.registry,
         loaded: (id) => engine.loaded(id),
-        backend: inference ? ENGINE_BACKEND : undefined,
+        backend: () => inference?.backend,
       }),
     },
     pipeline,
