@@ -14,6 +14,10 @@ import {
   systemLookup,
 } from "../src/inference/engine_backend.ts";
 import { runToEnd } from "../testing/run.ts";
+import * as v from "valibot";
+import { StatusSchema } from "../gen/dashboard/validators.ts";
+import { dashboardClient } from "../src/sdk/clients.ts";
+import type { TestNode } from "../testing/node.ts";
 import { ensureTestEngine, TEST_ENGINE_DIR } from "../testing/engine.ts";
 
 const TINY = tinyLlamaGguf({ contextLength: 512 });
@@ -25,6 +29,12 @@ async function gpuFound(): Promise<string | undefined> {
   return choice.backend === "cpu" ? undefined : `this machine has ${choice.backend}`;
 }
 const GPU = await gpuFound();
+
+/** The engine part of the dashboard's status (the node's health), checked against the spec. */
+async function engineHealth(node: TestNode) {
+  const { data } = await dashboardClient({ url: node.url }).GET("/dashboard/v1/status");
+  return v.parse(StatusSchema, data).inference!;
+}
 
 Deno.test({
   name: "auto on a machine without a GPU: the CPU, said once, and n_gpu_layers 0 with why",
@@ -47,6 +57,11 @@ Deno.test({
       info.gpuLayersReason!,
       /^running on the CPU: no NVIDIA driver \(libnvidia-ml\.so\.1 not found\), no Vulkan loader \(libvulkan\.so\.1 not found\)$/,
     );
+    const health = await engineHealth(node);
+    assert.equal(health.gpu, "auto");
+    assert.equal(health.backend, "cpu");
+    assert.match(health.reason!, /no NVIDIA driver .* no Vulkan loader/);
+    assert.equal(health.error, undefined);
     // A second model (a probe engine, then a load in the shared one) says nothing more.
     await chat(node, { ...ASK, model: "other" });
     const said = node.output().match(/inference engine: .*running on the CPU/g) ?? [];
@@ -75,6 +90,10 @@ for (const gpu of ["cuda", "vulkan"] as const) {
       const { loaded, info } = (await listed(node, "tiny"))!;
       assert.equal(loaded, false);
       assert.equal(info.n_gpu_layers, 0);
+      const health = await engineHealth(node);
+      assert.equal(health.gpu, gpu);
+      assert.equal(health.backend, undefined);
+      assert.match(health.error!, missing);
       // The rest of the node serves.
       const models = await api(node, "/models");
       assert.equal(models.status, 200);

@@ -46,6 +46,23 @@ export interface components {
                 count: number;
                 started: number;
             };
+            /**
+             * @description What the inference engine computes on (absent when inference is off): the backend
+             *     chosen for inference.gpu and why, once detected (at the first model or the first
+             *     advert), the GPUs and their VRAM once the engine started, or why the backend named
+             *     cannot run (every load then answers 503 with it).
+             */
+            inference?: {
+                /** @description inference.gpu. */
+                gpu: ("auto" | "cuda" | "vulkan" | "metal") | false;
+                /** @enum {string} */
+                backend?: "cuda" | "vulkan" | "metal" | "cpu";
+                reason?: string;
+                devices?: string[];
+                vramTotalBytes?: number;
+                vramFreeBytes?: number;
+                error?: string;
+            };
         };
         /** @description The error body of the registry, the microservice runtime, the dashboard and mds. */
         Error: {

@@ -49,5 +49,23 @@ export async function nodeStatus(sources: StatusSources): Promise<Status> {
       count: containers.length,
       started: containers.filter((container) => container.state === "started").length,
     },
+    ...(sources.inference ? { inference: engineHealth(sources.inference) } : {}),
   };
+}
+
+/** The engine's backend as the status shows it (the first read starts its detection). */
+function engineHealth(inference: InferenceService): NonNullable<Status["inference"]> {
+  const { setting, backend, reason, devices, vramTotal, vramFree, error } = inference.engineStatus;
+  const health = {
+    gpu: setting,
+    backend: backend as "cpu" | undefined,
+    reason,
+    devices,
+    vramTotalBytes: vramTotal,
+    vramFreeBytes: vramFree,
+    error,
+  };
+  return Object.fromEntries(
+    Object.entries(health).filter(([, value]) => value !== undefined),
+  ) as NonNullable<Status["inference"]>;
 }

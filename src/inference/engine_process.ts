@@ -87,6 +87,8 @@ export interface EngineStatus {
  * own reads the system's library folders, which the node may not: engine_install.ts --detect).
  */
 const detections = new Map<string, Promise<DetectedBackend>>();
+/** What the engines compute on, by inference.gpu: every engine of a node (probes too) says. */
+const statuses = new Map<string, EngineStatus>();
 /** The choice last logged: the fallback to the CPU is said once, not at each engine start. */
 let loggedChoice = "";
 
@@ -130,17 +132,22 @@ export class EngineProcess {
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
   #installing?: Promise<void>;
-  #status: EngineStatus;
+  readonly #setting: GpuSetting;
 
   /** An engine that starts on the first call. */
   constructor(options: EngineOptions) {
     this.#options = options;
-    this.#status = { setting: options.gpu ?? "auto" };
+    this.#setting = options.gpu ?? "auto";
   }
 
   /** What the engine computes on, as far as known (nothing before the first detection). */
   get status(): EngineStatus {
-    return this.#status;
+    return statuses.get(String(this.#setting)) ?? { setting: this.#setting };
+  }
+
+  /** What every engine of this setting computes on (a probe's start tells the shared one's). */
+  set #status(status: EngineStatus) {
+    statuses.set(String(status.setting), status);
   }
 
   /**
@@ -149,7 +156,7 @@ export class EngineProcess {
    */
   async detect(): Promise<{ backend: Backend; reason: string; env: Record<string, string> }> {
     const scripts = await this.#scripts();
-    const setting = this.#status.setting;
+    const setting = this.#setting;
     const key = String(setting);
     let pending = detections.get(key);
     if (!pending) {
@@ -163,7 +170,7 @@ export class EngineProcess {
       throw new Unavailable(detected.error);
     }
     const { backend, reason, env } = detected;
-    if (this.#status.backend === undefined) this.#status = { setting, backend, reason };
+    if (this.status.backend === undefined) this.#status = { setting, backend, reason };
     const line = backend === "cpu"
       ? `${reason}: running on the CPU`
       : `running on ${backend} (${reason})`;
@@ -295,6 +302,9 @@ export class EngineProcess {
     const { engineDir, modelsDir, maxThreads, callerFilesDir } = this.#options;
     const callerReads = callerFilesDir ? [callerFilesDir] : [];
     const { backend, reason, env } = await this.detect();
+    // The backend's build did not load before: not tried again until the node restarts.
+    const known = this.status.error;
+    if (known) throw new Unavailable(known);
     const folder = installFolder(engineDir, backend);
     const scripts = await this.#scripts();
     await this.#ensureInstalled(folder, scripts, backend);
@@ -357,8 +367,9 @@ export class EngineProcess {
       this.#running = undefined;
       if (unusable) {
         // Not the file's fault: the backend named cannot run (every load answers 503 with it).
-        this.#status = { setting: this.#status.setting, backend, error: unusable };
-        ready.reject(new Unavailable(`the inference engine cannot run on ${backend}: ${unusable}`));
+        const error = `the inference engine cannot run on ${backend}: ${unusable}`;
+        this.#status = { setting: this.#setting, backend, error };
+        ready.reject(new Unavailable(error));
       } else {
         ready.reject(new Unavailable(ended));
       }
@@ -373,7 +384,7 @@ export class EngineProcess {
   /** The engine said what it runs on. */
   #ready(info: EngineBackendInfo, reason: string): void {
     const { backend, devices, vramTotal, vramFree } = info;
-    this.#status = { setting: this.#status.setting, backend, reason, devices, vramTotal, vramFree };
+    this.#status = { setting: this.#setting, backend, reason, devices, vramTotal, vramFree };
   }
 
   #dispatch(event: EngineEvent): void {

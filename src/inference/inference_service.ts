@@ -139,23 +139,25 @@ export class InferenceService {
     );
   }
 
-  /** What the engine computes on, or why it cannot (health and the dashboard show it). */
-  get engineStatus(): EngineStatus {
-    return this.#engine.status;
-  }
-
   /**
-   * The engine's backend as the node's description advertises it: the engine's own once it
-   * started, else the one detected; undefined until then (the first read starts detection) and
-   * while the backend named cannot run.
+   * What the engine computes on, or why it cannot (the dashboard's status shows it): the
+   * engine's own once it started, else what was detected; the first read starts detection.
    */
-  get backend(): string | undefined {
+  get engineStatus(): EngineStatus {
     const { backend, error } = this.#engine.status;
     if (backend === undefined && error === undefined && !this.#detecting) {
       this.#detecting = true;
       this.#engine.detect().catch(() => {}).finally(() => (this.#detecting = false));
     }
-    return backend;
+    return this.#engine.status;
+  }
+
+  /**
+   * The engine's backend as the node's description advertises it; undefined until detected
+   * and while the backend named cannot run.
+   */
+  get backend(): string | undefined {
+    return this.engineStatus.backend;
   }
 
   /** Ready models of the kinds the engine runs, oldest first, with their slots when loaded. */
