@@ -52,6 +52,9 @@ export function modelsAdvertiser(sources: AdvertSources): () => ModelsAdvert {
     if (cached.generation !== generation) {
       cached = { generation, models: sources.registry.list({}) };
     }
+    // Read even while no model is advertised: the first read starts the backend's detection, so
+    // it is known by the time the first model is.
+    const backend = sources.backend();
     if (cached.models.length === 0) return {};
     const models = cached.models
       .map((model) => ({ model, slot: sources.loaded(model.id) }))
@@ -59,7 +62,6 @@ export function modelsAdvertiser(sources: AdvertSources): () => ModelsAdvert {
       .sort((a, b) => a.rank - b.rank || a.order - b.order)
       .slice(0, MAX_ADVERTISED_MODELS)
       .map(({ model, slot }) => advert(model, slot));
-    const backend = sources.backend();
     return { models, ...(backend ? { backend } : {}) };
   };
 }
