@@ -17,7 +17,16 @@ import {
   Unavailable,
 } from "../errors/mod.ts";
 import type { Backend, GpuSetting } from "./engine_backend.ts";
-import { type DetectedBackend, installFolder, isInstalled } from "./engine_install.ts";
+import { installFolder, isInstalled } from "./engine_install.ts";
+import {
+  detectBackendOnce,
+  type EngineStatus,
+  engineStatus,
+  recordEngineStatus,
+  type UsableBackend,
+} from "./engine_status.ts";
+
+export type { EngineStatus };
 import {
   type EngineBackendInfo,
   type EngineError,
@@ -66,31 +75,9 @@ interface Running {
   writer: WritableStreamDefaultWriter<Uint8Array>;
 }
 
-/** What the engine computes on, as health and the dashboard show it. */
-export interface EngineStatus {
-  /** inference.gpu. */
-  setting: GpuSetting;
-  /** The backend chosen, once detected; the engine's own once it started. */
-  backend?: string;
-  /** Why that backend (e.g. why not a GPU). */
-  reason?: string;
-  /** The GPUs' names, VRAM total and free at the engine's start (none on the CPU). */
-  devices?: string[];
-  vramTotal?: number;
-  vramFree?: number;
-  /** Why the backend named cannot run: every load answers 503 with it. */
-  error?: string;
-}
-
-/**
- * The backend chosen for each inference.gpu, detected once per node process (a process of its
- * own reads the system's library folders, which the node may not: engine_install.ts --detect).
- */
-const detections = new Map<string, Promise<DetectedBackend>>();
-/** What the engines compute on, by inference.gpu: every engine of a node (probes too) says. */
-const statuses = new Map<string, EngineStatus>();
-/** The choice last logged: the fallback to the CPU is said once, not at each engine start. */
-let loggedChoice = "";
+const STANDALONE =
+  "a compiled edgenode cannot start the inference engine (it runs on a Deno of its own): " +
+  "install with deploy/install.sh, which runs the bundle with Deno, or run from a checkout";
 
 /** System folders the library reads to check the C library its build needs. */
 const SYSTEM_READS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
@@ -142,67 +129,17 @@ export class EngineProcess {
 
   /** What the engine computes on, as far as known (nothing before the first detection). */
   get status(): EngineStatus {
-    return statuses.get(String(this.#setting)) ?? { setting: this.#setting };
-  }
-
-  /** What every engine of this setting computes on (a probe's start tells the shared one's). */
-  set #status(status: EngineStatus) {
-    statuses.set(String(status.setting), status);
+    return engineStatus(this.#setting);
   }
 
   /**
    * The backend chosen for this machine, detected now unless it was already; a backend named
    * that cannot run is an error (Unavailable, 503) naming what is missing.
    */
-  async detect(): Promise<{ backend: Backend; reason: string; env: Record<string, string> }> {
-    const scripts = await this.#scripts();
-    const setting = this.#setting;
-    const key = String(setting);
-    let pending = detections.get(key);
-    if (!pending) {
-      pending = this.#runDetection(scripts, setting);
-      detections.set(key, pending);
-      pending.catch(() => detections.delete(key));
-    }
-    const detected = await pending;
-    if (detected.error !== undefined) {
-      this.#status = { setting, error: detected.error };
-      throw new Unavailable(detected.error);
-    }
-    const { backend, reason, env } = detected;
-    if (this.status.backend === undefined) this.#status = { setting, backend, reason };
-    const line = backend === "cpu"
-      ? `${reason}: running on the CPU`
-      : `running on ${backend} (${reason})`;
-    if (line !== loggedChoice) console.log(`inference engine: ${line}`);
-    loggedChoice = line;
-    return { backend, reason, env };
-  }
-
-  async #runDetection(scripts: string, setting: GpuSetting): Promise<DetectedBackend> {
-    const output = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "--no-config",
-        "--no-prompt",
-        "--allow-read",
-        "--allow-env",
-        join(scripts, "engine_install.js"),
-        "--detect",
-        String(setting),
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const text = new TextDecoder().decode(output.stdout).trim().split("\n").at(-1) ?? "";
-    if (!output.success || !text.startsWith("{")) {
-      throw new Unavailable(
-        `the inference engine's backend could not be detected: ${
-          new TextDecoder().decode(output.stderr).trim()
-        }`,
-      );
-    }
-    return JSON.parse(text) as DetectedBackend;
+  async detect(): Promise<UsableBackend> {
+    // Its Deno would be the compiled edgenode: nothing to detect with, nor to run.
+    if (Deno.build.standalone) throw new Unavailable(STANDALONE);
+    return await detectBackendOnce(await this.#scripts(), this.#setting);
   }
 
   #scripts(): Promise<string> {
@@ -293,12 +230,7 @@ export class EngineProcess {
   }
 
   async #start(): Promise<Running> {
-    if (Deno.build.standalone) {
-      throw new Unavailable(
-        "a compiled edgenode cannot start the inference engine (it runs on a Deno of its own): " +
-          "install with deploy/install.sh, which runs the bundle with Deno, or run from a checkout",
-      );
-    }
+    if (Deno.build.standalone) throw new Unavailable(STANDALONE);
     const { engineDir, modelsDir, maxThreads, callerFilesDir } = this.#options;
     const callerReads = callerFilesDir ? [callerFilesDir] : [];
     const { backend, reason, env } = await this.detect();
@@ -368,7 +300,7 @@ export class EngineProcess {
       if (unusable) {
         // Not the file's fault: the backend named cannot run (every load answers 503 with it).
         const error = `the inference engine cannot run on ${backend}: ${unusable}`;
-        this.#status = { setting: this.#setting, backend, error };
+        recordEngineStatus({ setting: this.#setting, backend, error });
         ready.reject(new Unavailable(error));
       } else {
         ready.reject(new Unavailable(ended));
@@ -384,7 +316,7 @@ export class EngineProcess {
   /** The engine said what it runs on. */
   #ready(info: EngineBackendInfo, reason: string): void {
     const { backend, devices, vramTotal, vramFree } = info;
-    this.#status = { setting: this.#setting, backend, reason, devices, vramTotal, vramFree };
+    recordEngineStatus({ setting: this.#setting, backend, reason, devices, vramTotal, vramFree });
   }
 
   #dispatch(event: EngineEvent): void {

@@ -1,0 +1,110 @@
+/**
+ * What a node's inference engines compute on: the backend detected for inference.gpu (once per
+ * node process, in a process of its own that may read the system's library folders, which the
+ * node may not: `engine_install.js --detect`), then what the engine said when it started, or why
+ * it cannot run. Every engine of the node (the shared one, load probes, src/inference/
+ * load_probe.ts) shares it: a probe's detection or failed start is the shared engine's too.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { Unavailable } from "../errors/mod.ts";
+import type { Backend, GpuSetting } from "./engine_backend.ts";
+import type { DetectedBackend } from "./engine_install.ts";
+
+/** What the engine computes on, as the dashboard's status shows it. */
+export interface EngineStatus {
+  /** inference.gpu. */
+  setting: GpuSetting;
+  /** The backend chosen, once detected; the engine's own once it started. */
+  backend?: string;
+  /** Why that backend (e.g. why not a GPU). */
+  reason?: string;
+  /** The GPUs' names, VRAM total and free at the engine's start (none on the CPU). */
+  devices?: string[];
+  vramTotal?: number;
+  vramFree?: number;
+  /** Why the backend named cannot run: every load answers 503 with it. */
+  error?: string;
+}
+
+/** The backend chosen for a setting, and what the engine needs to find its libraries. */
+export interface UsableBackend {
+  backend: Backend;
+  reason: string;
+  env: Record<string, string>;
+}
+
+const detections = new Map<string, Promise<DetectedBackend>>();
+const statuses = new Map<string, EngineStatus>();
+/** The choice last logged: the fallback to the CPU is said once, not at each engine start. */
+let loggedChoice = "";
+
+/** What the engines of `setting` compute on, as far as known. */
+export function engineStatus(setting: GpuSetting): EngineStatus {
+  return statuses.get(String(setting)) ?? { setting };
+}
+
+/** Records what the engines of `status.setting` compute on. */
+export function recordEngineStatus(status: EngineStatus): void {
+  statuses.set(String(status.setting), status);
+}
+
+/**
+ * The backend for `setting`, detected with the installer in `scripts` unless it was already;
+ * a backend named that cannot run is an error (Unavailable, 503) naming what is missing. The
+ * choice is logged once.
+ */
+export async function detectBackendOnce(
+  scripts: string,
+  setting: GpuSetting,
+): Promise<UsableBackend> {
+  const key = String(setting);
+  let pending = detections.get(key);
+  if (!pending) {
+    pending = runDetection(scripts, setting);
+    detections.set(key, pending);
+    pending.catch(() => detections.delete(key));
+  }
+  const detected = await pending;
+  if (detected.error !== undefined) {
+    recordEngineStatus({ setting, error: detected.error });
+    throw new Unavailable(detected.error);
+  }
+  const { backend, reason, env } = detected;
+  if (engineStatus(setting).backend === undefined) {
+    recordEngineStatus({ setting, backend, reason });
+  }
+  const line = backend === "cpu"
+    ? `${reason}: running on the CPU`
+    : `running on ${backend} (${reason})`;
+  if (line !== loggedChoice) console.log(`inference engine: ${line}`);
+  loggedChoice = line;
+  return { backend, reason, env };
+}
+
+async function runDetection(scripts: string, setting: GpuSetting): Promise<DetectedBackend> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--no-config",
+      "--no-prompt",
+      "--allow-read",
+      "--allow-env",
+      join(scripts, "engine_install.js"),
+      "--detect",
+      String(setting),
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout).trim().split("\n").at(-1) ?? "";
+  if (!output.success || !text.startsWith("{")) {
+    throw new Unavailable(
+      `the inference engine's backend could not be detected: ${
+        new TextDecoder().decode(output.stderr).trim()
+      }`,
+    );
+  }
+  return JSON.parse(text) as DetectedBackend;
+}
