@@ -6,7 +6,7 @@
  * of the node serves; and `deno task gpu-check` reports the CPU.
  */
 import assert from "node:assert/strict";
-import { api, chat, inferenceNode, listed, say } from "./helpers/inference.ts";
+import { api, chat, inferenceNode, listed, say, uploadModel } from "./helpers/inference.ts";
 import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 import {
   chooseBackend,
@@ -17,7 +17,8 @@ import { runToEnd } from "../testing/run.ts";
 import * as v from "valibot";
 import { StatusSchema } from "../gen/dashboard/validators.ts";
 import { dashboardClient } from "../src/sdk/clients.ts";
-import type { TestNode } from "../testing/node.ts";
+import { startTestNode, type TestNode } from "../testing/node.ts";
+import { installFolder } from "../src/inference/engine_install.ts";
 import { ensureTestEngine, TEST_ENGINE_DIR } from "../testing/engine.ts";
 
 const TINY = tinyLlamaGguf({ contextLength: 512 });
@@ -101,6 +102,55 @@ for (const gpu of ["cuda", "vulkan"] as const) {
     },
   });
 }
+
+Deno.test({
+  name: "a GPU found whose build does not load: a 503 saying so, never the CPU instead",
+  ignore: GPU !== undefined,
+  async fn() {
+    // A Vulkan loader where detection looks (PATH, as node-llama-cpp's does), and a "Vulkan" engine folder
+    // that holds only the CPU build: auto picks Vulkan, whose build then fails to load.
+    const dir = await Deno.makeTempDir({ prefix: "edgenode-backend-" });
+    try {
+      await Deno.mkdir(`${dir}/lib`);
+      await Deno.writeFile(`${dir}/lib/libvulkan.so.1`, new Uint8Array());
+      const cpu = await ensureTestEngine();
+      const vulkan = installFolder(`${dir}/engine`, "vulkan");
+      await Deno.mkdir(`${dir}/engine`);
+      // Hard links where the test engine shares the file system, else a copy.
+      let copied = await runToEnd("cp", { args: ["-al", cpu, vulkan] });
+      if (copied.code !== 0) copied = await runToEnd("cp", { args: ["-r", cpu, vulkan] });
+      assert.equal(copied.code, 0, copied.stderr);
+      await using node = await startTestNode({
+        config: { apiKey: "an-inference-test-key-0123456789" },
+        env: {
+          PATH: `${dir}/lib:${Deno.env.get("PATH")}`,
+          // Deno refuses to start processes that inherit it: the node blanks it for its own.
+          LD_LIBRARY_PATH: `${dir}/lib`,
+          EDGENODE_ENGINE_DIR: `${dir}/engine`,
+        },
+      });
+      await uploadModel(node, "tiny", TINY);
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const response = await api(node, "/chat/completions", ASK);
+        const body = await response.json();
+        assert.equal(response.status, 503, JSON.stringify(body));
+        assert.match(
+          body.error.message,
+          /^the inference engine cannot run on vulkan: the vulkan build of llama\.cpp \(@node-llama-cpp\/linux-x64-vulkan\) did not load: /,
+        );
+      }
+      const health = await engineHealth(node);
+      assert.equal(health.backend, "vulkan");
+      assert.match(health.error!, /cannot run on vulkan/);
+      assert.match(node.output(), /inference engine: running on vulkan \(no NVIDIA driver/);
+      assert.doesNotMatch(node.output(), /running on the CPU/);
+      const { loaded } = (await listed(node, "tiny"))!;
+      assert.equal(loaded, false, "not marked failed, not loaded on the CPU");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
 
 /** Why the engine cannot be installed here (no npm, no network), or undefined. */
 const NO_ENGINE = GPU === undefined

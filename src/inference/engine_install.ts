@@ -117,7 +117,7 @@ export async function installEngine(folder: string, backend: Backend = "cpu"): P
 
 /** What `--detect` prints: the backend chosen, and what the engine needs to find its libraries. */
 export type DetectedBackend = BackendChoice & {
-  /** LD_LIBRARY_PATH and CUDA_PATH as this process saw them (the engine runs with no others). */
+  /** CUDA_PATH as this process saw it (the engine runs with no other environment). */
   env: Record<string, string>;
 };
 
@@ -126,7 +126,7 @@ export async function detectBackend(setting: GpuSetting): Promise<DetectedBacken
   const lookup = systemLookup();
   const choice = chooseBackend(setting, await detectComputeLayers(lookup), Deno.build);
   const env: Record<string, string> = {};
-  for (const name of ["LD_LIBRARY_PATH", "CUDA_PATH"]) {
+  for (const name of ["CUDA_PATH"]) {
     const value = lookup.env(name);
     if (value) env[name] = value;
   }

@@ -15,6 +15,7 @@
  */
 import { DomainError, Invalid, NotFound } from "../errors/mod.ts";
 import { runChat } from "./engine_chat.ts";
+import { type Backend, backendPackage } from "./engine_backend.ts";
 import { type LoadedModel, loadModel, type Nlc, unloadModel } from "./engine_models.ts";
 import {
   type EngineEvent,
@@ -92,9 +93,9 @@ async function startLlama(): Promise<Nlc> {
     emit({
       id: 0,
       type: "unusable",
-      message: `the ${backendArg} build of llama.cpp did not load: ${
-        (error as Error)?.message ?? error
-      }${hint}`,
+      message: `the ${backendArg} build of llama.cpp (${
+        backendPackage(backendArg as Backend) ?? "no package for this machine"
+      }) did not load: ${(error as Error)?.message ?? error}${hint}`,
     });
     await writing;
     Deno.exit(1);

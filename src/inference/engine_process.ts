@@ -19,6 +19,7 @@ import {
 import type { Backend, GpuSetting } from "./engine_backend.ts";
 import { installFolder, isInstalled } from "./engine_install.ts";
 import {
+  BLANK_LOADER_ENV,
   detectBackendOnce,
   type EngineStatus,
   engineStatus,
@@ -215,6 +216,7 @@ export class EngineProcess {
           folder,
           backend,
         ],
+        env: BLANK_LOADER_ENV,
         stdout: "piped",
         stderr: "piped",
       }).output();
@@ -265,8 +267,8 @@ export class EngineProcess {
       // that aborts llama.cpp leaves no debugger's output (host paths, frames) to leak.
       clearEnv: true,
       // The GPU driver's compiled shaders are kept under the engine folder (HOME and
-      // XDG_CACHE_HOME), so they are compiled once, not at each start; the CUDA libraries are
-      // found where detection found them.
+      // XDG_CACHE_HOME), so they are compiled once, not at each start; CUDA_PATH is passed on
+      // as detection saw it.
       env: {
         ...env,
         NO_COLOR: "1",

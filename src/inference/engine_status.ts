@@ -35,6 +35,20 @@ export interface UsableBackend {
   env: Record<string, string>;
 }
 
+/**
+ * Loader variables blanked in the processes the node starts: Deno refuses to start a process
+ * that inherits one (LD_LIBRARY_PATH and the like) unless it may run anything, which the node may
+ * not. So detection does not see LD_LIBRARY_PATH (node-llama-cpp's does): CUDA's libraries are
+ * found in the system's folders, CUDA_PATH, /usr/local/cuda*, or PATH.
+ */
+export const BLANK_LOADER_ENV: Record<string, string> = {
+  LD_LIBRARY_PATH: "",
+  LD_PRELOAD: "",
+  DYLD_LIBRARY_PATH: "",
+  DYLD_FALLBACK_LIBRARY_PATH: "",
+  DYLD_INSERT_LIBRARIES: "",
+};
+
 const detections = new Map<string, Promise<DetectedBackend>>();
 const statuses = new Map<string, EngineStatus>();
 /** The choice last logged: the fallback to the CPU is said once, not at each engine start. */
@@ -95,6 +109,7 @@ async function runDetection(scripts: string, setting: GpuSetting): Promise<Detec
       "--detect",
       String(setting),
     ],
+    env: BLANK_LOADER_ENV,
     stdout: "piped",
     stderr: "piped",
   }).output();
