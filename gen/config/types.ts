@@ -103,9 +103,11 @@ export interface components {
              *     (libnvidia-ml, libcuda, libcudart, libcublas, libcublasLt), else Vulkan when its loader
              *     (libvulkan) is found, else the CPU; it logs once why. Only the package of that backend
              *     is installed (CPU about 85 MB, Vulkan 24 MB more, CUDA 143 MB more). `cuda`, `vulkan` or
-             *     `metal` named where it cannot run is an error naming what is missing (inference
-             *     answers 503 with it and health shows it), never a silent fall back to the CPU; `false`
-             *     runs on the CPU.
+             *     `metal` named where it cannot run is an error naming what is missing (each load
+             *     answers 503 with it, the dashboard's status shows it, the rest of the node serves),
+             *     never a silent fall back to the CPU; `false` runs on the CPU. Detection does not read
+             *     LD_LIBRARY_PATH (the node may not pass it on): CUDA is found in the system's library
+             *     folders, CUDA_PATH, /usr/local/cuda* or PATH.
              * @default auto
              */
             gpu?: ("auto" | "cuda" | "vulkan" | "metal") | false;
