@@ -1,6 +1,7 @@
 /**
- * The node's side of the inference engine process (src/inference/engine_main.ts): installs the
- * engine on first need, starts the process with only the permissions it needs, matches its
+ * The node's side of the inference engine process (src/inference/engine_main.ts): chooses what
+ * it computes on (engine_status.ts, engine_backend.ts), installs that backend's engine on first
+ * need, starts the process with only the permissions it needs, matches its
  * events to requests, and starts it again after it ends (a crash or an out-of-memory kill takes
  * the loaded models with it, never the node).
  *
@@ -26,8 +27,6 @@ import {
   recordEngineStatus,
   type UsableBackend,
 } from "./engine_status.ts";
-
-export type { EngineStatus };
 import {
   type EngineBackendInfo,
   type EngineError,
@@ -35,6 +34,8 @@ import {
   type EngineRequest,
   EVENT_PREFIX,
 } from "./engine_protocol.ts";
+
+export type { EngineStatus };
 
 /** Where the engine lives and what it may read. */
 export interface EngineOptions {
