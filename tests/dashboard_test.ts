@@ -80,6 +80,8 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
       assert.equal(await page.getByTestId("node-id").textContent(), await nodeIdOf(node));
       assert.match(await page.locator("main").textContent() ?? "", /den[\s\S]*free of/);
       assert.equal(await page.title(), "Overview · edgenode");
+      // No GPU on a test machine: the CPU, and why (or still detecting at the first look).
+      assert.match(await page.getByTestId("compute").textContent() ?? "", /^(cpu|detecting)/);
       await page.screenshot({ path: `${SHOTS}overview.png`, fullPage: true });
       await audit("overview");
     });

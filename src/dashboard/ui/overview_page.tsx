@@ -14,6 +14,24 @@ async function loadStatus() {
   return data;
 }
 
+type Status = Awaited<ReturnType<typeof loadStatus>>;
+
+/**
+ * What the engine computes on, as an operator wants it in one line: the backend and why, its
+ * devices and free VRAM, or why the backend asked for cannot run.
+ */
+function compute(inference: Status["inference"]): string {
+  if (!inference) return "inference off";
+  if (inference.error) return `${inference.gpu || "cpu"}: cannot run (${inference.error})`;
+  if (!inference.backend) return `detecting (inference.gpu ${JSON.stringify(inference.gpu)})`;
+  const devices = inference.devices?.length ? ` on ${inference.devices.join(", ")}` : "";
+  const vram = inference.vramFreeBytes !== undefined && inference.vramTotalBytes
+    ? `, ${bytes(inference.vramFreeBytes)} VRAM free of ${bytes(inference.vramTotalBytes)}`
+    : "";
+  const why = inference.reason ? ` (${inference.reason})` : "";
+  return `${inference.backend}${devices}${vram}${why}`;
+}
+
 /** The overview page. */
 export function OverviewPage() {
   const { data: status, error } = usePolling(loadStatus, 5000);
@@ -55,6 +73,8 @@ export function OverviewPage() {
         </dd>
         <dt>Microservices</dt>
         <dd>{status.containers.started} of {status.containers.count} running</dd>
+        <dt>Compute</dt>
+        <dd data-testid="compute">{compute(status.inference)}</dd>
       </dl>
     </section>
   );
