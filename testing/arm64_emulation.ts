@@ -5,9 +5,13 @@
  * with apt-get, Deno into a cache folder kept between runs), or a reason why not that the test
  * prints when it skips.
  *
- * Without a binfmt_misc registration for aarch64 the kernel cannot exec an arm64 program, so only
- * the process started through qemu runs: what it starts itself with `Deno.execPath()` (container
- * processes, the inference engine, deploy/install.sh's deno) cannot. `binfmtAarch64` says which.
+ * An arm64 program that starts others (the node's container processes and inference engine,
+ * deploy/install.sh's deno) needs the kernel to run arm64 programs through qemu: a binfmt_misc
+ * entry. A container cannot register one for the machine, but since Linux 6.7 a user namespace
+ * can mount a binfmt_misc of its own: the programs run in such a namespace (with its own mount
+ * namespace; the network stays the machine's), whose entry sends arm64 programs to qemu with the
+ * arm64 C library. Else the machine's own entry is used, where it has one; else only the program
+ * started through qemu runs, and `binfmt` is undefined.
  *
  * @module
  */
@@ -20,13 +24,34 @@ import { runToEnd } from "./run.ts";
 export const ARM64_CACHE: string = join(tmpdir(), "edgenode-test-arm64");
 /** Where `libc6-arm64-cross` puts the arm64 C library (qemu's `-L`). */
 export const ARM64_SYSROOT = "/usr/aarch64-linux-gnu";
+/** The reason printed where a test needs binfmt_misc and this machine has none. */
+export const NO_BINFMT =
+  "no binfmt_misc registration for aarch64: the node's child processes cannot start under " +
+  "user-mode emulation here";
 
 /** The emulator and the arm64 Deno it runs. */
 export interface Arm64Emulation {
-  /** The arm64 deno binary (an arm64 ELF: exec'd only through `command` without binfmt). */
+  /** The arm64 deno binary. */
   deno: string;
-  /** The program and arguments that run the arm64 deno with `args` under qemu. */
-  command(args: string[]): { program: string; args: string[] };
+  /**
+   * Whose binfmt_misc entry runs arm64 programs (so that the processes an arm64 program starts
+   * run too): a user namespace's own, the machine's, or none (only `deno` runs, through qemu).
+   */
+  binfmt?: "user namespace" | "machine";
+  /**
+   * The program and arguments that run `program args` where arm64 programs run: `deno` or,
+   * with `binfmt`, any program (deploy/install.sh) that starts arm64 ones.
+   */
+  command(program: string, args: string[]): { program: string; args: string[] };
+}
+
+/** The registration of arm64 ELF executables (qemu's own magic and mask) for `interpreter`. */
+function registration(interpreter: string): string {
+  const magic =
+    "\\x7fELF\\x02\\x01\\x01\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x02\\x00\\xb7\\x00";
+  const mask =
+    "\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\x00\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\xff\\xfe\\xff\\xff\\xff";
+  return `:qemu-aarch64:M::${magic}:${mask}:${interpreter}:`;
 }
 
 /** Whether `path` exists. */
@@ -34,20 +59,72 @@ async function exists(path: string): Promise<boolean> {
   return await Deno.stat(path).then(() => true, () => false);
 }
 
-/** The program and arguments that run the arm64 `deno` under qemu with `args`. */
-function emulated(deno: string, args: string[]): { program: string; args: string[] } {
-  return { program: "qemu-aarch64-static", args: ["-L", ARM64_SYSROOT, deno, ...args] };
+/** Whether the machine has an enabled binfmt_misc entry `qemu-aarch64`. */
+export async function machineBinfmtAarch64(): Promise<boolean> {
+  const entry = await Deno.readTextFile("/proc/sys/fs/binfmt_misc/qemu-aarch64")
+    .catch(() => "");
+  return entry.split("\n")[0].trim() === "enabled";
 }
 
-/** Whether the arm64 deno at `deno` runs under qemu and is the tests' own version. */
-async function runsAsArm64(deno: string): Promise<boolean> {
+/** The ways to run an arm64 program, most capable first, for the arm64 deno at `deno`. */
+async function runners(deno: string): Promise<Omit<Arm64Emulation, "deno">[]> {
+  // binfmt_misc's interpreter gets no arguments of ours: a script adds qemu's -L.
+  // Its full path: the node's child processes run with an emptied environment.
+  const qemu = (await runToEnd("sh", { args: ["-c", "command -v qemu-aarch64-static"] })).stdout
+    .trim();
+  const interpreter = join(ARM64_CACHE, "qemu-aarch64");
+  await Deno.writeTextFile(
+    interpreter,
+    `#!/bin/sh\nexec ${qemu} -L ${ARM64_SYSROOT} "$@"\n`,
+    { mode: 0o755 },
+  );
+  const setup = "mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc && " +
+    'printf %s "$1" > /proc/sys/fs/binfmt_misc/register && shift && exec "$@"';
+  return [
+    {
+      binfmt: "user namespace",
+      command: (program, args) => ({
+        program: "unshare",
+        args: [
+          "--user",
+          "--map-root-user",
+          "--mount",
+          "sh",
+          "-c",
+          setup,
+          "sh",
+          registration(interpreter),
+          program,
+          ...args,
+        ],
+      }),
+    },
+    ...(await machineBinfmtAarch64()
+      ? [{
+        binfmt: "machine" as const,
+        command: (program: string, args: string[]) => ({ program, args }),
+      }]
+      : []),
+    {
+      command: (_program, args) => ({
+        program: qemu,
+        args: ["-L", ARM64_SYSROOT, deno, ...args],
+      }),
+    },
+  ];
+}
+
+/** Whether `deno` run by `runner` is an arm64 deno of the tests' own version. */
+async function runsAsArm64(
+  deno: string,
+  runner: Omit<Arm64Emulation, "deno">,
+): Promise<boolean> {
   if (!await exists(deno)) return false;
-  const { program, args } = emulated(deno, ["--version"]);
+  const { program, args } = runner.command(deno, ["--version"]);
   const done = await runToEnd(program, { args }).catch(() => undefined);
   return done?.code === 0 &&
     done.stdout.startsWith(`deno ${Deno.version.deno} `) && done.stdout.includes("aarch64");
 }
-
 /** Fetches `@deno/linux-arm64-glibc` from npm into the cache; why not, if it fails. */
 async function fetchArm64Deno(deno: string): Promise<string | undefined> {
   if (!await onPath("npm")) return "no npm to fetch @deno/linux-arm64-glibc";
@@ -80,8 +157,9 @@ export async function arm64Emulation(): Promise<Arm64Emulation | { missing: stri
   const packages: [string, () => Promise<boolean>][] = [
     ["qemu-user-static", () => onPath("qemu-aarch64-static")],
     ["libc6-arm64-cross", () => exists(`${ARM64_SYSROOT}/lib/ld-linux-aarch64.so.1`)],
-    // Deno links libgcc_s; libc6-arm64-cross does not bring it.
+    // Deno links libgcc_s, the engine's llama.cpp libstdc++: libc6-arm64-cross brings neither.
     ["libgcc-s1-arm64-cross", () => exists(`${ARM64_SYSROOT}/lib/libgcc_s.so.1`)],
+    ["libstdc++6-arm64-cross", () => exists(`${ARM64_SYSROOT}/lib/libstdc++.so.6`)],
   ];
   for (const [name, present] of packages) {
     const installed = await debianPackage(name, present).catch((error: Error) => ({
@@ -90,30 +168,21 @@ export async function arm64Emulation(): Promise<Arm64Emulation | { missing: stri
     if (installed !== true) return installed;
   }
   const deno = join(ARM64_CACHE, `deno-${Deno.version.deno}`);
-  if (!await runsAsArm64(deno)) {
+  await Deno.mkdir(ARM64_CACHE, { recursive: true });
+  const ways = await runners(deno);
+  const qemuOnly = ways[ways.length - 1];
+  if (!await runsAsArm64(deno, qemuOnly)) {
     const why = await fetchArm64Deno(deno);
     if (why) return { missing: why };
-    if (!await runsAsArm64(deno)) {
+    if (!await runsAsArm64(deno, qemuOnly)) {
       return { missing: `${deno} does not run under qemu-aarch64-static` };
     }
   }
-  return { deno, command: (args) => emulated(deno, args) };
+  for (const way of ways) {
+    if (await runsAsArm64(deno, way)) return { deno, ...way };
+  }
+  return { deno, ...qemuOnly };
 }
-
-/**
- * Whether the kernel runs arm64 programs through qemu by itself (an enabled binfmt_misc entry
- * `qemu-aarch64`), so that a process started under emulation can start others.
- */
-export async function binfmtAarch64(): Promise<boolean> {
-  const entry = await Deno.readTextFile("/proc/sys/fs/binfmt_misc/qemu-aarch64")
-    .catch(() => "");
-  return entry.split("\n")[0].trim() === "enabled";
-}
-
-/** The reason printed where a test needs binfmt_misc and this machine has none. */
-export const NO_BINFMT =
-  "no binfmt_misc registration for aarch64: the node's child processes cannot start under " +
-  "user-mode emulation here";
 
 /** A node started under emulation. */
 export interface EmulatedNode extends AsyncDisposable {
@@ -133,7 +202,7 @@ export async function startEmulatedNode(
   env: Record<string, string>,
   ms = 90_000,
 ): Promise<EmulatedNode> {
-  const { program, args: argv } = emulation.command(["run", ...args]);
+  const { program, args: argv } = emulation.command(emulation.deno, ["run", ...args]);
   const child = new Deno.Command(program, {
     args: argv,
     clearEnv: true,

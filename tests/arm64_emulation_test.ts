@@ -18,7 +18,6 @@ import { EXECUTABLE_FLAGS } from "../src/program/executable_flags.ts";
 import {
   ARM64_CACHE,
   arm64Emulation,
-  binfmtAarch64,
   type EmulatedNode,
   NO_BINFMT,
   startEmulatedNode,
@@ -74,12 +73,12 @@ Deno.test("arm64 under user-mode emulation: the bundle serves the registry and J
     return;
   }
   const timings: string[] = [`install ${since(installing)} s`];
-  const binfmt = await binfmtAarch64();
-  if (!binfmt) {
-    console.log(
-      `arm64_emulation_test: the microservice, chat and install.sh parts are skipped: ${NO_BINFMT}`,
-    );
-  }
+  const binfmt = emulation.binfmt !== undefined;
+  console.log(
+    binfmt
+      ? `arm64_emulation_test: arm64 programs run through the ${emulation.binfmt}'s binfmt_misc`
+      : `arm64_emulation_test: the microservice, chat and install.sh parts are skipped: ${NO_BINFMT}`,
+  );
   await withTempDir(async (dir) => {
     // deno task bundle's own command, writing into the temporary folder.
     const bundle = `${dir}/edgenode.js`;
@@ -202,13 +201,21 @@ Deno.test("arm64 under user-mode emulation: the bundle serves the registry and J
       ignore: !binfmt,
       fn: async () => {
         const stage = `${dir}/stage`;
-        const installed = await runToEnd("sh", {
-          args: [`${ROOT}deploy/install.sh`, "--destdir", stage, "--bundle", bundle],
+        const install = emulation.command("sh", [
+          `${ROOT}deploy/install.sh`,
+          "--destdir",
+          stage,
+          "--bundle",
+          bundle,
+        ]);
+        const installed = await runToEnd(install.program, {
+          args: install.args,
           clearEnv: true,
           env: { PATH: "/usr/bin:/bin", HOME: `${dir}/home`, EDGENODE_DENO: emulation.deno },
         });
         assert.equal(installed.code, 0, installed.stdout + installed.stderr);
-        const version = await runToEnd(`${stage}/usr/local/bin/edgenode`, { args: ["version"] });
+        const command = emulation.command(`${stage}/usr/local/bin/edgenode`, ["version"]);
+        const version = await runToEnd(command.program, { args: command.args });
         assert.deepEqual([version.code, version.stdout], [0, "0.1.0\n"]);
         const arch = await runToEnd("file", {
           args: ["-b", `${stage}/usr/local/lib/edgenode/deno`],
