@@ -66,6 +66,25 @@ async function helloImage(): Promise<Uint8Array> {
   }]);
 }
 
+/** The tiny model recorded and uploaded, then a chat with it: its answer and how long it took. */
+async function firstChat(node: EmulatedNode) {
+  const chatting = performance.now();
+  await (await post(node, "/ai/store/v1/models", { id: "tiny", version: "1.0.0", kind: "llm" }))
+    .body?.cancel();
+  const uploaded = await call(node, "/ai/store/v1/models/tiny/upload", {
+    method: "POST",
+    headers: { "Content-Type": "application/octet-stream" },
+    body: tinyLlamaGguf() as BufferSource,
+  });
+  assert.equal((await uploaded.json()).readyToUse, true);
+  const chat = await post(node, "/v1/chat/completions", {
+    model: "tiny",
+    messages: [{ role: "user", content: "hello" }],
+    max_tokens: 4,
+  }, CHAT_MS);
+  return { status: chat.status, completion: await chat.json(), seconds: since(chatting) };
+}
+
 /**
  * deploy/install.sh, staged in `dir` with the arm64 Deno and `bundle`, as a user of an arm64
  * machine runs it; then the installed command's `version`, and what `file` says of the installed
@@ -155,7 +174,7 @@ Deno.test("arm64 under user-mode emulation: the bundle serves, its microservice 
       });
       assert.equal(created.status, 201, await created.text());
       const listed = await (await call(node, "/ai/store/v1/models")).json();
-      assert.deepEqual(listed.data.map((m: { id: string }) => m.id), ["m"]);
+      assert.ok(listed.data.some((m: { id: string }) => m.id === "m"), JSON.stringify(listed));
       timings.push(`registry ${since(requests)} s`);
     });
 
@@ -197,7 +216,7 @@ Deno.test("arm64 under user-mode emulation: the bundle serves, its microservice 
         const answer = await fetch(`${node.url}${container.env["MCM.BASE_API_PATH"]}/`, {
           signal: AbortSignal.timeout(REQUEST_MS),
         });
-        assert.equal(await answer.text(), "hello from arm64");
+        assert.equal(await answer.text(), "hello from arm64", node.output());
       },
     });
 
@@ -205,27 +224,10 @@ Deno.test("arm64 under user-mode emulation: the bundle serves, its microservice 
       name: "the engine's linux-arm64 package generates tokens (needs binfmt_misc)",
       ignore: !binfmt,
       fn: async () => {
-        const chatting = performance.now();
-        await (await post(node, "/ai/store/v1/models", {
-          id: "tiny",
-          version: "1.0.0",
-          kind: "llm",
-        })).body?.cancel();
-        const uploaded = await call(node, "/ai/store/v1/models/tiny/upload", {
-          method: "POST",
-          headers: { "Content-Type": "application/octet-stream" },
-          body: tinyLlamaGguf() as BufferSource,
-        });
-        assert.equal((await uploaded.json()).readyToUse, true);
-        const chat = await post(node, "/v1/chat/completions", {
-          model: "tiny",
-          messages: [{ role: "user", content: "hello" }],
-          max_tokens: 4,
-        }, CHAT_MS);
-        const completion = await chat.json();
-        assert.equal(chat.status, 200, JSON.stringify(completion));
+        const { status, completion, seconds } = await firstChat(node);
+        assert.equal(status, 200, JSON.stringify(completion));
         assert.equal(completion.choices[0].finish_reason, "length");
-        timings.push(`first chat ${since(chatting)} s`);
+        timings.push(`first chat ${seconds} s`);
       },
     });
 
