@@ -41,6 +41,41 @@ export class ProofError extends Error {
 }
 
 /**
+ * Opens a compact JWS of `type` signed by the Ed25519 key it carries (node proofs and node
+ * requests): its JSON payload, and the id of the node that key names, for the caller to compare
+ * with the node the payload claims. ProofError otherwise; `what` names the JWS in messages.
+ */
+export async function openNodeSigned(
+  token: string,
+  type: string,
+  what: string,
+): Promise<{ payload: unknown; signer: string }> {
+  let bytes: Uint8Array;
+  let jwk: JWK;
+  try {
+    const verified = await compactVerify(token, EmbeddedJWK, { algorithms: ["EdDSA"] });
+    if (verified.protectedHeader.typ !== type) {
+      throw new ProofError(`not a ${what.replace(/^the /, "")}`);
+    }
+    bytes = verified.payload;
+    jwk = verified.protectedHeader.jwk!;
+  } catch (error) {
+    if (error instanceof ProofError) throw error;
+    throw new ProofError(`${what} does not verify: ${(error as Error).message}`);
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw new ProofError(`${what}'s payload is not JSON`);
+  }
+  if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.x !== "string") {
+    throw new ProofError(`${what}'s key is not Ed25519`);
+  }
+  return { payload, signer: await nodeIdOf(jwk) };
+}
+
+/**
  * Verifies a proof against the challenge sent and, when given, the id the peer claimed.
  * Returns the peer's signed description.
  */
@@ -49,23 +84,7 @@ export async function verifyProof(
   challenge: string,
   claimedId?: string,
 ): Promise<NodeDescription> {
-  let payloadBytes: Uint8Array;
-  let jwk: JWK;
-  try {
-    const verified = await compactVerify(proof, EmbeddedJWK, { algorithms: ["EdDSA"] });
-    if (verified.protectedHeader.typ !== PROOF_TYPE) throw new ProofError("not a node proof");
-    payloadBytes = verified.payload;
-    jwk = verified.protectedHeader.jwk!;
-  } catch (error) {
-    if (error instanceof ProofError) throw error;
-    throw new ProofError(`the proof does not verify: ${(error as Error).message}`);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(new TextDecoder().decode(payloadBytes));
-  } catch {
-    throw new ProofError("the proof's payload is not JSON");
-  }
+  const { payload: parsed, signer } = await openNodeSigned(proof, PROOF_TYPE, "the node proof");
   const payload = v.safeParse(NodeProofPayloadSchema, parsed);
   if (!payload.success) {
     throw new ProofError(`the proof's payload is malformed: ${payload.issues[0].message}`);
@@ -74,10 +93,7 @@ export async function verifyProof(
   if (payload.output.challenge !== challenge) {
     throw new ProofError("the proof is for another challenge");
   }
-  if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.x !== "string") {
-    throw new ProofError("the proof's key is not Ed25519");
-  }
-  if ((await nodeIdOf(jwk)) !== node.id) {
+  if (signer !== node.id) {
     throw new ProofError(`the proof's key does not belong to node ${node.id}`);
   }
   if (claimedId !== undefined && node.id !== claimedId) {

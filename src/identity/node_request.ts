@@ -17,10 +17,9 @@
  *
  * @module
  */
-import { CompactSign, compactVerify, EmbeddedJWK, type JWK } from "jose";
+import { CompactSign, type JWK } from "jose";
 import * as v from "valibot";
-import { nodeIdOf } from "./node_key.ts";
-import { ProofError } from "./node_proof.ts";
+import { openNodeSigned, ProofError } from "./node_proof.ts";
 
 /** The header that carries the signature. */
 export const NODE_REQUEST_HEADER = "x-edge-node-request";
@@ -72,25 +71,11 @@ export async function verifyNodeRequest(
   expected: { to: string; method: string; path: string },
   now = Date.now(),
 ): Promise<string> {
-  let bytes: Uint8Array;
-  let jwk: JWK;
-  try {
-    const verified = await compactVerify(signature, EmbeddedJWK, { algorithms: ["EdDSA"] });
-    if (verified.protectedHeader.typ !== REQUEST_TYPE) throw new ProofError("not a node request");
-    bytes = verified.payload;
-    jwk = verified.protectedHeader.jwk!;
-  } catch (error) {
-    if (error instanceof ProofError) throw error;
-    throw new ProofError(
-      `the node request's signature does not verify: ${(error as Error).message}`,
-    );
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
-    throw new ProofError("the node request's payload is not JSON");
-  }
+  const { payload: parsed, signer } = await openNodeSigned(
+    signature,
+    REQUEST_TYPE,
+    "the node request",
+  );
   const payload = v.safeParse(PayloadSchema, parsed);
   if (!payload.success) throw new ProofError("the node request's payload is malformed");
   const claims = payload.output;
@@ -101,10 +86,7 @@ export async function verifyNodeRequest(
   if (Math.abs(now - claims.at) > MAX_SKEW_MS) {
     throw new ProofError("the node request is too old (or the clocks are more than 60 s apart)");
   }
-  if (jwk.kty !== "OKP" || jwk.crv !== "Ed25519" || typeof jwk.x !== "string") {
-    throw new ProofError("the node request's key is not Ed25519");
-  }
-  if ((await nodeIdOf(jwk)) !== claims.from) {
+  if (signer !== claims.from) {
     throw new ProofError(`the node request's key does not belong to node ${claims.from}`);
   }
   return claims.from;
