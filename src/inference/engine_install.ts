@@ -117,16 +117,32 @@ export async function installEngine(folder: string, backend: Backend = "cpu"): P
 
 /** What `--detect` prints: the backend chosen, and what the engine needs to find its libraries. */
 export type DetectedBackend = BackendChoice & {
-  /** CUDA_PATH as this process saw it (the engine runs with no other environment). */
+  /** {@link GPU_ENV} as this process saw it (the engine runs with no other environment). */
   env: Record<string, string>;
 };
+
+/**
+ * The variables passed on to the engine, which otherwise starts with an empty environment: where
+ * CUDA is installed, and the standard ways to choose a GPU and its driver (Vulkan's loader reads
+ * its driver list from VK_DRIVER_FILES where the driver is not installed in the system's folders,
+ * as in containers that mount it, e.g. /usr/local/nvidia; glvnd's EGL vendor likewise).
+ */
+export const GPU_ENV: readonly string[] = [
+  "CUDA_PATH",
+  "CUDA_VISIBLE_DEVICES",
+  "GGML_VK_VISIBLE_DEVICES",
+  "VK_DRIVER_FILES",
+  "VK_ICD_FILENAMES",
+  "VK_ADD_DRIVER_FILES",
+  "__EGL_VENDOR_LIBRARY_FILENAMES",
+];
 
 /** Chooses the backend for `setting` on this machine (engine_backend.ts). */
 export async function detectBackend(setting: GpuSetting): Promise<DetectedBackend> {
   const lookup = systemLookup();
   const choice = chooseBackend(setting, await detectComputeLayers(lookup), Deno.build);
   const env: Record<string, string> = {};
-  for (const name of ["CUDA_PATH"]) {
+  for (const name of GPU_ENV) {
     const value = lookup.env(name);
     if (value) env[name] = value;
   }

@@ -268,8 +268,8 @@ export class EngineProcess {
       // that aborts llama.cpp leaves no debugger's output (host paths, frames) to leak.
       clearEnv: true,
       // The GPU driver's compiled shaders are kept under the engine folder (HOME and
-      // XDG_CACHE_HOME), so they are compiled once, not at each start; CUDA_PATH is passed on
-      // as detection saw it.
+      // XDG_CACHE_HOME), so they are compiled once, not at each start; GPU_ENV (where CUDA
+      // is, which GPU and driver) is passed on as detection saw it.
       env: {
         ...env,
         NO_COLOR: "1",
