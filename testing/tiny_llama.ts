@@ -48,7 +48,8 @@ export const CHATML_TEMPLATE = "{% for message in messages %}" +
   "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}" +
   "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-const NORMAL = 1;
+/** SentencePiece token type of an ordinary token. */
+export const NORMAL = 1;
 const UNKNOWN = 2;
 const CONTROL = 3;
 const BYTE = 6;
@@ -60,13 +61,14 @@ const WORDS = ("the cat dog sat on mat a is was and to of in it we you hello wor
 const CHARS = "abcdefghijklmnopqrstuvwxyz0123456789{}\":,.!?-()'";
 
 /** The vocabulary: tokens with their types and scores, special ones first (ids 0-2, 259-260). */
-interface Vocabulary {
+export interface Vocabulary {
   tokens: string[];
   types: number[];
   scores: number[];
 }
 
-function vocabulary(): Vocabulary {
+/** The SentencePiece vocabulary of the test models (a few hundred tokens, byte fallback). */
+export function vocabulary(): Vocabulary {
   const tokens = ["<unk>", "<s>", "</s>"];
   const types = [UNKNOWN, CONTROL, CONTROL];
   for (let b = 0; b < 256; b++) {

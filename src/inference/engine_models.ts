@@ -118,13 +118,22 @@ async function estimate(
     sequences,
     isEmbeddingContext: spec.kind === "embed",
   });
+  let gpuLayersReason = asked.layers === "auto"
+    ? `${asked.reason}: ${gpuLayers} of ${insights.totalLayers}`
+    : asked.reason;
+  // A Vulkan loader with only a software driver (llvmpipe), or a GPU the driver does not offer:
+  // the backend loads but has no device memory, so every layer stays on the CPU.
+  if (backend !== "cpu" && asked.layers !== 0 && gpuLayers === 0) {
+    const vram = await llama.getVramState();
+    if (vram.total === 0) {
+      gpuLayersReason = `${backend} found no GPU (no device memory): every layer on the CPU`;
+    }
+  }
   return {
     bytes: weights.cpuRam + context.cpuRam,
     vramBytes: weights.gpuVram + context.gpuVram,
     gpuLayers,
-    gpuLayersReason: asked.layers === "auto"
-      ? `${asked.reason}: ${gpuLayers} of ${insights.totalLayers}`
-      : asked.reason,
+    gpuLayersReason,
     trainContext: insights.trainContextSize,
     fileInfo,
   };
