@@ -162,14 +162,17 @@ Deno.test({
   name: "deno task gpu-check reports the CPU on a machine without a GPU",
   ignore: GPU !== undefined || NO_ENGINE !== undefined,
   async fn() {
+    const work = await Deno.makeTempDir({ prefix: "gpu-check-" });
     const done = await runToEnd(Deno.execPath(), {
-      args: ["task", "--quiet", "gpu-check"],
-      env: { EDGENODE_ENGINE_DIR: TEST_ENGINE_DIR, GPU_CHECK_TOKENS: "16" },
-    });
+      args: ["task", "--quiet", "gpu-check", "--size", "small"],
+      env: { EDGENODE_ENGINE_DIR: TEST_ENGINE_DIR, GPU_CHECK_DIR: work, GPU_CHECK_TOKENS: "16" },
+    }).finally(() => Deno.remove(work, { recursive: true }));
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /backend: cpu/);
     assert.match(done.stdout, /no NVIDIA driver/);
     assert.match(done.stdout, /layers offloaded: 0/);
-    assert.match(done.stdout, /cpu: [\d.]+ tokens\/s/);
+    // The sized model (testing/sized_llama.ts) loads and generates every token asked for.
+    assert.match(done.stdout, /3\.4 M parameters/);
+    assert.match(done.stdout, /cpu \(first start\): [\d.]+ tokens\/s \(16 tokens/);
   },
 });
