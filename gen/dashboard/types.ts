@@ -62,6 +62,18 @@ export interface components {
                 vramTotalBytes?: number;
                 vramFreeBytes?: number;
                 error?: string;
+                /**
+                 * @description The engine's install while it runs (on the first load, or after the hardware
+                 *     changed): the bytes npm has landed against those expected ("download"), then,
+                 *     for a source build (CUDA on arm64), llama.cpp's build steps ("build").
+                 */
+                installing?: {
+                    backend: string;
+                    /** @enum {string} */
+                    stage: "download" | "build";
+                    done: number;
+                    total?: number;
+                };
             };
         };
         /** @description The error body of the registry, the microservice runtime, the dashboard and mds. */

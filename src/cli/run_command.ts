@@ -116,6 +116,11 @@ async function load(connection: { url: string; credential?: string }, model: str
     for await (const message of events(response.body)) {
       if (message.error) throw new Error(`loading ${model}: ${errorMessage(message)}`);
       if (message.loaded) return;
+      // The engine's install comes first, in words (src/inference/load_messages.ts).
+      const installing = /^<\|installing_engine\|> (.*?)(?:<br \/>)?$/.exec(
+        String(message.progress ?? ""),
+      );
+      if (installing) draw(`\r\x1b[2K${installing[1]}…`);
       const percent = /(\d+)%/.exec(String(message.progress ?? ""))?.[1];
       if (percent) draw(`\r\x1b[2Kloading ${model}… ${percent}%`);
     }

@@ -55,7 +55,8 @@ export async function nodeStatus(sources: StatusSources): Promise<Status> {
 
 /** The engine's backend as the status shows it (the first read starts its detection). */
 function engineHealth(inference: InferenceService): NonNullable<Status["inference"]> {
-  const { setting, backend, reason, devices, vramTotal, vramFree, error } = inference.engineStatus;
+  const { setting, backend, reason, devices, vramTotal, vramFree, error, installing } =
+    inference.engineStatus;
   const health = {
     gpu: setting,
     backend: backend as "cpu" | undefined,
@@ -64,6 +65,7 @@ function engineHealth(inference: InferenceService): NonNullable<Status["inferenc
     vramTotalBytes: vramTotal,
     vramFreeBytes: vramFree,
     error,
+    installing,
   };
   return Object.fromEntries(
     Object.entries(health).filter(([, value]) => value !== undefined),

@@ -11,6 +11,10 @@
  * - Vulkan (Linux): the Vulkan loader (libvulkan).
  * - else the CPU.
  *
+ * CUDA on arm64 Linux (a Jetson) has no prebuilt package: `inference.gpu: "cuda"` there builds
+ * llama.cpp from source (engine_source_build.ts), when the CUDA driver (libcuda, Jetson's in
+ * `tegra/`) and the build's tools are found; "auto" never builds.
+ *
  * ```ts
  * const found = await detectComputeLayers(systemLookup());
  * const choice = chooseBackend("auto", found); // { backend: "cpu", reason: "no NVIDIA driver ..." }
@@ -45,12 +49,17 @@ export interface ComputeLayers {
   vulkanMissing: string[];
   /** Empty when Metal can run. */
   metalMissing: string[];
+  /**
+   * What a CUDA source build lacks (the driver, git, cmake, a compiler, nvcc): found only where
+   * one is possible (arm64 Linux); empty when it can run.
+   */
+  sourceBuildMissing?: string[];
 }
 
 /** The backend chosen, and why; `error` when the one named cannot run. */
 export type BackendChoice =
-  | { backend: Backend; reason: string; error?: undefined }
-  | { backend?: undefined; reason?: undefined; error: string };
+  | { backend: Backend; reason: string; sourceBuild?: boolean; error?: undefined }
+  | { backend?: undefined; reason?: undefined; sourceBuild?: undefined; error: string };
 
 const CUDA_RUNTIME: [string, string[]][] = [
   ["libcuda.so.1", ["libcuda.so", "libcuda.so.1"]],
@@ -67,6 +76,11 @@ const SYSTEM_LIBRARY_FOLDERS = [
   "/usr/lib/x86_64-linux-gnu",
   "/usr/lib/aarch64-linux-gnu",
   "/usr/lib/armv7l-linux-gnu",
+];
+/** Where a Jetson's driver (L4T) keeps libcuda. */
+const TEGRA_LIBRARY_FOLDERS = [
+  "/usr/lib/aarch64-linux-gnu/tegra",
+  "/usr/lib/aarch64-linux-gnu/nvidia",
 ];
 
 /** The folders node-llama-cpp looks for libraries in, PATH and LD_LIBRARY_PATH split. */
@@ -131,6 +145,19 @@ export async function detectComputeLayers(lookup: LibraryLookup): Promise<Comput
   };
 }
 
+/** Empty when the CUDA driver (libcuda) is found, Jetson's folders included; else what lacks. */
+export async function cudaDriverMissing(lookup: LibraryLookup): Promise<string[]> {
+  const folders = [...await searchFolders(lookup, true), ...TEGRA_LIBRARY_FOLDERS];
+  return await found(lookup, folders, ["libcuda.so", "libcuda.so.1"])
+    ? []
+    : ["no CUDA driver (libcuda.so.1 not found)"];
+}
+
+/** Whether CUDA needs a source build on a platform: it has no prebuilt package there. */
+export function cudaNeedsSourceBuild(platform: { os: string; arch: string }): boolean {
+  return platform.os === "linux" && platform.arch === "aarch64";
+}
+
 /**
  * The backend for `setting` on a machine that offers `layers`: with "auto" the first that runs
  * (Metal on Apple silicon, CUDA, Vulkan, the CPU), with the reason the others were passed over;
@@ -143,6 +170,21 @@ export function chooseBackend(
 ): BackendChoice {
   const appleSilicon = platform.os === "darwin" && platform.arch === "aarch64";
   if (setting === false) return { backend: "cpu", reason: "inference.gpu is false" };
+  if (setting === "cuda" && cudaNeedsSourceBuild(platform)) {
+    const missing = layers.sourceBuildMissing ?? ["the build's tools were not looked for"];
+    if (missing.length > 0) {
+      return {
+        error: `inference.gpu is "cuda" on ${platform.os} ${platform.arch}, which needs a source ` +
+          `build of llama.cpp, but it cannot run here: ${missing.join("; ")}`,
+      };
+    }
+    return {
+      backend: "cuda",
+      reason:
+        `inference.gpu is "cuda": built from source (no prebuilt package for ${platform.arch})`,
+      sourceBuild: true,
+    };
+  }
   if (setting !== "auto") {
     const missing = setting === "metal"
       ? (appleSilicon ? [] : ["Metal needs macOS on Apple silicon"])
@@ -157,8 +199,7 @@ export function chooseBackend(
     if (!backendPackage(setting, platform.os, platform.arch)) {
       return {
         error: `inference.gpu is "${setting}" but node-llama-cpp has no prebuilt ${setting} ` +
-          `package for ${platform.os} ${platform.arch}` +
-          (setting === "cuda" ? " (a Jetson needs a source build: see the README)" : ""),
+          `package for ${platform.os} ${platform.arch}`,
       };
     }
     return { backend: setting, reason: `inference.gpu is "${setting}"` };
@@ -174,7 +215,10 @@ export function chooseBackend(
     if (missing.length > 0) {
       passed.push(...missing);
     } else if (!backendPackage(backend, platform.os, platform.arch)) {
-      passed.push(`no prebuilt ${backend} package for ${platform.os} ${platform.arch}`);
+      const optIn = backend === "cuda" && cudaNeedsSourceBuild(platform)
+        ? ' (inference.gpu "cuda" builds it from source)'
+        : "";
+      passed.push(`no prebuilt ${backend} package for ${platform.os} ${platform.arch}${optIn}`);
     } else {
       return { backend, reason: `${[...passed, `${backend} found`].join(", ")}` };
     }

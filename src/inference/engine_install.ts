@@ -10,9 +10,15 @@
  * temporary folder that is renamed into place once complete, so a crash never leaves half an
  * engine that looks installed.
  *
+ * Where no package exists for the backend (CUDA on arm64 Linux), it installs the CPU's and
+ * builds llama.cpp from node-llama-cpp's bundled source (engine_source_build.ts) in the same
+ * temporary folder. Its progress goes to stdout as install_progress.ts lines: the bytes npm has
+ * landed, measured every second, then the build's steps.
+ *
  * Run as a script (by the node, with the permissions this needs and the node lacks: running
  * npm), it installs into the folder given as its argument:
- * `deno run --no-config --allow-run --allow-read --allow-write=<dir> --allow-env engine_install.ts <dir>`
+ * `deno run --no-config --allow-run --allow-read --allow-write=<dir> --allow-env engine_install.ts
+ * <dir> <backend> [--source-build <cuda architectures>]`
  *
  * @module
  */
@@ -23,10 +29,26 @@ import {
   type BackendChoice,
   backendPackage,
   chooseBackend,
+  cudaDriverMissing,
+  cudaNeedsSourceBuild,
   detectComputeLayers,
   type GpuSetting,
   systemLookup,
 } from "./engine_backend.ts";
+import {
+  buildFromSource,
+  cudaArchitectures,
+  missingBuildTools,
+  nvccFolder,
+  sourceBuildName,
+  type SourceBuildPlan,
+} from "./engine_source_build.ts";
+import {
+  expectedInstallBytes,
+  folderBytes,
+  type InstallProgress,
+  progressLine,
+} from "./install_progress.ts";
 
 /** The node-llama-cpp version engine/package.json pins. */
 export const ENGINE_VERSION: string = manifest.dependencies["node-llama-cpp"];
@@ -42,10 +64,15 @@ export function platformPackage(
 /**
  * The folder the engine of this version, platform and backend is installed in, under
  * `engineDir`: one folder per backend (the CPU's keeps its name from before backends), so a
- * machine whose hardware changed installs the package it now can use beside the old one.
+ * machine whose hardware changed installs the package it now can use beside the old one; a
+ * source build's folder is named by `sourceBuild` (engine_source_build.ts `sourceBuildName`).
  */
-export function installFolder(engineDir: string, backend: Backend = "cpu"): string {
-  const platform = backendPackage(backend)?.split("/")[1] ??
+export function installFolder(
+  engineDir: string,
+  backend: Backend = "cpu",
+  sourceBuild?: string,
+): string {
+  const platform = sourceBuild ?? backendPackage(backend)?.split("/")[1] ??
     `${Deno.build.os}-${Deno.build.arch}${backend === "cpu" ? "" : `-${backend}`}`;
   return `${engineDir}/node-llama-cpp-${ENGINE_VERSION}-${platform}`;
 }
@@ -78,9 +105,22 @@ async function npm(args: string[], cwd: string): Promise<void> {
   }
 }
 
-/** Installs the engine for `backend` into `folder` (see the module's description). */
-export async function installEngine(folder: string, backend: Backend = "cpu"): Promise<void> {
-  const platform = backendPackage(backend);
+/** Prints `progress` for the node (a line on stdout). */
+function report(progress: InstallProgress): void {
+  console.log(progressLine(progress));
+}
+
+/**
+ * Installs the engine for `backend` into `folder` (see the module's description); with `build`,
+ * the CPU's package and llama.cpp built from source for it.
+ */
+export async function installEngine(
+  folder: string,
+  backend: Backend = "cpu",
+  build?: SourceBuildPlan,
+  onProgress: (progress: InstallProgress) => void = () => {},
+): Promise<void> {
+  const platform = backendPackage(build ? "cpu" : backend);
   if (!platform) {
     throw new Error(
       `node-llama-cpp has no prebuilt ${backend} engine for ${Deno.build.os} ${Deno.build.arch}`,
@@ -92,6 +132,11 @@ export async function installEngine(folder: string, backend: Backend = "cpu"): P
   try {
     await Deno.writeTextFile(`${partial}/package.json`, JSON.stringify(manifest, null, 2));
     await Deno.writeTextFile(`${partial}/package-lock.json`, JSON.stringify(lock, null, 2));
+    // npm says nothing of its bytes: the folder it fills is measured instead, every second.
+    const total = expectedInstallBytes(platform);
+    const measure = async () =>
+      onProgress({ backend, stage: "download", done: await folderBytes(partial), total });
+    const timer = setInterval(measure, 1000);
     // The lock pins every package; the backend's build is the one optional package wanted.
     await npm([
       "install",
@@ -102,8 +147,10 @@ export async function installEngine(folder: string, backend: Backend = "cpu"): P
       "--no-fund",
       "--loglevel=error",
       `${platform}@${ENGINE_VERSION}`,
-    ], partial);
+    ], partial).finally(() => clearInterval(timer));
+    await measure();
     if (!await isInstalled(partial)) throw new Error("npm finished but node-llama-cpp is missing");
+    if (build) await buildFromSource(partial, build, onProgress);
     try {
       await Deno.rename(partial, folder);
     } catch (error) {
@@ -119,6 +166,8 @@ export async function installEngine(folder: string, backend: Backend = "cpu"): P
 export type DetectedBackend = BackendChoice & {
   /** {@link GPU_ENV} as this process saw it (the engine runs with no other environment). */
   env: Record<string, string>;
+  /** A source build's folder name and CUDA architectures, when the backend needs one. */
+  build?: { name: string; architectures?: string };
 };
 
 /**
@@ -140,13 +189,23 @@ export const GPU_ENV: readonly string[] = [
 /** Chooses the backend for `setting` on this machine (engine_backend.ts). */
 export async function detectBackend(setting: GpuSetting): Promise<DetectedBackend> {
   const lookup = systemLookup();
-  const choice = chooseBackend(setting, await detectComputeLayers(lookup), Deno.build);
+  const layers = await detectComputeLayers(lookup);
+  if (setting === "cuda" && cudaNeedsSourceBuild(Deno.build)) {
+    layers.sourceBuildMissing = [
+      ...await cudaDriverMissing(lookup),
+      ...await missingBuildTools("cuda", lookup),
+    ];
+  }
+  const choice = chooseBackend(setting, layers, Deno.build);
   const env: Record<string, string> = {};
   for (const name of GPU_ENV) {
     const value = lookup.env(name);
     if (value) env[name] = value;
   }
-  return { ...choice, env };
+  if (!choice.sourceBuild) return { ...choice, env };
+  const architectures = await cudaArchitectures(lookup.env);
+  const name = sourceBuildName("cuda", Deno.build.os, Deno.build.arch, architectures);
+  return { ...choice, env, build: { name, architectures } };
 }
 
 /** inference.gpu as the node passes it on the command line. */
@@ -164,9 +223,24 @@ if (import.meta.main) {
       console.log(JSON.stringify(await detectBackend(gpuSetting(Deno.args[1]))));
       Deno.exit(0);
     }
-    const backend = (Deno.args[1] ?? "cpu") as Backend;
-    if (!backendPackage(backend)) throw new Error(`no ${backend} package for this machine`);
-    await installEngine(Deno.args[0], backend);
+    const [folder, backend = "cpu", flag, architectures] = Deno.args as [
+      string,
+      Backend,
+      ...string[],
+    ];
+    let build: SourceBuildPlan | undefined;
+    if (flag === "--source-build") {
+      const lookup = systemLookup();
+      const missing = await missingBuildTools(backend, lookup);
+      if (missing.length > 0) {
+        throw new Error(`llama.cpp cannot be built from source here: ${missing.join("; ")}`);
+      }
+      const nvcc = backend === "cuda" ? await nvccFolder(lookup) : undefined;
+      build = { backend, architectures, nvccFolder: nvcc };
+    } else if (!backendPackage(backend)) {
+      throw new Error(`no ${backend} package for this machine`);
+    }
+    await installEngine(folder, backend, build, report);
   } catch (error) {
     console.error((error as Error).message);
     Deno.exit(1);

@@ -76,15 +76,25 @@ const nlc: Nlc = await import(
  * said to the node (which answers with it), never replaced by the CPU.
  */
 async function startLlama(): Promise<Nlc> {
+  const options = {
+    skipDownload: true,
+    maxThreads: Number(maxThreads) || undefined,
+    logLevel: "warn",
+    logger: (level: string, message: string) => console.error(`[llama.cpp ${level}] ${message}`),
+  };
   try {
-    return await nlc.getLlama({
-      gpu: backendArg === "cpu" ? false : backendArg,
-      build: "never",
-      skipDownload: true,
-      maxThreads: Number(maxThreads) || undefined,
-      logLevel: "warn",
-      logger: (level: string, message: string) => console.error(`[llama.cpp ${level}] ${message}`),
-    });
+    // A source build (engine_source_build.ts) is the folder's last build; never a prebuilt.
+    const llama = await sourceBuilt()
+      ? await nlc.getLlama("lastBuild", { ...options, usePrebuiltBinaries: false })
+      : await nlc.getLlama({
+        ...options,
+        gpu: backendArg === "cpu" ? false : backendArg,
+        build: "never",
+      });
+    if ((llama.gpu || "cpu") !== backendArg) {
+      throw new Error(`it runs on ${llama.gpu || "the CPU"}, not ${backendArg}`);
+    }
+    return llama;
   } catch (error) {
     console.error("getLlama failed:", error);
     const hint = backendArg === "vulkan"
@@ -94,12 +104,20 @@ async function startLlama(): Promise<Nlc> {
       id: 0,
       type: "unusable",
       message: `the ${backendArg} build of llama.cpp (${
-        backendPackage(backendArg as Backend) ?? "no package for this machine"
+        await sourceBuilt()
+          ? "built from source"
+          : backendPackage(backendArg as Backend) ?? "no package for this machine"
       }) did not load: ${(error as Error)?.message ?? error}${hint}`,
     });
     await writing;
     Deno.exit(1);
   }
+}
+
+/** Whether the install folder holds a source build (llama/lastBuild.json names it). */
+async function sourceBuilt(): Promise<boolean> {
+  return await Deno.stat(`${installDir}/node_modules/node-llama-cpp/llama/lastBuild.json`)
+    .then(() => true, () => false);
 }
 
 const llama: Nlc = await startLlama();

@@ -17,10 +17,10 @@ import {
   isErrorKind,
   Unavailable,
 } from "../errors/mod.ts";
-import type { Backend, GpuSetting } from "./engine_backend.ts";
+import type { GpuSetting } from "./engine_backend.ts";
 import { installFolder, isInstalled } from "./engine_install.ts";
+import { runInstaller } from "./install_runner.ts";
 import {
-  BLANK_LOADER_ENV,
   detectBackendOnce,
   type EngineStatus,
   engineStatus,
@@ -199,36 +199,21 @@ export class EngineProcess {
     return this.#running;
   }
 
-  /** Installs the engine unless it is there already, in a process allowed to run npm. */
-  async #ensureInstalled(folder: string, scripts: string, backend: Backend): Promise<void> {
+  /** Installs the engine unless it is there already (install_runner.ts), one at a time. */
+  async #ensureInstalled(
+    folder: string,
+    scripts: string,
+    { backend, build }: UsableBackend,
+  ): Promise<void> {
     if (await isInstalled(folder)) return;
-    this.#installing ??= (async () => {
-      console.log(`installing the inference engine for ${backend} into ${folder} (npm, once)`);
-      const output = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "--no-config",
-          "--no-prompt",
-          "--allow-run",
-          "--allow-env",
-          "--allow-read",
-          `--allow-write=${this.#options.engineDir}`,
-          join(scripts, "engine_install.js"),
-          folder,
-          backend,
-        ],
-        env: BLANK_LOADER_ENV,
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      if (!output.success) {
-        throw new Unavailable(
-          `the inference engine could not be installed: ${
-            new TextDecoder().decode(output.stderr).trim()
-          }`,
-        );
-      }
-    })().finally(() => (this.#installing = undefined));
+    this.#installing ??= runInstaller({
+      folder,
+      engineDir: this.#options.engineDir,
+      scripts,
+      backend,
+      setting: this.#setting,
+      build,
+    }).finally(() => (this.#installing = undefined));
     await this.#installing;
   }
 
@@ -236,13 +221,14 @@ export class EngineProcess {
     if (Deno.build.standalone) throw new Unavailable(STANDALONE);
     const { engineDir, modelsDir, maxThreads, callerFilesDir } = this.#options;
     const callerReads = callerFilesDir ? [callerFilesDir] : [];
-    const { backend, reason, env } = await this.detect();
+    const usable = await this.detect();
+    const { backend, reason, env } = usable;
     // The backend's build did not load before: not tried again until the node restarts.
     const known = this.status.error;
     if (known) throw new Unavailable(known);
-    const folder = installFolder(engineDir, backend);
+    const folder = installFolder(engineDir, backend, usable.build?.name);
     const scripts = await this.#scripts();
-    await this.#ensureInstalled(folder, scripts, backend);
+    await this.#ensureInstalled(folder, scripts, usable);
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Unavailable } from "../errors/mod.ts";
 import type { Backend, GpuSetting } from "./engine_backend.ts";
 import type { DetectedBackend } from "./engine_install.ts";
+import type { InstallProgress } from "./install_progress.ts";
 
 /** What the engine computes on, as the dashboard's status shows it. */
 export interface EngineStatus {
@@ -26,6 +27,8 @@ export interface EngineStatus {
   vramFree?: number;
   /** Why the backend named cannot run: every load answers 503 with it. */
   error?: string;
+  /** How far the engine's install (or source build) is, while it runs. */
+  installing?: InstallProgress;
 }
 
 /** The backend chosen for a setting, and what the engine needs to find its libraries. */
@@ -33,6 +36,8 @@ export interface UsableBackend {
   backend: Backend;
   reason: string;
   env: Record<string, string>;
+  /** A source build's folder name and CUDA architectures, when the backend needs one. */
+  build?: { name: string; architectures?: string };
 }
 
 /**
@@ -53,6 +58,24 @@ const detections = new Map<string, Promise<DetectedBackend>>();
 const statuses = new Map<string, EngineStatus>();
 /** The choice last logged: the fallback to the CPU is said once, not at each engine start. */
 let loggedChoice = "";
+
+const installWatchers = new Set<(progress: InstallProgress) => void>();
+
+/**
+ * Calls `watcher` with each install progress recorded (a model load's stream shows them) until
+ * the function returned is called.
+ */
+export function watchInstall(watcher: (progress: InstallProgress) => void): () => void {
+  installWatchers.add(watcher);
+  return () => installWatchers.delete(watcher);
+}
+
+/** Records how far the install of `setting`'s engine is (undefined: it ended). */
+export function recordInstall(setting: GpuSetting, progress: InstallProgress | undefined): void {
+  const { installing: _, ...status } = engineStatus(setting);
+  recordEngineStatus(progress ? { ...status, installing: progress } : status);
+  if (progress) { for (const watcher of installWatchers) watcher(progress); }
+}
 
 /** What the engines of `setting` compute on, as far as known. */
 export function engineStatus(setting: GpuSetting): EngineStatus {
@@ -85,7 +108,7 @@ export async function detectBackendOnce(
     recordEngineStatus({ setting, error: detected.error });
     throw new Unavailable(detected.error);
   }
-  const { backend, reason, env } = detected;
+  const { backend, reason, env, build } = detected;
   if (engineStatus(setting).backend === undefined) {
     recordEngineStatus({ setting, backend, reason });
   }
@@ -94,7 +117,7 @@ export async function detectBackendOnce(
     : `running on ${backend} (${reason})`;
   if (line !== loggedChoice) console.log(`inference engine: ${line}`);
   loggedChoice = line;
-  return { backend, reason, env };
+  return { backend, reason, env, build };
 }
 
 async function runDetection(scripts: string, setting: GpuSetting): Promise<DetectedBackend> {
@@ -105,6 +128,8 @@ async function runDetection(scripts: string, setting: GpuSetting): Promise<Detec
       "--no-prompt",
       "--allow-read",
       "--allow-env",
+      // The GPU's CUDA architectures, for a source build's folder (engine_source_build.ts).
+      "--allow-run=nvidia-smi",
       join(scripts, "engine_install.js"),
       "--detect",
       String(setting),

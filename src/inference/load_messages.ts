@@ -2,12 +2,16 @@
  * A model load as the reference streams it (`PUT /models {action: "load"}` of the registry, and
  * `POST /models` of the older OpenAI-path API): `{ progress: "<|loading_model|> N%<br />" }` at
  * each whole percent, then `{ id, object: "model", kind, loaded: true }`, or a last failure that
- * the edge shapes as `{ error: { code, message } }` (src/http/sse.ts).
+ * the edge shapes as `{ error: { code, message } }` (src/http/sse.ts). While the engine installs
+ * first (install_progress.ts), `{ progress: "<|installing_engine|> installing the cuda engine
+ * 48/143 MB<br />" }`: no percent in it, so a client that reads the load's percent skips it.
  *
  * @module
  */
 import type { LoadEvent, ModelLoading } from "../store/model_loading.ts";
 import type { InferenceService } from "./inference_service.ts";
+import { watchInstall } from "./engine_status.ts";
+import { describeInstall } from "./install_progress.ts";
 
 /** Loads `id` (already checked) and streams its progress; a client that goes does not stop it. */
 function loadMessages(service: InferenceService, id: string): ReadableStream<LoadEvent> {
@@ -19,6 +23,13 @@ function loadMessages(service: InferenceService, id: string): ReadableStream<Loa
           controller.enqueue(message);
         } catch { /* the client went; the load goes on */ }
       };
+      let installing = "";
+      const unwatch = watchInstall((progress) => {
+        const text = describeInstall(progress);
+        if (text === installing) return;
+        installing = text;
+        send({ progress: `<|installing_engine|> ${text}<br />` });
+      });
       service.load(id, (progress) => {
         const now = Math.floor(progress * 100);
         if (now <= percent) return;
@@ -28,6 +39,7 @@ function loadMessages(service: InferenceService, id: string): ReadableStream<Loa
         (slot) => send({ id, object: "model", kind: slot.kind, loaded: true }),
         (error) => send({ failed: error }),
       ).finally(() => {
+        unwatch();
         try {
           controller.close();
         } catch { /* cancelled */ }

@@ -87,7 +87,11 @@ export async function* streamChat(
 }
 
 /** Loads `id` into the engine; `onProgress` gets the percent from the load's event stream. */
-export async function loadModel(id: string, onProgress: (percent: number) => void): Promise<void> {
+export async function loadModel(
+  id: string,
+  onProgress: (percent: number) => void,
+  onInstall: (words: string) => void = () => {},
+): Promise<void> {
   const { response, error } = await clients().store.PUT("/models", {
     body: { id, action: "load" },
     parseAs: "stream",
@@ -104,6 +108,9 @@ export async function loadModel(id: string, onProgress: (percent: number) => voi
     };
     if (message.error) throw new Error(message.error.message);
     if (message.loaded) return;
+    // The engine's install comes first, in words (src/inference/load_messages.ts).
+    const installing = /^<\|installing_engine\|> (.*?)(?:<br \/>)?$/.exec(message.progress ?? "");
+    if (installing) onInstall(installing[1]);
     const percent = /(\d+)%/.exec(message.progress ?? "")?.[1];
     if (percent) onProgress(Number(percent));
   }

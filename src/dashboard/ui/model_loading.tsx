@@ -9,10 +9,13 @@ import { loadModel, type ModelEntry, unloadModel } from "./inference_api.ts";
 import { messageOf, storedKey } from "./node_api.ts";
 import type { Polled } from "./widgets.tsx";
 
-/** The engine's side of the table: the runnable models, and the loads under way (percent). */
+/**
+ * The engine's side of the table: the runnable models, and the loads under way (percent, or the
+ * engine's install in words while it installs first).
+ */
 export interface Engine {
   running: Map<string, ModelEntry>;
-  loads: Record<string, number>;
+  loads: Record<string, number | string>;
   toggle(id: string): void;
 }
 
@@ -21,15 +24,15 @@ export function useEngine(
   runnable: Polled<ModelEntry[] | null>,
   onProblem: (message: string | undefined) => void,
 ): Engine {
-  const [loads, setLoads] = useState<Record<string, number>>({});
+  const [loads, setLoads] = useState<Record<string, number | string>>({});
   const running = new Map((runnable.data ?? []).map((entry) => [entry.id, entry]));
   const toggle = async (id: string) => {
     const load = !running.get(id)?.loaded;
     onProblem(undefined);
-    const progress = (percent: number) => setLoads((all) => ({ ...all, [id]: percent }));
+    const progress = (state: number | string) => setLoads((all) => ({ ...all, [id]: state }));
     try {
       if (load) progress(0);
-      await (load ? loadModel(id, progress) : unloadModel(id));
+      await (load ? loadModel(id, progress, progress) : unloadModel(id));
     } catch (error) {
       onProblem(messageOf(error));
     }
@@ -44,6 +47,7 @@ export function loadState(id: string, engine: Engine): string {
   const entry = engine.running.get(id);
   if (!entry) return "-";
   const percent = engine.loads[id];
+  if (typeof percent === "string") return percent;
   if (percent !== undefined) return `loading ${percent}%`;
   return entry.loaded ? "yes" : "no";
 }
