@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import {
   backendPackage,
   chooseBackend,
+  cudaDriverMissing,
   detectComputeLayers,
   gpuLayersFor,
   type LibraryLookup,
@@ -77,12 +78,31 @@ Deno.test("a backend named where it cannot run is an error, never the CPU", asyn
   assert.deepEqual(chooseBackend(false, layers, LINUX).backend, "cpu");
 });
 
-Deno.test("CUDA on arm64 Linux (a Jetson) has no prebuilt package", async () => {
+Deno.test("CUDA on arm64 Linux (a Jetson): a source build, opt-in, never with auto", async () => {
   const arm = CUDA_FILES.map((file) => file.replace("x86_64", "aarch64"));
   const layers = await detectComputeLayers(machine(arm, {}, "linux", "aarch64"));
   const platform = { os: "linux", arch: "aarch64" };
-  assert.match(chooseBackend("cuda", layers, platform).error!, /no prebuilt cuda package.*Jetson/);
-  assert.deepEqual(chooseBackend("auto", layers, platform).backend, "cpu");
+  // Not looked for: an error, never the CPU.
+  assert.match(chooseBackend("cuda", layers, platform).error!, /needs a source build/);
+  const auto = chooseBackend("auto", layers, platform);
+  assert.deepEqual(auto.backend, "cpu");
+  assert.match(auto.reason!, /no prebuilt cuda package.*inference.gpu "cuda" builds it/);
+  const missing = ["git (not found in PATH)", "the CUDA toolkit (nvcc not found)"];
+  const refused = chooseBackend("cuda", { ...layers, sourceBuildMissing: missing }, platform);
+  assert.match(refused.error!, /needs a source build.*git \(not found in PATH\); the CUDA toolkit/);
+  const built = chooseBackend("cuda", { ...layers, sourceBuildMissing: [] }, platform);
+  assert.deepEqual([built.backend, built.sourceBuild], ["cuda", true]);
+  // x64 keeps its package: no source build.
+  const x64 = chooseBackend("cuda", await detectComputeLayers(machine(CUDA_FILES)), LINUX);
+  assert.deepEqual([x64.backend, x64.sourceBuild], ["cuda", undefined]);
+});
+
+Deno.test("a Jetson's CUDA driver is found in tegra/, its absence named", async () => {
+  const tegra = machine(["/usr/lib/aarch64-linux-gnu/tegra/libcuda.so.1"], {}, "linux", "aarch64");
+  assert.deepEqual(await cudaDriverMissing(tegra), []);
+  assert.deepEqual(await cudaDriverMissing(machine([], {}, "linux", "aarch64")), [
+    "no CUDA driver (libcuda.so.1 not found)",
+  ]);
 });
 
 Deno.test("a Mac on Apple silicon uses Metal", async () => {

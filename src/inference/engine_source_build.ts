@@ -144,7 +144,8 @@ export async function buildFromSource(
     `${library}/llama/gitRelease.bundle`,
     `${library}/llama/llama.cpp`,
   ], folder);
-  const env: Record<string, string> = { CI: "" };
+  // CI must be a boolean to node-llama-cpp; "false" keeps its build for this machine (GGML_NATIVE).
+  const env: Record<string, string> = { CI: "false" };
   if (plan.backend === "cuda" && plan.architectures) {
     env.NODE_LLAMA_CPP_CMAKE_OPTION_CMAKE_CUDA_ARCHITECTURES = plan.architectures;
   }

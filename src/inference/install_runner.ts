@@ -68,8 +68,11 @@ export async function runInstaller(job: InstallJob): Promise<void> {
     new Response(child.stderr).text(),
   ]).finally(() => recordInstall(setting, undefined));
   if (!status.success) {
+    // The log keeps the installer's words whole; callers get them without host paths.
     const words = stderr.trim().split("\n").slice(-12).join("\n");
-    throw new Unavailable(`the inference engine could not be installed: ${words}`);
+    console.error(`the inference engine could not be installed:\n${words}`);
+    const said = words.replace(/(?:[\\/][\w.@+~-]+){2,}[\\/]?/g, "<path>");
+    throw new Unavailable(`the inference engine could not be installed: ${said}`);
   }
   console.log(`installed the inference engine for ${backend}`);
 }
