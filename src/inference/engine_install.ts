@@ -137,6 +137,7 @@ export async function installEngine(
     const measure = async () =>
       onProgress({ backend, stage: "download", done: await folderBytes(partial), total });
     const timer = setInterval(measure, 1000);
+    await measure();
     // The lock pins every package; the backend's build is the one optional package wanted.
     await npm([
       "install",
