@@ -127,19 +127,29 @@ Deno.test({
       assert.match(done.stdout, /"stage":"build","done":\d+,"total":\d+/);
     }
     await Deno.stat(`${folder}/node_modules/node-llama-cpp/llama/lastBuild.json`);
+    // The engine's own permissions (engine_process.ts), its code read from the checkout.
     const engine = new URL("../src/inference/engine_main.ts", import.meta.url).pathname;
+    const code = new URL("../", import.meta.url).pathname;
+    const reads = [folder, code, "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
         "--no-config",
         "--node-modules-dir=manual",
-        "-A",
+        "--no-prompt",
+        `--allow-ffi=${folder}`,
+        `--allow-read=${reads.join(",")}`,
+        "--allow-env",
+        "--allow-sys=homedir,uid,osRelease",
+        `--allow-run=${Deno.execPath()}`,
         engine,
         folder,
         "2",
         "cpu",
         "test",
       ],
+      clearEnv: true,
+      env: { HOME: engineDir, NO_COLOR: "1" },
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
