@@ -107,7 +107,13 @@ export interface components {
              *     answers 503 with it, the dashboard's status shows it, the rest of the node serves),
              *     never a silent fall back to the CPU; `false` runs on the CPU. Detection does not read
              *     LD_LIBRARY_PATH (the node may not pass it on): CUDA is found in the system's library
-             *     folders, CUDA_PATH, /usr/local/cuda* or PATH.
+             *     folders, CUDA_PATH, /usr/local/cuda* or PATH. On arm64 Linux (a Jetson) no CUDA
+             *     package exists: `cuda` there builds llama.cpp from the source node-llama-cpp bundles,
+             *     offline, once per device (the folder is named by the CUDA architectures: CUDAARCHS,
+             *     else nvidia-smi's compute_cap, else CMake's `native`), when the CUDA driver (libcuda),
+             *     git, cmake, a C++ compiler, npm and the toolkit's nvcc (CUDA_PATH/bin,
+             *     /usr/local/cuda/bin or PATH) are found; else each load answers 503 naming what is
+             *     missing. `auto` never builds.
              * @default auto
              */
             gpu?: ("auto" | "cuda" | "vulkan" | "metal") | false;
