@@ -176,6 +176,8 @@ export async function buildFromSource(
   } catch {
     throw new Error("the source build finished but left no build (llama/lastBuild.json)");
   }
+  // The engine loads the build alone: the source tree (209 MB) goes, a device's disk is small.
+  await Deno.remove(`${library}/llama/llama.cpp`, { recursive: true });
 }
 
 /** Runs `command`; its output's lines go to `onLine`, its last lines into the error. */
