@@ -15,7 +15,7 @@
  * @module
  */
 import { GgmlType, GGUF_ALIGNMENT, GgufWriter } from "./gguf_writer.ts";
-import { CHATML_TEMPLATE, NORMAL, vocabulary } from "./tiny_llama.ts";
+import { CHATML_TEMPLATE, NORMAL, prng, vocabulary } from "./tiny_llama.ts";
 
 /** The shape of a {@link writeSizedLlamaGguf} model. */
 export interface SizedLlamaShape {
@@ -38,18 +38,6 @@ export const SIZED_LLAMAS: Record<string, SizedLlamaShape> = {
 export function sizedLlamaParameters(shape: SizedLlamaShape): number {
   const { embedding: e, layers, feedForward: ff } = shape;
   return layers * (4 * e * e + 3 * e * ff + 2 * e) + e + 2 * e * vocabulary().tokens.length;
-}
-
-/** mulberry32, as tiny_llama.ts's. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const POOL = 1 << 20;
