@@ -5,7 +5,7 @@
  * Deno binary (xz), and `run.sh`, which unpacks them on first use and runs the check with the
  * engine folder beside it. `--debs` adds Debian's Vulkan loader and glvnd packages (the NVIDIA
  * Vulkan driver needs libGLdispatch), downloaded with apt-get, for a machine that lacks them; as
- * root, `run.sh` unpacks them into / when libvulkan.so.1 or libGLdispatch.so.0 is missing.
+ * root, `run.sh` unpacks into / the package of each of their libraries the machine lacks.
  *
  * Sizes on linux-x64: Deno 2.9.6 is 30.7 MB with xz; the Vulkan engine 92 MB, about 20 MB with xz
  * (node-llama-cpp's llama.cpp source, 34 MB, is left out: it is only for source builds); the CUDA
@@ -59,7 +59,12 @@ try {
 } finally {
   await Deno.remove(scratch, { recursive: true });
 }
-await run("sh", ["-c", `xz -T0 -c "${Deno.execPath()}" > "${join(dir, "deno.xz")}"`]);
+// xz writes into a file opened here: no shell sees the folder's name.
+const packed = await Deno.open(join(dir, "deno.xz"), { write: true, create: true, truncate: true });
+const xz = new Deno.Command("xz", { args: ["-T0", "-c", Deno.execPath()], stdout: "piped" })
+  .spawn();
+await xz.stdout.pipeTo(packed.writable);
+if (!(await xz.status).success) throw new Error("xz failed");
 if (flags.debs) {
   await Deno.mkdir(join(dir, "debs"), { recursive: true });
   await run("apt-get", ["download", ...DEBS], join(dir, "debs"));
@@ -77,14 +82,24 @@ if [ ! -x "$work/deno" ]; then
   chmod +x "$work/deno.partial"
   mv "$work/deno.partial" "$work/deno"
 fi
-[ -n "$(ls "$work/engine")" ] || tar -C "$work/engine" -xJf "$here/engine.tar.xz"
-if [ -d "$here/debs" ] && ! { ldconfig -p | grep -q libvulkan.so.1 && ldconfig -p | grep -q libGLdispatch.so.0; }; then
-  if [ "$(id -u)" = 0 ]; then
-    for deb in "$here"/debs/*.deb; do dpkg -x "$deb" /; done
-    ldconfig
-  else
-    echo "no Vulkan loader: as root, install the packages in $here/debs (dpkg -i)" >&2
-  fi
+if [ ! -f "$work/engine/.unpacked" ]; then
+  rm -rf "$work/engine.partial" && mkdir -p "$work/engine.partial"
+  tar -C "$work/engine.partial" -xJf "$here/engine.tar.xz"
+  touch "$work/engine.partial/.unpacked"
+  rm -rf "$work/engine" && mv "$work/engine.partial" "$work/engine"
+fi
+# Only the libraries missing here are added, each from its own package.
+if [ -d "$here/debs" ]; then
+  for pair in libvulkan.so.1:libvulkan1 libGLdispatch.so.0:libglvnd0 libGLX.so.0:libglx0 \
+    libEGL.so.1:libegl1 libGL.so.1:libgl1 libOpenGL.so.0:libopengl0; do
+    ldconfig -p | grep -q "\${pair%%:*}" && continue
+    if [ "$(id -u)" != 0 ]; then
+      echo "\${pair%%:*} is missing: as root, install $here/debs/\${pair#*:}_*.deb" >&2
+      continue
+    fi
+    for deb in "$here/debs/\${pair#*:}"_*.deb; do dpkg -x "$deb" /; done
+  done
+  [ "$(id -u)" = 0 ] && ldconfig
 fi
 export EDGENODE_ENGINE_DIR="$work/engine" GPU_CHECK_DIR="$work"
 exec "$work/deno" run --no-prompt --allow-read --allow-write --allow-env --allow-run \\

@@ -151,9 +151,12 @@ export async function writeSizedLlamaGguf(
       const pad = (GGUF_ALIGNMENT - (data.byteLength % GGUF_ALIGNMENT)) % GGUF_ALIGNMENT;
       if (pad) await write(new Uint8Array(pad));
     }
-  } finally {
+  } catch (error) {
     file.close();
+    await Deno.remove(partial).catch(() => {});
+    throw error;
   }
+  file.close();
   await Deno.rename(partial, path);
   return size;
 }
