@@ -17,8 +17,8 @@
  *
  * Run as a script (by the node, with the permissions this needs and the node lacks: running
  * npm), it installs into the folder given as its argument:
- * `deno run --no-config --allow-run --allow-read --allow-write=<dir> --allow-env engine_install.ts
- * <dir> <backend> [--source-build <cuda architectures>]`
+ * `deno run --no-config --allow-run=npm,git,node --allow-read --allow-write=<dir> --allow-env
+ * engine_install.ts <dir> <backend> [--source-build <cuda architectures>]`
  *
  * @module
  */
@@ -43,6 +43,7 @@ import {
   sourceBuildName,
   type SourceBuildPlan,
 } from "./engine_source_build.ts";
+import { killInstallChildren, lockFolder, removeDeadPartials, tracked } from "./install_guard.ts";
 import {
   expectedInstallBytes,
   folderBytes,
@@ -88,21 +89,46 @@ export async function isInstalled(folder: string): Promise<boolean> {
 }
 
 async function npm(args: string[], cwd: string): Promise<void> {
-  const output = await new Deno.Command("npm", {
-    args,
-    cwd,
-    stdout: "piped",
-    stderr: "piped",
-  }).output().catch((error) => {
+  let child: Deno.ChildProcess;
+  try {
+    child = new Deno.Command("npm", { args, cwd, stdout: "piped", stderr: "piped" }).spawn();
+  } catch (error) {
     throw new Error(
       `cannot run npm (${(error as Error).message}): the inference engine is installed with npm; ` +
         "install Node.js and npm, or set inference.engineDir to a folder holding the engine",
     );
-  });
+  }
+  const output = await tracked(child, child.output());
   if (!output.success) {
     const stderr = new TextDecoder().decode(output.stderr).trim().split("\n").slice(-8).join("\n");
     throw new Error(`npm ${args[0]} failed (exit ${output.code}):\n${stderr}`);
   }
+}
+
+/**
+ * Measures the bytes under `folder` for `onProgress` a second after each measure ends (so two
+ * never overlap), until the function returned is called; that resolves once the measure under
+ * way (if any) has reported, so nothing is reported after it.
+ */
+function measureEverySecond(
+  folder: string,
+  onBytes: (bytes: number) => void,
+): () => Promise<void> {
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const measure = async () => {
+    const bytes = await folderBytes(folder);
+    if (stopped) return;
+    onBytes(bytes);
+    timer = setTimeout(() => (running = measure()), 1000);
+  };
+  running = measure();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+  };
 }
 
 /** Prints `progress` for the node (a line on stdout). */
@@ -127,17 +153,22 @@ export async function installEngine(
     );
   }
   const partial = `${folder}.partial-${Deno.pid}`;
-  await Deno.remove(partial, { recursive: true }).catch(() => {});
-  await Deno.mkdir(partial, { recursive: true });
+  // Another node sharing the engine folder may be installing it: once, then it is there.
+  const unlock = await lockFolder(folder);
   try {
+    if (await isInstalled(folder)) return;
+    await removeDeadPartials(folder);
+    removeOnStop = () => Deno.remove(partial, { recursive: true }).then(unlock, unlock);
+    await Deno.remove(partial, { recursive: true }).catch(() => {});
+    await Deno.mkdir(partial, { recursive: true });
     await Deno.writeTextFile(`${partial}/package.json`, JSON.stringify(manifest, null, 2));
     await Deno.writeTextFile(`${partial}/package-lock.json`, JSON.stringify(lock, null, 2));
     // npm says nothing of its bytes: the folder it fills is measured instead, every second.
     const total = expectedInstallBytes(platform);
-    const measure = async () =>
-      onProgress({ backend, stage: "download", done: await folderBytes(partial), total });
-    const timer = setInterval(measure, 1000);
-    await measure();
+    const stopMeasuring = measureEverySecond(
+      partial,
+      (done) => onProgress({ backend, stage: "download", done, total }),
+    );
     // The lock pins every package; the backend's build is the one optional package wanted.
     await npm([
       "install",
@@ -148,8 +179,8 @@ export async function installEngine(
       "--no-fund",
       "--loglevel=error",
       `${platform}@${ENGINE_VERSION}`,
-    ], partial).finally(() => clearInterval(timer));
-    await measure();
+    ], partial).finally(stopMeasuring);
+    onProgress({ backend, stage: "download", done: await folderBytes(partial), total });
     if (!await isInstalled(partial)) throw new Error("npm finished but node-llama-cpp is missing");
     if (build) await buildFromSource(partial, build, onProgress);
     try {
@@ -159,9 +190,14 @@ export async function installEngine(
       if (!await isInstalled(folder)) throw error;
     }
   } finally {
+    removeOnStop = undefined;
     await Deno.remove(partial, { recursive: true }).catch(() => {});
+    await unlock();
   }
 }
+
+/** Removes the install's temporary folder and lock, while an install runs (on SIGTERM). */
+let removeOnStop: (() => Promise<void>) | undefined;
 
 /** What `--detect` prints: the backend chosen, and what the engine needs to find its libraries. */
 export type DetectedBackend = BackendChoice & {
@@ -219,6 +255,14 @@ function gpuSetting(text: string | undefined): GpuSetting {
 // `engine_install.js <folder> [backend]` installs; `engine_install.js --detect <inference.gpu>`
 // prints the backend chosen as JSON (the node reads no system folders itself).
 if (import.meta.main) {
+  // The node stopping: the current child (npm, a build) ends too, and nothing half-done stays.
+  if (Deno.build.os !== "windows") {
+    Deno.addSignalListener("SIGTERM", async () => {
+      killInstallChildren();
+      await removeOnStop?.();
+      Deno.exit(143);
+    });
+  }
   try {
     if (Deno.args[0] === "--detect") {
       console.log(JSON.stringify(await detectBackend(gpuSetting(Deno.args[1]))));

@@ -19,7 +19,8 @@ import {
 } from "../errors/mod.ts";
 import type { GpuSetting } from "./engine_backend.ts";
 import { installFolder, isInstalled } from "./engine_install.ts";
-import { runInstaller } from "./install_runner.ts";
+import { scrubbed } from "./host_paths.ts";
+import { type JoinedInstall, joinInstall } from "./install_runner.ts";
 import {
   detectBackendOnce,
   type EngineStatus,
@@ -85,15 +86,6 @@ const STANDALONE =
 const SYSTEM_READS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
 const encoder = new TextEncoder();
 
-/**
- * An engine message as callers may read it: its first line, without host paths (the data
- * directory, the engine's install folder) or native frames.
- */
-export function scrubbed(message: string): string {
-  const line = message.split("\n")[0].trim().slice(0, 500);
-  return line.replace(/(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?/g, "<path>");
-}
-
 /** The error an engine error event stands for: its kind's, or the engine's own failure. */
 export function engineError(event: EngineError): DomainError {
   const message = scrubbed(event.message);
@@ -120,7 +112,10 @@ export class EngineProcess {
   #running?: Promise<Running>;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
-  #installing?: Promise<void>;
+  /** The install this engine waits on, if any (shared with the node's other engines). */
+  #install?: JoinedInstall;
+  /** Counts stop() calls: a start begun before one does not spawn the engine after it. */
+  #stops = 0;
   readonly #setting: GpuSetting;
 
   /** An engine that starts on the first call. */
@@ -177,8 +172,13 @@ export class EngineProcess {
       .catch(() => {});
   }
 
-  /** Ends the process (its models go with it). */
+  /**
+   * Ends the process (its models go with it). An install it waits on is left, and stopped when
+   * no other engine waits on it (its installer ends its npm or build and removes what it began).
+   */
   async stop(): Promise<void> {
+    this.#stops++;
+    this.#install?.leave();
     const running = await this.#running?.catch(() => undefined);
     if (!running) return;
     try {
@@ -199,27 +199,37 @@ export class EngineProcess {
     return this.#running;
   }
 
-  /** Installs the engine unless it is there already (install_runner.ts), one at a time. */
+  /**
+   * Installs the engine unless it is there already (install_runner.ts), joining the install of
+   * the same folder another engine of the node began.
+   */
   async #ensureInstalled(
     folder: string,
     scripts: string,
     { backend, build }: UsableBackend,
   ): Promise<void> {
     if (await isInstalled(folder)) return;
-    this.#installing ??= runInstaller({
+    const install = joinInstall({
       folder,
       engineDir: this.#options.engineDir,
       scripts,
       backend,
       setting: this.#setting,
       build,
-    }).finally(() => (this.#installing = undefined));
-    await this.#installing;
+    });
+    this.#install = install;
+    try {
+      await install.done;
+    } finally {
+      if (this.#install === install) this.#install = undefined;
+      install.leave();
+    }
   }
 
   async #start(): Promise<Running> {
     if (Deno.build.standalone) throw new Unavailable(STANDALONE);
     const { engineDir, modelsDir, maxThreads, callerFilesDir } = this.#options;
+    const stops = this.#stops;
     const callerReads = callerFilesDir ? [callerFilesDir] : [];
     const usable = await this.detect();
     const { backend, reason, env } = usable;
@@ -229,6 +239,7 @@ export class EngineProcess {
     const folder = installFolder(engineDir, backend, usable.build?.name);
     const scripts = await this.#scripts();
     await this.#ensureInstalled(folder, scripts, usable);
+    if (this.#stops !== stops) throw new Unavailable("the inference engine was stopped");
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",

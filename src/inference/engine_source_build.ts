@@ -11,11 +11,12 @@
  *
  * The CUDA architectures: CUDAARCHS (CMake's own variable, e.g. `87` for a Jetson Orin), else
  * what nvidia-smi says of the GPUs (`compute_cap` 8.7 → 87), else CMake's `native` (the GPU the
- * build runs on).
+ * build runs on; also when nvidia-smi takes over 10 s).
  *
  * @module
  */
 import type { Backend, LibraryLookup } from "./engine_backend.ts";
+import { tracked } from "./install_guard.ts";
 import { buildStep, type InstallProgress } from "./install_progress.ts";
 
 /** Where nvcc may be: CUDA_PATH's, the default install's, and PATH. */
@@ -87,12 +88,16 @@ export async function cudaArchitectures(
   return (smi && architecturesOfComputeCaps(smi)) || "native";
 }
 
+/** How long nvidia-smi may take (a wedged driver hangs it): then the build says "native". */
+export const NVIDIA_SMI_TIMEOUT_MS = 10_000;
+
 async function nvidiaSmiComputeCaps(): Promise<string | undefined> {
   try {
     const output = await new Deno.Command("nvidia-smi", {
       args: ["--query-gpu=compute_cap", "--format=csv,noheader"],
       stdout: "piped",
       stderr: "null",
+      signal: AbortSignal.timeout(NVIDIA_SMI_TIMEOUT_MS),
     }).output();
     return output.success ? new TextDecoder().decode(output.stdout) : undefined;
   } catch {
@@ -210,7 +215,10 @@ async function run(
     }
     if (buffered) tail.push(buffered);
   };
-  const [status] = await Promise.all([child.status, read(child.stdout), read(child.stderr)]);
+  const [status] = await tracked(
+    child,
+    Promise.all([child.status, read(child.stdout), read(child.stderr)]),
+  );
   if (!status.success) {
     throw new Error(
       `${command} ${args[0]} failed (exit ${status.code}) in the source build:\n${tail.join("\n")}`,

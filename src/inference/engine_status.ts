@@ -95,11 +95,12 @@ export function recordEngineStatus(status: EngineStatus): void {
 export async function detectBackendOnce(
   scripts: string,
   setting: GpuSetting,
+  timeoutMs = DETECTION_TIMEOUT_MS,
 ): Promise<UsableBackend> {
   const key = String(setting);
   let pending = detections.get(key);
   if (!pending) {
-    pending = runDetection(scripts, setting);
+    pending = runDetection(scripts, setting, timeoutMs);
     detections.set(key, pending);
     pending.catch(() => detections.delete(key));
   }
@@ -120,7 +121,15 @@ export async function detectBackendOnce(
   return { backend, reason, env, build };
 }
 
-async function runDetection(scripts: string, setting: GpuSetting): Promise<DetectedBackend> {
+/** How long detection may take (a wedged GPU driver can hang it); then loads answer 503. */
+export const DETECTION_TIMEOUT_MS = 10_000;
+
+async function runDetection(
+  scripts: string,
+  setting: GpuSetting,
+  timeoutMs = DETECTION_TIMEOUT_MS,
+): Promise<DetectedBackend> {
+  const signal = AbortSignal.timeout(timeoutMs);
   const output = await new Deno.Command(Deno.execPath(), {
     args: [
       "run",
@@ -137,7 +146,19 @@ async function runDetection(scripts: string, setting: GpuSetting): Promise<Detec
     env: BLANK_LOADER_ENV,
     stdout: "piped",
     stderr: "piped",
-  }).output();
+    signal,
+  }).output().catch((error) => {
+    if (!signal.aborted) throw error;
+    return undefined;
+  });
+  if (!output || signal.aborted) {
+    // Not kept: the next load detects again (detectBackendOnce forgets a failure).
+    throw new Unavailable(
+      `the inference engine's backend could not be detected: it took over ${
+        timeoutMs / 1000
+      } s (a GPU driver not answering?); the next load tries again`,
+    );
+  }
   const text = new TextDecoder().decode(output.stdout).trim().split("\n").at(-1) ?? "";
   if (!output.success || !text.startsWith("{")) {
     throw new Unavailable(

@@ -79,13 +79,18 @@ export function progressOfLine(line: string): InstallProgress | undefined {
   if (!line.startsWith(PROGRESS_PREFIX)) return undefined;
   try {
     const value = JSON.parse(line.slice(PROGRESS_PREFIX.length));
-    if (typeof value?.backend !== "string" || typeof value.done !== "number") return undefined;
+    if (typeof value?.backend !== "string" || !isCount(value.done)) return undefined;
     if (value.stage !== "download" && value.stage !== "build") return undefined;
-    const total = typeof value.total === "number" && value.total > 0 ? value.total : undefined;
+    const total = isCount(value.total) && value.total > 0 ? value.total : undefined;
     return { backend: value.backend.slice(0, 40), stage: value.stage, done: value.done, total };
   } catch {
     return undefined;
   }
+}
+
+/** A byte or step count: a whole number, not negative, exact (no 1e300 nor NaN). */
+function isCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
 /** The line the installer prints for `progress`. */

@@ -27,6 +27,23 @@ Deno.test("a progress line goes through; anything else, or a malformed one, does
   assert.equal(long?.total, undefined);
 });
 
+Deno.test("hostile counts: only whole, exact, non-negative numbers are done or total", () => {
+  const line = (done: unknown, total?: unknown) =>
+    `@@engine-install {"backend":"cpu","stage":"download","done":${done},"total":${total}}`;
+  for (const done of ["-1", "1.5", "1e300", '"7"', "null"]) {
+    assert.equal(progressOfLine(line(done, 10)), undefined, done);
+  }
+  for (const total of ["-1", "2.5", "1e300", '"7"', "0"]) {
+    assert.equal(progressOfLine(line(5, total))?.total, undefined, total);
+  }
+  assert.deepEqual(progressOfLine(line(0, 10)), {
+    backend: "cpu",
+    stage: "download",
+    done: 0,
+    total: 10,
+  });
+});
+
 Deno.test("build steps: ninja's [n/m] and make's [ NN%]", () => {
   assert.deepEqual(buildStep("[12/345] Building CXX object ggml/src/ggml.c.o"), {
     done: 12,

@@ -9,7 +9,13 @@
 import { join } from "node:path";
 import { Unavailable } from "../errors/mod.ts";
 import type { Backend, GpuSetting } from "./engine_backend.ts";
-import { BLANK_LOADER_ENV, recordInstall } from "./engine_status.ts";
+import {
+  BLANK_LOADER_ENV,
+  engineStatus,
+  recordEngineStatus,
+  recordInstall,
+} from "./engine_status.ts";
+import { scrubbed } from "./host_paths.ts";
 import {
   describeInstall,
   type InstallProgress,
@@ -31,8 +37,87 @@ export interface InstallJob {
   build?: { architectures?: string };
 }
 
-/** Runs the installer for `job`; its failure is Unavailable (503) with the installer's words. */
-export async function runInstaller(job: InstallJob): Promise<void> {
+/** How long after a failed npm install the next load tries again (loads answer 503 meanwhile). */
+export const NPM_RETRY_MS = 5 * 60_000;
+
+/** An install under way in this node: the engines waiting on it, its installer. */
+interface RunningInstall {
+  done: Promise<void>;
+  child?: Deno.ChildProcess;
+  waiting: number;
+  /** Every engine waiting on it stopped: the installer was told to stop, no failure kept. */
+  stopped: boolean;
+}
+
+/**
+ * The installs under way, by folder: every engine of the node (the shared one, load probes)
+ * joins the one install of its folder rather than starting its own.
+ */
+const installs = new Map<string, RunningInstall>();
+/** npm installs that failed, by folder: not tried again until `until`. */
+const failedInstalls = new Map<string, { until: number; message: string }>();
+/** How many installs run per inference.gpu: the status's `installing` ends with the last. */
+const installsOfSetting = new Map<string, number>();
+
+/** An install joined: its end, and what leaves it (the last to leave stops the installer). */
+export interface JoinedInstall {
+  done: Promise<void>;
+  leave(): void;
+}
+
+/**
+ * Installs `job.folder` (runInstaller), or joins the install of it under way in this node. An npm
+ * install that failed in the last NPM_RETRY_MS fails at once (503, saying when it is tried again).
+ */
+export function joinInstall(job: InstallJob): JoinedInstall {
+  const failed = failedInstalls.get(job.folder);
+  if (failed && failed.until > Date.now()) {
+    const seconds = Math.ceil((failed.until - Date.now()) / 1000);
+    const done = Promise.reject(
+      new Unavailable(
+        `${failed.message} (tried again by the first load after ${
+          new Date(failed.until).toISOString()
+        }, in ${Math.ceil(seconds / 60)} min)`,
+        { retryAfterSeconds: seconds },
+      ),
+    );
+    return { done, leave: () => {} };
+  }
+  let install = installs.get(job.folder);
+  if (!install) {
+    const started: RunningInstall = { done: Promise.resolve(), waiting: 0, stopped: false };
+    started.done = runInstaller(job, started).finally(() => installs.delete(job.folder));
+    installs.set(job.folder, started);
+    install = started;
+  }
+  const joined = install;
+  joined.waiting++;
+  let left = false;
+  return {
+    done: joined.done,
+    leave() {
+      if (left) return;
+      left = true;
+      joined.waiting--;
+      if (joined.waiting > 0) return;
+      joined.stopped = true;
+      try {
+        joined.child?.kill("SIGTERM");
+      } catch { /* ended already */ }
+    },
+  };
+}
+
+/**
+ * Runs the installer for `job`; its failure is Unavailable (503) with the installer's first words
+ * (no host paths; the rest stays in the node's log). A source build's failure makes the backend
+ * unusable until the node restarts (engine status `error`); npm's is tried again after
+ * NPM_RETRY_MS. `running` gets the installer's process (to stop it).
+ */
+export async function runInstaller(
+  job: InstallJob,
+  running: { child?: Deno.ChildProcess; stopped?: boolean } = {},
+): Promise<void> {
   const { folder, engineDir, scripts, backend, setting, build } = job;
   const how = build ? "npm and a source build of llama.cpp" : "npm";
   console.log(`installing the inference engine for ${backend} into ${folder} (${how}, once)`);
@@ -42,7 +127,9 @@ export async function runInstaller(job: InstallJob): Promise<void> {
       "run",
       "--no-config",
       "--no-prompt",
-      "--allow-run",
+      // What the installer runs: npm, and for a source build git and node (node-llama-cpp's
+      // build runs cmake and the compilers from node, whose children Deno does not govern).
+      "--allow-run=npm,git,node",
       "--allow-env",
       "--allow-read",
       `--allow-write=${engineDir}`,
@@ -55,26 +142,53 @@ export async function runInstaller(job: InstallJob): Promise<void> {
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  running.child = child;
+  const key = String(setting);
+  installsOfSetting.set(key, (installsOfSetting.get(key) ?? 0) + 1);
   const logged = new Set<string>();
+  let stage: InstallProgress["stage"] | undefined;
   const onLine = (line: string) => {
     const progress = progressOfLine(line);
     if (!progress) return;
-    recordInstall(setting, progress);
-    logQuarter(progress, logged);
+    // The backend is the job's: a line says only how far.
+    const ours = { ...progress, backend };
+    stage = ours.stage;
+    recordInstall(setting, ours);
+    logQuarter(ours, logged);
   };
   const [status, , stderr] = await Promise.all([
     child.status,
     readLines(child.stdout, onLine),
     new Response(child.stderr).text(),
-  ]).finally(() => recordInstall(setting, undefined));
-  if (!status.success) {
-    // The log keeps the installer's words whole; callers get them without host paths.
-    const words = stderr.trim().split("\n").slice(-12).join("\n");
-    console.error(`the inference engine could not be installed:\n${words}`);
-    const said = words.replace(/(?:[\\/][\w.@+~-]+){2,}[\\/]?/g, "<path>");
-    throw new Unavailable(`the inference engine could not be installed: ${said}`);
+  ]).finally(() => {
+    const left = (installsOfSetting.get(key) ?? 1) - 1;
+    if (left > 0) installsOfSetting.set(key, left);
+    else {
+      installsOfSetting.delete(key);
+      recordInstall(setting, undefined);
+    }
+  });
+  if (status.success) {
+    failedInstalls.delete(folder);
+    console.log(`installed the inference engine for ${backend}`);
+    return;
   }
-  console.log(`installed the inference engine for ${backend}`);
+  if (running.stopped) {
+    console.log(`the install of the inference engine for ${backend} stopped`);
+    throw new Unavailable("the inference engine's install was stopped");
+  }
+  // The log keeps the installer's words whole; callers get their first line without host paths.
+  const words = stderr.trim().split("\n").slice(-12).join("\n");
+  console.error(`the inference engine could not be installed:\n${words}`);
+  const message = `the inference engine could not be installed: ${scrubbed(stderr.trim())}`;
+  if (build && stage !== "download") {
+    // The build (or its tools) failed: the same build would fail again.
+    const { installing: _, ...current } = engineStatus(setting);
+    recordEngineStatus({ ...current, backend, error: message });
+  } else {
+    failedInstalls.set(folder, { until: Date.now() + NPM_RETRY_MS, message });
+  }
+  throw new Unavailable(message);
 }
 
 /** Logs `progress` when it reached a quarter not logged before (per stage). */
