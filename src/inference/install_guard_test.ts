@@ -1,0 +1,119 @@
+/**
+ * The install's lock and litter (install_guard.ts), and the real installer (engine_install.ts)
+ * told to stop while a stand-in npm runs: its npm ends, its temporary folder and lock go.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { isAlive, lockFolder, removeDeadPartials } from "./install_guard.ts";
+
+/** A pid no process has (above Linux's pid_max). */
+const DEAD = 99_999_999;
+
+Deno.test("the lock: a second taker waits for the first; a dead holder's lock is taken over", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-lock-" });
+  try {
+    const folder = join(dir, "engine");
+    const release = await lockFolder(folder, 20);
+    assert.equal(await Deno.readTextFile(`${folder}.lock`), String(Deno.pid));
+    const order: string[] = [];
+    const second = lockFolder(folder, 20).then((release) => {
+      order.push("second");
+      return release;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    order.push("first released");
+    await release();
+    await (await second)();
+    assert.deepEqual(order, ["first released", "second"]);
+    // A lock left by an installer that was killed.
+    await Deno.writeTextFile(`${folder}.lock`, String(DEAD));
+    const taken = await lockFolder(folder, 20);
+    assert.equal(await Deno.readTextFile(`${folder}.lock`), String(Deno.pid));
+    await taken();
+    await assert.rejects(Deno.stat(`${folder}.lock`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("dead installers' temporary folders go; live ones' and other names stay", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-partials-" });
+  try {
+    const folder = join(dir, "node-llama-cpp-3.22.1-linux-x64");
+    for (const suffix of [`.partial-${DEAD}`, `.partial-${Deno.pid}`, ".partial-x", "-other"]) {
+      await Deno.mkdir(`${folder}${suffix}/node_modules`, { recursive: true });
+    }
+    // A link named like a partial is removed as a link, never followed.
+    const outside = join(dir, "outside");
+    await Deno.mkdir(outside);
+    await Deno.symlink(outside, `${folder}.partial-${DEAD + 1}`);
+    await removeDeadPartials(folder);
+    const left = (await Array.fromAsync(Deno.readDir(dir))).map((entry) => entry.name).sort();
+    assert.deepEqual(
+      left,
+      [
+        "node-llama-cpp-3.22.1-linux-x64-other",
+        "node-llama-cpp-3.22.1-linux-x64.partial-x",
+        `node-llama-cpp-3.22.1-linux-x64.partial-${Deno.pid}`,
+        "outside",
+      ].sort(),
+    );
+    assert.ok(await isAlive(Deno.pid, dir));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "the installer told to stop ends its npm and removes its temporary folder and lock",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "edgenode-stop-" });
+    try {
+      // A stand-in npm that takes its time, leaving its pid where the test finds it.
+      const bin = join(dir, "bin");
+      await Deno.mkdir(bin);
+      await Deno.writeTextFile(
+        join(bin, "npm"),
+        `#!/bin/sh\necho $$ > "${dir}/npm.pid"\nexec sleep 30\n`,
+      );
+      await Deno.chmod(join(bin, "npm"), 0o755);
+      const engineDir = join(dir, "engine");
+      await Deno.mkdir(engineDir);
+      const folder = join(engineDir, "node-llama-cpp-test");
+      const installer = new URL("./engine_install.ts", import.meta.url).pathname;
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--no-prompt",
+          "--allow-run=npm,git,node",
+          "--allow-env",
+          "--allow-read",
+          `--allow-write=${engineDir}`,
+          installer,
+          folder,
+          "cpu",
+        ],
+        env: { PATH: `${bin}:${Deno.env.get("PATH")}` },
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const pidFile = join(dir, "npm.pid");
+      for (let tries = 0; !await Deno.stat(pidFile).then(() => true, () => false); tries++) {
+        assert.ok(tries < 300, "npm never started");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const npmPid = Number((await Deno.readTextFile(pidFile)).trim());
+      child.kill("SIGTERM");
+      const status = await child.status;
+      await child.stdout.cancel();
+      await child.stderr.cancel();
+      assert.equal(status.success, false);
+      const left = (await Array.fromAsync(Deno.readDir(engineDir))).map((entry) => entry.name);
+      assert.deepEqual(left, []);
+      assert.equal(await isAlive(npmPid, pidFile), false, "npm outlived its installer");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
