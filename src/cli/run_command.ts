@@ -17,6 +17,7 @@
 import type { ModelEntry } from "../../gen/inference/validators.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { storeClient } from "../sdk/clients.ts";
+import { installingEngineOf } from "../sdk/load_progress.ts";
 import { errorMessage, nodeError, nodeFetch } from "../sdk/node_errors.ts";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { clientError, type Env, invocation, reach } from "./cli_context.ts";
@@ -117,10 +118,8 @@ async function load(connection: { url: string; credential?: string }, model: str
       if (message.error) throw new Error(`loading ${model}: ${errorMessage(message)}`);
       if (message.loaded) return;
       // The engine's install comes first, in words (src/inference/load_messages.ts).
-      const installing = /^<\|installing_engine\|> (.*?)(?:<br \/>)?$/.exec(
-        String(message.progress ?? ""),
-      );
-      if (installing) draw(`\r\x1b[2K${installing[1]}…`);
+      const installing = installingEngineOf(message.progress);
+      if (installing) draw(`\r\x1b[2K${installing}…`);
       const percent = /(\d+)%/.exec(String(message.progress ?? ""))?.[1];
       if (percent) draw(`\r\x1b[2Kloading ${model}… ${percent}%`);
     }

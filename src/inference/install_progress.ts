@@ -11,18 +11,9 @@
  *
  * @module
  */
+import type { InstallProgress } from "./install_words.ts";
 
-/** How far an install is. */
-export interface InstallProgress {
-  /** The backend being installed ("cuda", "vulkan", "metal", "cpu"). */
-  backend: string;
-  /** "download": npm fills the folder; "build": llama.cpp compiles from its source. */
-  stage: "download" | "build";
-  /** Bytes landed (download) or steps done (build). */
-  done: number;
-  /** Bytes expected or steps in all, when known. */
-  total?: number;
-}
+export type { InstallProgress };
 
 /** What starts a progress line of the installer (the rest is the progress as JSON). */
 export const PROGRESS_PREFIX = "@@engine-install ";
@@ -96,20 +87,6 @@ function isCount(value: unknown): value is number {
 /** The line the installer prints for `progress`. */
 export function progressLine(progress: InstallProgress): string {
   return PROGRESS_PREFIX + JSON.stringify(progress);
-}
-
-/**
- * `progress` in words: "installing the cuda engine 48/143 MB", "building the cuda engine from
- * source, step 12/345" (make's percent reads as step 37/100).
- */
-export function describeInstall({ backend, stage, done, total }: InstallProgress): string {
-  if (stage === "build") {
-    // Never a percent: clients read a load's percent from the same stream (load_messages.ts).
-    return `building the ${backend} engine from source, step ${done}${total ? `/${total}` : ""}`;
-  }
-  const mb = (bytes: number) => Math.round(bytes / MB);
-  const landed = total ? `${Math.min(mb(done), mb(total))}/${mb(total)}` : `${mb(done)}`;
-  return `installing the ${backend} engine ${landed} MB`;
 }
 
 /** The quarter (0..4) `progress` has reached; undefined while the total is unknown. */

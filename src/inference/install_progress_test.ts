@@ -1,14 +1,15 @@
-/** The install's progress lines and words (install_progress.ts). */
+/** The install's progress lines (install_progress.ts) and words (install_words.ts). */
 import assert from "node:assert/strict";
 import {
   buildStep,
-  describeInstall,
   expectedInstallBytes,
   folderBytes,
   progressLine,
   progressOfLine,
   quarterOf,
 } from "./install_progress.ts";
+import { describeInstall, installingEngineProgress } from "./install_words.ts";
+import { installingEngineOf } from "../sdk/load_progress.ts";
 
 Deno.test("a progress line goes through; anything else, or a malformed one, does not", () => {
   const progress = { backend: "cuda", stage: "download" as const, done: 48e6, total: 143e6 };
@@ -67,6 +68,15 @@ Deno.test("in words, never a percent (a load's percent shares the stream)", () =
   const build = { backend: "cuda", stage: "build" as const, done: 37, total: 100 };
   assert.equal(describeInstall(build), "building the cuda engine from source, step 37/100");
   assert.doesNotMatch(describeInstall(build), /%/);
+});
+
+Deno.test("a load stream's install text reads back as the same words with the SDK", () => {
+  const progress = { backend: "cuda", stage: "download" as const, done: 48e6, total: 143e6 };
+  const text = installingEngineProgress(progress);
+  assert.equal(text, "<|installing_engine|> installing the cuda engine 48/143 MB<br />");
+  assert.equal(installingEngineOf(text), describeInstall(progress));
+  assert.equal(installingEngineOf("<|loading_model|> 5%<br />"), undefined);
+  assert.equal(installingEngineOf(undefined), undefined);
 });
 
 Deno.test("quarters for the log: none without a total", () => {

@@ -16,12 +16,8 @@ import {
   recordInstall,
 } from "./engine_status.ts";
 import { scrubbed } from "./host_paths.ts";
-import {
-  describeInstall,
-  type InstallProgress,
-  progressOfLine,
-  quarterOf,
-} from "./install_progress.ts";
+import { progressOfLine, quarterOf } from "./install_progress.ts";
+import { describeInstall, type InstallProgress } from "./install_words.ts";
 
 /** One install to run. */
 export interface InstallJob {

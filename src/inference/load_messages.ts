@@ -11,7 +11,7 @@
 import type { LoadEvent, ModelLoading } from "../store/model_loading.ts";
 import type { InferenceService } from "./inference_service.ts";
 import { watchInstall } from "./engine_status.ts";
-import { describeInstall } from "./install_progress.ts";
+import { installingEngineProgress } from "./install_words.ts";
 
 /** Loads `id` (already checked) and streams its progress; a client that goes does not stop it. */
 function loadMessages(service: InferenceService, id: string): ReadableStream<LoadEvent> {
@@ -25,10 +25,10 @@ function loadMessages(service: InferenceService, id: string): ReadableStream<Loa
       };
       let installing = "";
       const unwatch = watchInstall((progress) => {
-        const text = describeInstall(progress);
+        const text = installingEngineProgress(progress);
         if (text === installing) return;
         installing = text;
-        send({ progress: `<|installing_engine|> ${text}<br />` });
+        send({ progress: text });
       });
       service.load(id, (progress) => {
         const now = Math.floor(progress * 100);

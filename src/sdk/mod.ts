@@ -25,6 +25,7 @@ export {
   storeClient,
 } from "./clients.ts";
 export { downloadEvents, type DownloadMessage } from "./download_events.ts";
+export { installingEngineOf } from "./load_progress.ts";
 export { rpcCall, RpcError, type RpcMethod, type RpcMethods, type RpcResult } from "./json_rpc.ts";
 export { decryptNodeListing, fetchLocalNodes, type LocalLinkListing } from "./local_nodes.ts";
 export {

@@ -9,6 +9,7 @@ import { EventSourceParserStream } from "eventsource-parser/stream";
 import createClient from "openapi-fetch";
 import type { paths } from "../../../gen/inference/types.ts";
 import type { ModelEntry, Usage } from "../../../gen/inference/validators.ts";
+import { installingEngineOf } from "../../sdk/load_progress.ts";
 import { clients, connection, messageOf } from "./node_api.ts";
 
 export type { ModelEntry, Usage };
@@ -109,8 +110,8 @@ export async function loadModel(
     if (message.error) throw new Error(message.error.message);
     if (message.loaded) return;
     // The engine's install comes first, in words (src/inference/load_messages.ts).
-    const installing = /^<\|installing_engine\|> (.*?)(?:<br \/>)?$/.exec(message.progress ?? "");
-    if (installing) onInstall(installing[1]);
+    const installing = installingEngineOf(message.progress);
+    if (installing) onInstall(installing);
     const percent = /(\d+)%/.exec(message.progress ?? "")?.[1];
     if (percent) onProgress(Number(percent));
   }

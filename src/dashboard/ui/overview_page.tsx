@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { describeInstall } from "../../inference/install_words.ts";
 import { dashboardClient } from "../../sdk/clients.ts";
 import { bytes, duration, when } from "./format.ts";
 import { connection } from "./node_api.ts";
@@ -16,16 +17,6 @@ async function loadStatus() {
 
 type Status = Awaited<ReturnType<typeof loadStatus>>;
 
-/** The engine's install under way: "installing the cuda engine 48 MB of 143 MB". */
-function installing(
-  { backend, stage, done, total }: NonNullable<NonNullable<Status["inference"]>["installing"]>,
-): string {
-  if (stage === "build") {
-    return `building the ${backend} engine from source, step ${done}${total ? `/${total}` : ""}`;
-  }
-  return `installing the ${backend} engine, ${bytes(done)}${total ? ` of ${bytes(total)}` : ""}`;
-}
-
 /**
  * What the engine computes on, as an operator wants it in one line: the backend and why, its
  * devices and free VRAM, or why the backend asked for cannot run.
@@ -33,7 +24,7 @@ function installing(
 function compute(inference: Status["inference"]): string {
   if (!inference) return "inference off";
   if (inference.error) return `${inference.gpu || "cpu"}: cannot run (${inference.error})`;
-  if (inference.installing) return installing(inference.installing);
+  if (inference.installing) return describeInstall(inference.installing);
   if (!inference.backend) return `detecting (inference.gpu ${JSON.stringify(inference.gpu)})`;
   const devices = inference.devices?.length ? ` on ${inference.devices.join(", ")}` : "";
   const vram = inference.vramFreeBytes !== undefined && inference.vramTotalBytes
