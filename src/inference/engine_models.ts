@@ -10,7 +10,8 @@
 import { Invalid, NoMemory } from "../errors/mod.ts";
 import type { EngineModelKind, LoadedModelInfo, LoadSpec } from "./engine_protocol.ts";
 import { hyperparameterProblem, tensorProblem } from "../store/gguf_limits.ts";
-import { type Backend, gpuLayersFor } from "./engine_backend.ts";
+import type { Backend } from "./engine_backend.ts";
+import { gpuLayersFor } from "./gpu_layers.ts";
 
 /**
  * node-llama-cpp's module, loaded at run time from the engine's install folder, so typed

@@ -1,4 +1,4 @@
-/** The source build's decisions (engine_source_build.ts); a real build is in tests/inference_source_build_test.ts. */
+/** The source build's decisions (engine_source_build.ts); a real build is in tests/inference_install_test.ts (opt-in: EDGENODE_SOURCE_BUILD_TEST). */
 import assert from "node:assert/strict";
 import type { LibraryLookup } from "./engine_backend.ts";
 import {
