@@ -10,17 +10,12 @@
 import { join } from "node:path";
 import { ENGINE_SOURCE, INSTALLER_SOURCE } from "../../bundles/engine_sources.ts";
 import { writeVersioned } from "../storage/versioned_files.ts";
-import {
-  type DomainError,
-  type ErrorDetails,
-  errorOfKind,
-  isErrorKind,
-  Unavailable,
-} from "../errors/mod.ts";
+import { Unavailable } from "../errors/mod.ts";
 import type { GpuSetting } from "./engine_backend.ts";
 import { installFolder, isInstalled } from "./engine_install.ts";
-import { scrubbed } from "./host_paths.ts";
+import { engineError, scrubbed } from "./engine_errors.ts";
 import { type JoinedInstall, joinInstall } from "./install_runner.ts";
+import { readLines } from "./line_reader.ts";
 import {
   detectBackendOnce,
   type EngineStatus,
@@ -30,7 +25,6 @@ import {
 } from "./engine_status.ts";
 import {
   type EngineBackendInfo,
-  type EngineError,
   type EngineEvent,
   type EngineRequest,
   EVENT_PREFIX,
@@ -85,26 +79,6 @@ const STANDALONE =
 /** System folders the library reads to check the C library its build needs. */
 const SYSTEM_READS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
 const encoder = new TextEncoder();
-
-/** The error an engine error event stands for: its kind's, or the engine's own failure. */
-export function engineError(event: EngineError): DomainError {
-  const message = scrubbed(event.message);
-  if (isErrorKind(event.kind)) return errorOfKind(event.kind, message, engineDetails(event));
-  return new Unavailable(`the inference engine failed: ${message}`);
-}
-
-/**
- * The details an engine sends, and only those, as strings: the edges turn others into headers
- * (`allow`, `scheme`), and a message from another process is data, not trusted shapes.
- */
-function engineDetails({ details }: EngineError): ErrorDetails {
-  const kept: ErrorDetails = {};
-  for (const name of ["field", "resource", "id", "exceeded"] as const) {
-    const value = details?.[name];
-    if (typeof value === "string") kept[name] = value.slice(0, 200);
-  }
-  return kept;
-}
 
 /** One engine process at a time, started when first needed. */
 export class EngineProcess {
@@ -277,11 +251,11 @@ export class EngineProcess {
     }).spawn();
     const ready = Promise.withResolvers<Running>();
     const running: Running = { child, writer: child.stdin.getWriter() };
-    this.#readLines(child.stderr, (line) => {
+    readLines(child.stderr, (line) => {
       console.error(`engine: ${line}`);
     });
     let unusable: string | undefined;
-    const reading = this.#readLines(child.stdout, (line) => {
+    const reading = readLines(child.stdout, (line) => {
       if (!line.startsWith(EVENT_PREFIX)) return console.log(`engine: ${line}`);
       const event = JSON.parse(line.slice(EVENT_PREFIX.length)) as EngineEvent;
       if (event.type === "ready") {
@@ -333,18 +307,6 @@ export class EngineProcess {
       pending.resolve(event);
     } else {
       pending.onEvent(event);
-    }
-  }
-
-  async #readLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void) {
-    let buffered = "";
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-      buffered += chunk;
-      let end;
-      while ((end = buffered.indexOf("\n")) >= 0) {
-        onLine(buffered.slice(0, end));
-        buffered = buffered.slice(end + 1);
-      }
     }
   }
 }

@@ -15,7 +15,8 @@ import {
   recordEngineStatus,
   recordInstall,
 } from "./engine_status.ts";
-import { scrubbed } from "./host_paths.ts";
+import { scrubbed } from "./engine_errors.ts";
+import { readLines } from "./line_reader.ts";
 import { progressOfLine, quarterOf } from "./install_progress.ts";
 import { describeInstall, type InstallProgress } from "./install_words.ts";
 
@@ -195,16 +196,4 @@ function logQuarter(progress: InstallProgress, logged: Set<string>): void {
   if (logged.has(key)) return;
   logged.add(key);
   console.log(`inference engine: ${describeInstall(progress)}`);
-}
-
-async function readLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void) {
-  let buffered = "";
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-    buffered += chunk;
-    let end;
-    while ((end = buffered.indexOf("\n")) >= 0) {
-      onLine(buffered.slice(0, end));
-      buffered = buffered.slice(end + 1);
-    }
-  }
 }

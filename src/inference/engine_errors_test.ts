@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { type ErrorKind, Invalid, NoMemory, NotFound, Unavailable } from "../errors/mod.ts";
-import { engineError } from "./engine_process.ts";
-import { scrubbed } from "./host_paths.ts";
+import { engineError, scrubbed } from "./engine_errors.ts";
 
 Deno.test("engineError: the kind sent makes the same domain error, details kept", () => {
   const cases = [

@@ -1,0 +1,41 @@
+/**
+ * The engine's and its installer's failures as callers may read them: their messages name host
+ * paths (the data directory, the engine's install folder) and native frames, which stay in the
+ * node's log; an engine error event becomes the domain error of its kind.
+ *
+ * @module
+ */
+import {
+  type DomainError,
+  type ErrorDetails,
+  errorOfKind,
+  isErrorKind,
+  Unavailable,
+} from "../errors/mod.ts";
+import type { EngineError } from "./engine_protocol.ts";
+
+/** `message`'s first line, without host paths, at most 500 characters. */
+export function scrubbed(message: string): string {
+  const line = message.split("\n")[0].trim().slice(0, 500);
+  return line.replace(/(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?/g, "<path>");
+}
+
+/** The error an engine error event stands for: its kind's, or the engine's own failure. */
+export function engineError(event: EngineError): DomainError {
+  const message = scrubbed(event.message);
+  if (isErrorKind(event.kind)) return errorOfKind(event.kind, message, engineDetails(event));
+  return new Unavailable(`the inference engine failed: ${message}`);
+}
+
+/**
+ * The details an engine sends, and only those, as strings: the edges turn others into headers
+ * (`allow`, `scheme`), and a message from another process is data, not trusted shapes.
+ */
+function engineDetails({ details }: EngineError): ErrorDetails {
+  const kept: ErrorDetails = {};
+  for (const name of ["field", "resource", "id", "exceeded"] as const) {
+    const value = details?.[name];
+    if (typeof value === "string") kept[name] = value.slice(0, 200);
+  }
+  return kept;
+}
