@@ -18,7 +18,7 @@ import { installFolder, isInstalled } from "../src/inference/engine_install.ts";
 import { EVENT_PREFIX } from "../src/inference/engine_protocol.ts";
 import { ensureTestEngine } from "../testing/engine.ts";
 import { runToEnd } from "../testing/run.ts";
-import { startTestNode } from "../testing/node.ts";
+import { startTestNode, type TestNode } from "../testing/node.ts";
 import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 import { allData, uploadModel } from "./helpers/inference.ts";
 
@@ -95,6 +95,57 @@ Deno.test({
   },
 });
 
+/** The message of a load's failure: a 503 answer, or the stream's last event. */
+async function loadFailure(node: TestNode, id: string): Promise<string> {
+  const response = await fetch(`${node.storeUrl}/models`, {
+    method: "PUT",
+    headers: node.auth({ "Content-Type": "application/json" }),
+    body: JSON.stringify({ id, action: "load" }),
+  });
+  if (!response.ok) return JSON.stringify(await response.json());
+  const messages = await allData(response) as { error?: unknown }[];
+  assert.ok(messages.at(-1)?.error, JSON.stringify(messages));
+  return JSON.stringify(messages.at(-1));
+}
+
+Deno.test({
+  name: "a failed install's answer names no host path, and npm is not run again at each load",
+  sanitizeResources: false,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "edgenode-npm-fails-" });
+    try {
+      // An npm that fails as a full disk or a denied folder does: naming the engine's folder.
+      const bin = join(dir, "bin");
+      await Deno.mkdir(bin);
+      const engineDir = join(dir, "engine");
+      await Deno.mkdir(engineDir);
+      await Deno.writeTextFile(
+        join(bin, "npm"),
+        `#!/bin/sh\necho run >> "${dir}/npm-runs"\n` +
+          `echo "npm error ENOSPC: no space left, write '$PWD/node_modules/x'" >&2\nexit 1\n`,
+      );
+      await Deno.chmod(join(bin, "npm"), 0o755);
+      await using node = await startTestNode({
+        config: { apiKey: "an-inference-test-key-0123456789", inference: { gpu: false } },
+        env: { EDGENODE_ENGINE_DIR: engineDir, PATH: `${bin}:${Deno.env.get("PATH")}` },
+      });
+      await uploadModel(node, "tiny", tinyLlamaGguf({ contextLength: 512 }));
+      const first = await loadFailure(node, "tiny");
+      assert.match(first, /could not be installed: npm install failed/);
+      assert.doesNotMatch(first, new RegExp(`${dir}|edgenode-npm-fails|/node_modules`));
+      assert.match(first, /<path>/);
+      const second = await loadFailure(node, "tiny");
+      assert.match(second, /tried again by the first load after/);
+      assert.doesNotMatch(second, new RegExp(`${dir}|edgenode-npm-fails`));
+      assert.equal((await Deno.readTextFile(join(dir, "npm-runs"))).trim().split("\n").length, 1);
+      // The whole words stay in the node's log.
+      assert.match(node.output(), /ENOSPC/);
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
 const SOURCE_BUILD = Deno.env.get("EDGENODE_SOURCE_BUILD_TEST");
 
 Deno.test({
@@ -113,7 +164,8 @@ Deno.test({
         args: [
           "run",
           "--no-config",
-          "--allow-run",
+          // As the node runs it (install_runner.ts).
+          "--allow-run=npm,git,node",
           "--allow-env",
           "--allow-read",
           `--allow-write=${engineDir}`,

@@ -100,8 +100,12 @@ async function npm(args: string[], cwd: string): Promise<void> {
   }
   const output = await tracked(child, child.output());
   if (!output.success) {
-    const stderr = new TextDecoder().decode(output.stderr).trim().split("\n").slice(-8).join("\n");
-    throw new Error(`npm ${args[0]} failed (exit ${output.code}):\n${stderr}`);
+    const lines = new TextDecoder().decode(output.stderr).trim().split("\n");
+    // The first line is what the node's callers read (its host paths scrubbed): npm's first
+    // words say what failed (its last, where its log is); the rest goes to the node's log.
+    throw new Error(
+      `npm ${args[0]} failed (exit ${output.code}): ${lines[0]}\n${lines.slice(-8).join("\n")}`,
+    );
   }
 }
 
