@@ -80,7 +80,7 @@ export function architecturesOfComputeCaps(text: string): string | undefined {
 /** The CUDA architectures to build for (see the module's description). */
 export async function cudaArchitectures(
   env: (name: string) => string | undefined,
-  runNvidiaSmi: () => Promise<string | undefined> = nvidiaSmiComputeCaps,
+  runNvidiaSmi: () => Promise<string | undefined> = () => nvidiaSmiComputeCaps(),
 ): Promise<string> {
   const set = env("CUDAARCHS")?.trim();
   if (set && /^[\w;-]+$/.test(set)) return set;
@@ -91,13 +91,16 @@ export async function cudaArchitectures(
 /** How long nvidia-smi may take (a wedged driver hangs it): then the build says "native". */
 export const NVIDIA_SMI_TIMEOUT_MS = 10_000;
 
-async function nvidiaSmiComputeCaps(): Promise<string | undefined> {
+/** nvidia-smi's `compute_cap` column; undefined when it fails or takes over `timeoutMs`. */
+export async function nvidiaSmiComputeCaps(
+  timeoutMs = NVIDIA_SMI_TIMEOUT_MS,
+): Promise<string | undefined> {
   try {
     const output = await new Deno.Command("nvidia-smi", {
       args: ["--query-gpu=compute_cap", "--format=csv,noheader"],
       stdout: "piped",
       stderr: "null",
-      signal: AbortSignal.timeout(NVIDIA_SMI_TIMEOUT_MS),
+      signal: AbortSignal.timeout(timeoutMs),
     }).output();
     return output.success ? new TextDecoder().decode(output.stdout) : undefined;
   } catch {

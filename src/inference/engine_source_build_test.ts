@@ -6,6 +6,7 @@ import {
   cudaArchitectures,
   missingBuildTools,
   nvccFolder,
+  nvidiaSmiComputeCaps,
   sourceBuildName,
 } from "./engine_source_build.ts";
 import { installFolder } from "./engine_install.ts";
@@ -79,4 +80,28 @@ Deno.test("a source build's folder is per device: its CUDA architectures in the 
     installFolder("/data/engine", "cuda", "linux-arm64-cuda-sm87"),
     /^\/data\/engine\/node-llama-cpp-\d+\.\d+\.\d+-linux-arm64-cuda-sm87$/,
   );
+});
+
+Deno.test({
+  name: "an nvidia-smi that hangs is given up after its timeout: the build says native",
+  ignore: Deno.build.os === "windows",
+  async fn() {
+    const bin = await Deno.makeTempDir({ prefix: "edgenode-smi-" });
+    const path = Deno.env.get("PATH") ?? "";
+    try {
+      await Deno.writeTextFile(`${bin}/nvidia-smi`, "#!/bin/sh\nexec sleep 30\n");
+      await Deno.chmod(`${bin}/nvidia-smi`, 0o755);
+      Deno.env.set("PATH", `${bin}:${path}`);
+      const started = Date.now();
+      assert.equal(await nvidiaSmiComputeCaps(200), undefined);
+      assert.ok(Date.now() - started < 5000, "waited for nvidia-smi");
+      assert.equal(
+        await cudaArchitectures(() => undefined, () => nvidiaSmiComputeCaps(200)),
+        "native",
+      );
+    } finally {
+      Deno.env.set("PATH", path);
+      await Deno.remove(bin, { recursive: true });
+    }
+  },
 });
