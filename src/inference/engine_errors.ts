@@ -20,6 +20,15 @@ export function scrubbed(message: string): string {
   return line.replace(/(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?/g, "<path>");
 }
 
+/**
+ * A child's own first line in its stderr (the installer's, detection's): Deno's notes come before it (`Info Failed to
+ * resolve 'git' for allow-run` where git is not installed).
+ */
+export function firstError(stderr: string): string {
+  const lines = stderr.split("\n").map((line) => line.replace(/\x1b\[[0-9;]*m/g, "").trim());
+  return lines.find((line) => line && !/^(?:Info|Warning)\b/.test(line)) ?? "";
+}
+
 /** The error an engine error event stands for: its kind's, or the engine's own failure. */
 export function engineError(event: EngineError): DomainError {
   const message = scrubbed(event.message);

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Unavailable } from "../errors/mod.ts";
 import type { Backend, GpuSetting } from "./engine_backend.ts";
 import type { DetectedBackend } from "./engine_install.ts";
+import { firstError, scrubbed } from "./engine_errors.ts";
 import type { InstallProgress } from "./install_progress.ts";
 
 /** What the engine computes on, as the dashboard's status shows it. */
@@ -161,10 +162,11 @@ async function runDetection(
   }
   const text = new TextDecoder().decode(output.stdout).trim().split("\n").at(-1) ?? "";
   if (!output.success || !text.startsWith("{")) {
+    // Its words whole in the node's log; callers get the first line without host paths.
+    const stderr = new TextDecoder().decode(output.stderr).trim();
+    console.error(`the inference engine's backend could not be detected:\n${stderr}`);
     throw new Unavailable(
-      `the inference engine's backend could not be detected: ${
-        new TextDecoder().decode(output.stderr).trim()
-      }`,
+      `the inference engine's backend could not be detected: ${scrubbed(firstError(stderr))}`,
     );
   }
   return JSON.parse(text) as DetectedBackend;

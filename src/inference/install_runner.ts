@@ -15,7 +15,7 @@ import {
   recordEngineStatus,
   recordInstall,
 } from "./engine_status.ts";
-import { scrubbed } from "./engine_errors.ts";
+import { firstError, scrubbed } from "./engine_errors.ts";
 import { readLines } from "./line_reader.ts";
 import { progressOfLine, quarterOf } from "./install_progress.ts";
 import { describeInstall, type InstallProgress } from "./install_words.ts";
@@ -126,7 +126,7 @@ export async function runInstaller(
       "--no-prompt",
       // What the installer runs: npm, and for a source build git and node (node-llama-cpp's
       // build runs cmake and the compilers from node, whose children Deno does not govern).
-      "--allow-run=npm,git,node",
+      `--allow-run=${build ? "npm,git,node" : "npm"}`,
       "--allow-env",
       "--allow-read",
       `--allow-write=${engineDir}`,
@@ -177,7 +177,7 @@ export async function runInstaller(
   // The log keeps the installer's words whole; callers get their first line without host paths.
   const words = stderr.trim().split("\n").slice(-12).join("\n");
   console.error(`the inference engine could not be installed:\n${words}`);
-  const message = `the inference engine could not be installed: ${scrubbed(stderr.trim())}`;
+  const message = `the inference engine could not be installed: ${scrubbed(firstError(stderr))}`;
   if (build && stage !== "download") {
     // The build (or its tools) failed: the same build would fail again.
     const { installing: _, ...current } = engineStatus(setting);

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Unavailable } from "../errors/mod.ts";
 import { engineStatus } from "./engine_status.ts";
+import { firstError } from "./engine_errors.ts";
 import { type InstallJob, joinInstall } from "./install_runner.ts";
 
 const FAKE_INSTALLER = `
@@ -116,4 +117,10 @@ Deno.test("the last engine leaving an install stops its installer; nothing is ke
   // Not a failure to back off from: the next load installs.
   await joinInstall(setup.job("slow-stopped")).done;
   assert.equal(await setup.runs("slow-stopped"), 2);
+});
+
+Deno.test("the installer's first words are its own, not Deno's notes before them", () => {
+  const stderr = "\x1b[38;5;245mInfo\x1b[0m Failed to resolve 'git' for allow-run: cannot find " +
+    "binary path\nWarning something\n\nnpm install failed (exit 1): npm error code E404\ntail";
+  assert.equal(firstError(stderr), "npm install failed (exit 1): npm error code E404");
 });
