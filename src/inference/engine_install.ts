@@ -48,6 +48,7 @@ import {
   expectedInstallBytes,
   folderBytes,
   type InstallProgress,
+  measureEverySecond,
   progressLine,
 } from "./install_progress.ts";
 
@@ -107,32 +108,6 @@ async function npm(args: string[], cwd: string): Promise<void> {
       `npm ${args[0]} failed (exit ${output.code}): ${lines[0]}\n${lines.slice(-8).join("\n")}`,
     );
   }
-}
-
-/**
- * Measures the bytes under `folder` for `onProgress` a second after each measure ends (so two
- * never overlap), until the function returned is called; that resolves once the measure under
- * way (if any) has reported, so nothing is reported after it.
- */
-function measureEverySecond(
-  folder: string,
-  onBytes: (bytes: number) => void,
-): () => Promise<void> {
-  let stopped = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let running: Promise<void> = Promise.resolve();
-  const measure = async () => {
-    const bytes = await folderBytes(folder);
-    if (stopped) return;
-    onBytes(bytes);
-    timer = setTimeout(() => (running = measure()), 1000);
-  };
-  running = measure();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await running;
-  };
 }
 
 /** Prints `progress` for the node (a line on stdout). */

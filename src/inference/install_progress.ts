@@ -56,6 +56,33 @@ export async function folderBytes(folder: string): Promise<number> {
   return total;
 }
 
+/**
+ * Measures the bytes under `folder` for `onBytes`, `intervalMs` after each measure ends (so two
+ * never overlap), until the function returned is called; that resolves once the measure under
+ * way (if any) has reported, so nothing is reported after it.
+ */
+export function measureEverySecond(
+  folder: string,
+  onBytes: (bytes: number) => void,
+  intervalMs = 1000,
+): () => Promise<void> {
+  let stopped = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running: Promise<void> = Promise.resolve();
+  const measure = async () => {
+    const bytes = await folderBytes(folder);
+    if (stopped) return;
+    onBytes(bytes);
+    timer = setTimeout(() => (running = measure()), intervalMs);
+  };
+  running = measure();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await running;
+  };
+}
+
 /** A build step in a line of cmake's build output: ninja's `[12/345]` or make's `[ 37%]`. */
 export function buildStep(line: string): { done: number; total: number } | undefined {
   const ninja = /^\s*\[(\d+)\/(\d+)\]/.exec(line);

@@ -4,6 +4,7 @@ import {
   buildStep,
   expectedInstallBytes,
   folderBytes,
+  measureEverySecond,
   progressLine,
   progressOfLine,
   quarterOf,
@@ -108,5 +109,25 @@ Deno.test("a folder's bytes: files only, links not followed, none when absent", 
     assert.equal(await folderBytes(`${dir}/absent`), 0);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("measures never overlap and none reports once stopped", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "edgenode-measure-" });
+  try {
+    await Deno.writeTextFile(`${dir}/a`, "12345");
+    const seen: number[] = [];
+    const stop = measureEverySecond(dir, (bytes) => seen.push(bytes), 20);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await stop();
+    const count = seen.length;
+    assert.ok(count >= 2, String(count));
+    assert.deepEqual(new Set(seen), new Set([5]));
+    // Gone (renamed into place): nothing reads it as 0 bytes afterwards.
+    await Deno.remove(dir, { recursive: true });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(seen.length, count);
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });
