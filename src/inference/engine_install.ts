@@ -237,7 +237,7 @@ if (import.meta.main) {
   // The node stopping: the current child (npm, a build) ends too, and nothing half-done stays.
   if (Deno.build.os !== "windows") {
     Deno.addSignalListener("SIGTERM", async () => {
-      killInstallChildren();
+      await killInstallChildren();
       await removeOnStop?.();
       Deno.exit(143);
     });
