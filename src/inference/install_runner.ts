@@ -1,8 +1,10 @@
 /**
  * The node's side of an engine install: runs the installer (engine_install.ts) in a process
- * allowed to run npm (and, for a source build, git, cmake and the compilers), reads its progress
- * lines into the engine status (engine_status.ts `installing`, which the dashboard and a load's
- * stream show), and logs a bounded number of lines: the start, each quarter, the end.
+ * allowed to run npm (and, for a source build, git and node), one per engine folder however many
+ * engines of the node (the shared one, load probes) need it, reads its progress lines into the
+ * engine status (engine_status.ts `installing`, which the dashboard and a load's stream show),
+ * and logs a bounded number of lines: the start, each quarter, the end. A failure is kept: a
+ * source build's until the node restarts (the backend is unusable), npm's for NPM_RETRY_MS.
  *
  * @module
  */
