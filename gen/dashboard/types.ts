@@ -50,7 +50,8 @@ export interface components {
              * @description What the inference engine computes on (absent when inference is off): the backend
              *     chosen for inference.gpu and why, once detected (at the first model or the first
              *     advert), the GPUs and their VRAM once the engine started, or why the backend named
-             *     cannot run (every load then answers 503 with it).
+             *     cannot run, or why its source build failed (every load then answers 503 with it,
+             *     until the node restarts).
              */
             inference?: {
                 /** @description inference.gpu. */
