@@ -25,6 +25,8 @@ export function scrubbed(message: string): string {
  * resolve 'git' for allow-run` where git is not installed).
  */
 export function firstError(stderr: string): string {
+  // Deno colours its notes (ANSI escapes) unless NO_COLOR is set.
+  // deno-lint-ignore no-control-regex
   const lines = stderr.split("\n").map((line) => line.replace(/\x1b\[[0-9;]*m/g, "").trim());
   return lines.find((line) => line && !/^(?:Info|Warning)\b/.test(line)) ?? "";
 }
