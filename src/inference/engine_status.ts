@@ -122,8 +122,12 @@ export async function detectBackendOnce(
   return { backend, reason, env, build };
 }
 
-/** How long detection may take (a wedged GPU driver can hang it); then loads answer 503. */
-export const DETECTION_TIMEOUT_MS = 10_000;
+/**
+ * How long detection may take (a wedged GPU driver can hang it); then loads answer 503. It starts
+ * a Deno process, which takes seconds on a slow device and over 10 s under emulation on a busy
+ * machine (seen in the arm64 test); nvidia-smi has its own 10 s inside it.
+ */
+export const DETECTION_TIMEOUT_MS = 60_000;
 
 async function runDetection(
   scripts: string,
