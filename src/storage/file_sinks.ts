@@ -290,7 +290,7 @@ export class FileSink {
   /** @internal What the worker said about this file. */
   hear(reply: SinkReply): void {
     if ("returned" in reply) {
-      this.#free.push(reply.returned);
+      this.#free.push(...reply.returned);
       this.#waiter?.resolve();
       return;
     }
