@@ -94,6 +94,21 @@ for (const mode of MODES) {
   );
 
   Deno.test(
+    named("a file three times the window waits for its buffers and comes out whole"),
+    () =>
+      withSinks(mode, async (sinks, dir) => {
+        // 24 MiB through 8 MiB of buffers: the sink waits for buffers the worker hands back.
+        const bytes = pattern(24 << 20, 5);
+        const sink = sinks.open(`${dir}/large`);
+        for (let at = 0; at < bytes.length; at += 300_000) {
+          await sink.write(bytes.subarray(at, at + 300_000));
+        }
+        assert.equal(await sink.finish(), sha256(bytes));
+        assert.equal(sha256(await Deno.readFile(`${dir}/large`)), sha256(bytes));
+      }),
+  );
+
+  Deno.test(
     named("the next file reuses a finished file's buffers, and its bytes are its own"),
     () =>
       withSinks(mode, async (sinks, dir) => {
