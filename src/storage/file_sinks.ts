@@ -1,8 +1,10 @@
 /**
  * Files written off the main thread: a FileSink takes a transfer's chunks as they arrive and a
  * worker (src/storage/file_sink_worker.ts) hashes, writes and syncs them, while the main thread
- * goes on receiving and serving other requests. Workers are started when a transfer needs one,
- * at most one a core (four at most), and stop after a while without work.
+ * goes on receiving and serving other requests. From 4 cores on, a worker hashes while Tokio's
+ * blocking threads write the same buffers, so that the receive, the hash and the write each have
+ * a thread (see file_sink_worker.ts). Workers are started when a transfer needs one, at most one
+ * a core (four at most), and stop after a while without work.
  *
  * @example
  * ```ts
