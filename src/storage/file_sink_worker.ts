@@ -166,7 +166,7 @@ export function serveFileSink(hashOf: typeof createHash, options: SinkOptions): 
     if (files.get(id) !== open) return; // finished, aborted or failed already
     files.delete(id);
     await close(open);
-    giveBack(id, open, undefined, true);
+    // No buffers go back: the sink would fill them again before it hears of the failure.
     scope.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
   };
 
@@ -242,6 +242,8 @@ export function serveFileSink(hashOf: typeof createHash, options: SinkOptions): 
       if (command.op === "abort") {
         open.aborted = true;
         await close(open);
+        // Buffers left unwritten go back with the others, for the next file.
+        open.done.push(...open.queue.splice(0).map(({ data }) => data));
         giveBack(id, open, undefined, true);
         scope.postMessage({ id, closed: true });
         return;
