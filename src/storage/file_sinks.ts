@@ -24,6 +24,8 @@ import {
   type SinkOptions,
   type SinkReply,
 } from "./file_sink_worker.ts";
+
+export type { SinkOptions };
 import { BufferPool } from "./file_sinks_pool.ts";
 
 /**
