@@ -3,6 +3,8 @@
  * - upload (raw and multipart) and `alt=media` download of a large file with curl, in MB/s,
  *   next to a plain file copy, `dd conv=fsync`, nginx's WebDAV PUT (baselines/nginx.ts)
  *   and a bare Deno.serve (baselines/baseline_server.ts);
+ * - the node's CPU time per MB of an upload by stage (store_stages.ts: receive and copy on the
+ *   main thread, hash, write and flush on the others);
  * - the node's peak RSS while uploading, for two file sizes (it must not grow with the size),
  *   and while 20 clients download another model's file (alt=media) over and over, which must
  *   stay under 150 MB whatever the file's size (issue 23);
@@ -15,6 +17,7 @@
  */
 import { startTestNode } from "../../testing/node.ts";
 import { startNginxDav } from "./baselines/nginx.ts";
+import { formatStageCpu, stageCpu } from "./store_stages.ts";
 import {
   createModel,
   curlUpload,
@@ -27,15 +30,21 @@ import {
   wrk,
 } from "./tools.ts";
 
-/** Uploads a file to a fresh node (three times), returning the median MB/s and the peak RSS. */
+/**
+ * Uploads a file to a fresh node (three times), returning the median MB/s, the peak RSS and the
+ * node's CPU time per MB by stage (store_stages.ts), averaged over the three.
+ */
 async function uploadRun(dir: string, file: string, mib: number, multipart: boolean) {
   await using node = await startTestNode({ dataDir: await Deno.makeTempDir({ dir }) });
   await createModel(node, "big");
-  const seconds = await timed(
-    "curl",
-    curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, file, multipart),
+  const { result: seconds, cpu } = await stageCpu(
+    node.pid,
+    () =>
+      timed("curl", curlUpload(`${node.storeUrl}/models/big/upload`, node.apiKey, file, multipart)),
   );
-  return { mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid) };
+  // The sink's worker hands its writes to other threads from 4 cores on (file_sinks.ts).
+  const stages = formatStageCpu(cpu, 3 * mib * 1.048576, navigator.hardwareConcurrency >= 4);
+  return { mbps: (mib * 1.048576) / seconds, rss: await peakRssMib(node.pid), stages };
 }
 
 /** Downloads a URL into a fresh node (three times, forced), returning median MB/s and peak RSS. */
@@ -156,7 +165,8 @@ export async function storeRows(sizeMib: number, smallMib: number): Promise<stri
       rows.push([
         `upload ${label}, ${sizeMib} MiB (curl)`,
         `${big_.mbps.toFixed(0)} MB/s`,
-        `peak RSS ${big_.rss} MB (${smallMib} MiB file: ${small_.rss} MB)`,
+        `peak RSS ${big_.rss} MB (${smallMib} MiB file: ${small_.rss} MB); node's CPU by ` +
+        `stage (${navigator.hardwareConcurrency} cores): ${big_.stages}`,
       ]);
     }
 

@@ -1,8 +1,10 @@
 /**
  * Files written off the main thread: a FileSink takes a transfer's chunks as they arrive and a
  * worker (src/storage/file_sink_worker.ts) hashes, writes and syncs them, while the main thread
- * goes on receiving and serving other requests. Workers are started when a transfer needs one,
- * at most one a core (four at most), and stop after a while without work.
+ * goes on receiving and serving other requests. From 4 cores on, a worker hashes while Tokio's
+ * blocking threads write the same buffers, so that the receive, the hash and the write each have
+ * a thread (see file_sink_worker.ts). Workers are started when a transfer needs one, at most one
+ * a core (four at most), and stop after a while without work.
  *
  * @example
  * ```ts
@@ -16,7 +18,14 @@
  *
  * @module
  */
-import { fileSinkWorkerUrl, type SinkCommand, type SinkReply } from "./file_sink_worker.ts";
+import {
+  fileSinkWorkerUrl,
+  type SinkCommand,
+  type SinkOptions,
+  type SinkReply,
+} from "./file_sink_worker.ts";
+
+export type { SinkOptions };
 import { BufferPool } from "./file_sinks_pool.ts";
 
 /**
@@ -29,6 +38,12 @@ const BUFFER_BYTES = 512 << 10;
 const WINDOW_BUFFERS = 16;
 /** Bytes between two turns given to the event loop (see FileSink.write). */
 const YIELD_BYTES = 8 << 20;
+/**
+ * From this many cores on, a file's hash and its writes run on two threads (see SinkOptions):
+ * with the thread that receives the bytes, the client's and the kernel's work, fewer cores have
+ * none to spare for a third stage, and taking turns on one thread costs no thread hops.
+ */
+const OVERLAP_CORES = 4;
 /** A worker without files for this long is stopped. */
 const IDLE_MS = 10_000;
 
@@ -36,8 +51,8 @@ const IDLE_MS = 10_000;
  * A worker that may write under `root` and do nothing else: not read, not connect, not run
  * anything (it creates its files with `createNew`, which needs write permission only).
  */
-function startWorker(root: string): Worker {
-  const url = fileSinkWorkerUrl();
+function startWorker(root: string, options: SinkOptions): Worker {
+  const url = fileSinkWorkerUrl(options);
   try {
     return new Worker(url, {
       type: "module",
@@ -66,8 +81,8 @@ class SinkWorker {
   readonly sinks = new Map<number, FileSink>();
   idle: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(root: string, onGone: (worker: SinkWorker) => void) {
-    this.worker = startWorker(root);
+  constructor(root: string, options: SinkOptions, onGone: (worker: SinkWorker) => void) {
+    this.worker = startWorker(root, options);
     this.worker.onmessage = ({ data }: MessageEvent<SinkReply>) =>
       this.sinks.get(data.id)?.hear(data);
     this.worker.onerror = (event) => {
@@ -91,6 +106,7 @@ export class FileSinks {
   readonly #workers: SinkWorker[] = [];
   readonly #root: string;
   readonly #max: number;
+  readonly #options: SinkOptions;
   /** Write buffers that finished files left, for the next ones. */
   readonly #pool = new BufferPool(BUFFER_BYTES, WINDOW_BUFFERS);
   #nextId = 1;
@@ -98,11 +114,17 @@ export class FileSinks {
 
   /**
    * Sinks for files under `root` (the only place the workers may write); `maxWorkers`: how many
-   * files are written at the same time at most (others share a worker).
+   * files are written at the same time at most (others share a worker); `options`: how a worker
+   * writes (by default, hash and writes overlap from OVERLAP_CORES cores on).
    */
-  constructor(root: string, maxWorkers = Math.min(navigator.hardwareConcurrency || 1, 4)) {
+  constructor(
+    root: string,
+    maxWorkers = Math.min(navigator.hardwareConcurrency || 1, 4),
+    options: SinkOptions = { overlap: (navigator.hardwareConcurrency || 1) >= OVERLAP_CORES },
+  ) {
     this.#root = root;
     this.#max = Math.max(1, maxWorkers);
+    this.#options = options;
   }
 
   /** Creates `path` (it must not exist; mode 0600) and returns a sink that writes to it. */
@@ -133,7 +155,7 @@ export class FileSinks {
       undefined,
     );
     if (least && (least.sinks.size === 0 || this.#workers.length >= this.#max)) return least;
-    const started = new SinkWorker(this.#root, (gone) => this.#forget(gone));
+    const started = new SinkWorker(this.#root, this.#options, (gone) => this.#forget(gone));
     this.#workers.push(started);
     return started;
   }
@@ -272,7 +294,7 @@ export class FileSink {
   /** @internal What the worker said about this file. */
   hear(reply: SinkReply): void {
     if ("returned" in reply) {
-      this.#free.push(reply.returned);
+      this.#free.push(...reply.returned);
       this.#waiter?.resolve();
       return;
     }

@@ -8,7 +8,7 @@
  */
 import { abortable } from "../async/abortable.ts";
 import { createHash } from "node:crypto";
-import { type FileSink, FileSinks } from "../storage/file_sinks.ts";
+import { type FileSink, FileSinks, type SinkOptions } from "../storage/file_sinks.ts";
 import { byobReader } from "../streams/mod.ts";
 import { statfs } from "node:fs/promises";
 import { join, resolve, sep as SEP } from "node:path";
@@ -63,9 +63,9 @@ export class ModelFiles {
   readonly #sinks: FileSinks;
   readonly #beforeChange: Array<(id: string) => Promise<void>> = [];
 
-  private constructor(root: string) {
+  private constructor(root: string, sinkOptions?: SinkOptions) {
     this.root = root;
-    this.#sinks = new FileSinks(root);
+    this.#sinks = new FileSinks(root, undefined, sinkOptions);
   }
 
   /** Stops the threads that write files; a transfer still running fails. */
@@ -73,11 +73,14 @@ export class ModelFiles {
     this.#sinks.close();
   }
 
-  /** Opens (creating if needed) `<dataDir>/models`. */
-  static async open(dataDir: string): Promise<ModelFiles> {
+  /**
+   * Opens (creating if needed) `<dataDir>/models`; `sinkOptions`: how files are written (by
+   * default as the machine's cores suit, see FileSinks; tests pick each way).
+   */
+  static async open(dataDir: string, sinkOptions?: SinkOptions): Promise<ModelFiles> {
     const root = join(dataDir, "models");
     await Deno.mkdir(root, { recursive: true, mode: 0o700 });
-    return new ModelFiles(await Deno.realPath(root));
+    return new ModelFiles(await Deno.realPath(root), sinkOptions);
   }
 
   /** The folder of a model; the id is checked and the path must resolve inside the root. */
