@@ -171,6 +171,7 @@ export class StreamMux {
       pending = source.read(INLINE_MAX_BYTES);
     }
     this.#send(this.#codec.head({ ...head, body: true }, undefined));
+    source.streams();
     const state: Outbound = { credit: this.#window };
     this.#outbound.set(stream, state);
     try {

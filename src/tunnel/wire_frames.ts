@@ -8,8 +8,10 @@
  * (Nagle's algorithm and the peer's delayed ACK once cost 40 ms a request). A frame of
  * LARGE_FRAME_BYTES or more is a message of its own, sent without a copy. A head's payload is
  * `body mode (1 byte) | JSON length (u32) | JSON array | inline body (at most 64 KiB)`. A body
- * piece, or an inline body, is a view into the received message, or a copy when it is much
- * smaller than the message (a view would keep the whole message alive).
+ * piece is a view into the received message, or a copy when it is much smaller than the message
+ * (a view would keep the whole message alive); an inline body is a view, copied by the Request or
+ * Response made of it. Over the raw transport, which joins a turn's frames in its own writes,
+ * frames pass through unjoined.
  *
  * @module
  */
@@ -112,6 +114,20 @@ function utf8Within(text: string, limit: number): Uint8Array {
   return bytes.subarray(0, encoder.encodeInto(text, bytes).written);
 }
 
+/** Where heads are encoded before they are copied into their frames (grown as needed). */
+let scratch = new Uint8Array(16 * 1024);
+
+/**
+ * `text` as UTF-8 in a view of a shared buffer, valid until the next call: one allocation per
+ * head fewer than TextEncoder.encode. Text past MAX_HEAD_JSON bytes comes back cut, but longer
+ * than MAX_HEAD_JSON still, for the caller to refuse.
+ */
+function utf8(text: string): Uint8Array {
+  const most = Math.min(text.length * 3, MAX_HEAD_JSON + 4);
+  if (scratch.length < most) scratch = new Uint8Array(Math.max(most, scratch.length * 2));
+  return scratch.subarray(0, encoder.encodeInto(text, scratch).written);
+}
+
 function frame(kind: number, stream: number, length: number): Uint8Array {
   const bytes = new Uint8Array(HEADER + length);
   const view = new DataView(bytes.buffer);
@@ -127,7 +143,7 @@ export const binaryCodec: MuxCodec = {
     const fields = head.t === "req"
       ? [head.method, head.path, head.port, head.headers]
       : [head.status, head.headers];
-    const json = encoder.encode(JSON.stringify(fields));
+    const json = utf8(JSON.stringify(fields));
     // What the peer would refuse, closing the connection for every stream: this stream fails.
     if (json.length > MAX_HEAD_JSON) throw new MessageError("a head of more than 1 MiB");
     if (inline && inline.length > MAX_INLINE) throw new RangeError("an inline body over 64 KiB");
@@ -197,12 +213,7 @@ const isInteger = (value: unknown, min: number, max: number): value is number =>
   Number.isInteger(value) && (value as number) >= min && (value as number) <= max;
 
 /** Checked by hand (not valibot): this runs once per tunnelled request on both sides. */
-function parseHead(
-  kind: number,
-  stream: number,
-  payload: Uint8Array,
-  message: Uint8Array,
-): WireRequest | WireResponse {
+function parseHead(kind: number, stream: number, payload: Uint8Array): WireRequest | WireResponse {
   if (payload.length < 5) throw new MessageError("a truncated head");
   const mode = payload[0];
   const length = new DataView(payload.buffer, payload.byteOffset + 1, 4).getUint32(0);
@@ -219,9 +230,11 @@ function parseHead(
   const rest = payload.subarray(5 + length);
   if (mode !== INLINE && rest.length > 0) throw new MessageError("bytes after a head");
   if (rest.length > MAX_INLINE) throw new MessageError("an inline body over 64 KiB");
+  // The inline body as a view: the Request or Response made of it copies it at once (as Deno
+  // does with any BufferSource body), so it keeps nothing of the message alive.
   const body = {
     body: mode === FRAMES,
-    ...(mode === INLINE ? { inline: keep(rest, message) } : {}),
+    ...(mode === INLINE ? { inline: rest } : {}),
   };
   if (kind === REQ) {
     const [method, path, port, headers] = fields;
@@ -263,7 +276,7 @@ export function receiveFrames(message: Uint8Array, heads: "req" | "res", sink: F
     } else if (kind === ABORT && length <= MAX_REASON_BYTES) {
       sink.control({ t: "abort", s: stream, message: decoder.decode(payload) });
     } else if ((kind === REQ && heads === "req") || (kind === RES && heads === "res")) {
-      sink.head?.(parseHead(kind, stream, payload, message));
+      sink.head?.(parseHead(kind, stream, payload));
     } else throw new MessageError(`unexpected frame kind ${kind}`);
   }
 }
@@ -275,17 +288,21 @@ export function receiveFrames(message: Uint8Array, heads: "req" | "res", sink: F
  */
 export class FrameBatcher {
   readonly #socket: TunnelSocket;
+  /** The raw transport joins a turn's frames in its own writes: they pass straight through. */
+  readonly #passThrough: boolean;
   #parts: Uint8Array[] = [];
   #size = 0;
 
   /** `socket`: the tunnel's socket, open or about to be (frames are dropped once closed). */
   constructor(socket: TunnelSocket) {
     this.#socket = socket;
+    this.#passThrough = "joinsWrites" in socket && socket.joinsWrites;
   }
 
   /** Queues one frame, or sends it at once (after the frames queued before it) if large. */
   send = (frame: string | Uint8Array): void => {
     if (typeof frame === "string") throw new TypeError("the tunnel's frames are binary");
+    if (this.#passThrough) return this.#write(frame);
     if (frame.length >= LARGE_FRAME_BYTES) {
       this.#flush();
       return this.#write(frame);
