@@ -85,6 +85,9 @@ export async function runNarrowed(
       "--node-modules-dir=none",
       // Workers narrowed below the node's own permissions (the file sink: src/storage/).
       "--unstable-worker-options",
+      ...(Deno.env.get("EDGENODE_CPU_PROF")
+        ? [`--cpu-prof`, `--cpu-prof-dir=${Deno.env.get("EDGENODE_CPU_PROF")}`]
+        : []),
       ...permissionFlags(set),
       Deno.mainModule,
       ...args,
