@@ -5,7 +5,7 @@
  * @module
  */
 import { Invalid } from "../errors/mod.ts";
-import { bearerToken } from "../http/auth.ts";
+import { bearerOf } from "../http/auth.ts";
 import { statusCodeError } from "../http/errors.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
@@ -42,6 +42,41 @@ export interface TunnelContext {
 /** Declared lengths up to this are enforced (readText's largest limit: a JSON-RPC request). */
 const TRUSTED_LENGTH_BYTES = 1 << 20;
 
+/** HTTP whitespace at either end of a header value (what Headers strips from values). */
+const VALUE_EDGES = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+
+/**
+ * What `new Headers(pairs).get(name)` gives (`name` in lower case), read from the pairs: each
+ * get or set of a Request's Headers lowercases and compares every name of the list.
+ */
+export function headerOf(pairs: readonly [string, string][], name: string): string | null {
+  let value: string | null = null;
+  for (const [key, raw] of pairs) {
+    if (key.length !== name.length || key.toLowerCase() !== name) continue;
+    const normalized = raw.replace(VALUE_EDGES, "");
+    value = value === null ? normalized : `${value}, ${normalized}`;
+  }
+  return value;
+}
+
+/**
+ * The pairs with `x-edge-via: hub` as Headers.set would leave them: as they are when the hub
+ * already sent exactly that (it always does), otherwise without any other `x-edge-via`.
+ */
+function withVia(pairs: [string, string][]): [string, string][] {
+  let via = 0;
+  let exact = true;
+  for (const [key, value] of pairs) {
+    if (key.length !== VIA_HEADER.length || key.toLowerCase() !== VIA_HEADER) continue;
+    via++;
+    if (value.replace(VALUE_EDGES, "") !== "hub") exact = false;
+  }
+  if (via === 1 && exact) return pairs;
+  const kept = pairs.filter(([key]) => key.toLowerCase() !== VIA_HEADER);
+  kept.push([VIA_HEADER, "hub"]);
+  return kept;
+}
+
 /** A stream that passes at most `limit` bytes and fails on more. */
 function atMost(limit: number): TransformStream<Uint8Array, Uint8Array> {
   let seen = 0;
@@ -68,7 +103,7 @@ async function tunnelledRequest(
   const request = new Request(`http://localhost:${context.port}${message.path}`, {
     method: message.method,
     // The pairs as they are: a Headers object here would be converted (validated, copied) twice.
-    headers: message.headers,
+    headers: withVia(message.headers),
     // As from a socket, a small body holds to its declared length: readText reads such a body
     // whole, trusting it. Larger ones are only streamed, by readers that count for themselves, so
     // they skip the extra step per chunk.
@@ -79,8 +114,8 @@ async function tunnelledRequest(
     // @ts-ignore: Deno needs duplex for a streamed body; lib.dom lacks it.
     duplex: "half",
   });
-  request.headers.set(VIA_HEADER, "hub");
-  const token = bearerToken(request);
+  // Read from the pairs the Request was made of (and so validated by): the same values.
+  const token = bearerOf(headerOf(message.headers, "authorization"));
   if (token) {
     try {
       await context.identity.checkAccountToken(token, SCOPES.clusters);
@@ -108,7 +143,7 @@ export function serveTunnelled(message: WireRequest, context: TunnelContext): vo
     } else {
       const { request, apiKeyGranted } = await tunnelledRequest(message, body, context);
       // The hub set it (and dropped any the caller sent): the account of the token it verified.
-      const hubAccount = request.headers.get(CALLER_ACCOUNT_HEADER) ?? undefined;
+      const hubAccount = headerOf(message.headers, CALLER_ACCOUNT_HEADER) ?? undefined;
       response = await context.serve(request, { apiKeyGranted, hubAccount });
     }
     await mux.send(stream, {

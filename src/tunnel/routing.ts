@@ -116,12 +116,14 @@ function parseRouting(header: string): string | undefined {
 
 /** The headers to pass through, as pairs, without hop-by-hop ones (and those named by Connection). */
 export function forwardedHeaders(headers: Headers): [string, string][] {
-  const named = new Set(
-    (headers.get("connection") ?? "").split(",").map((h) => h.trim().toLowerCase()),
-  );
+  const connection = headers.get("connection");
+  // Most requests (HTTP/1.1 keep-alive) name nothing: no set to build and ask per header.
+  const named = connection
+    ? new Set(connection.split(",").map((h) => h.trim().toLowerCase()))
+    : undefined;
   const pairs: [string, string][] = [];
   for (const [name, value] of headers) {
-    if (!NOT_FORWARDED.has(name) && !named.has(name)) pairs.push([name, value]);
+    if (!NOT_FORWARDED.has(name) && !named?.has(name)) pairs.push([name, value]);
   }
   return pairs;
 }
