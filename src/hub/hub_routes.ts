@@ -16,6 +16,8 @@ import {
   CALLER_ACCOUNT_HEADER,
   FORWARDED_FOR_HEADER,
   forwardedHeaders,
+  HeaderPairs,
+  type HeaderSource,
   PORT_HEADER,
   routedNodeId,
   ROUTING_HEADER,
@@ -81,7 +83,7 @@ export function hubHandlers({ nodes }: HubDependencies): Handlers<typeof hubRout
 }
 
 /** The node and port a tunnelled request names; Invalid when its headers are not a sep info's. */
-function tunnelTarget(headers: Headers): { nodeId: string; port: number } {
+function tunnelTarget(headers: Pick<Headers, "get">): { nodeId: string; port: number } {
   const address = tunnelAddress(headers);
   const nodeId = routedNodeId(address.routing!);
   if (!nodeId) {
@@ -96,19 +98,21 @@ function tunnelTarget(headers: Headers): { nodeId: string; port: number } {
 
 /**
  * Forwards a tunnelled request to its node: here, through the hub of the cluster that holds the
- * node, or nowhere (404, or 503 while the cluster is down).
+ * node, or nowhere (404, or 503 while the cluster is down). `requestHeaders`: the request's
+ * headers, read once (the hub's pipeline has them already).
  */
 export async function tunnel(
   { nodes, verifier, store }: HubDependencies,
   request: Request,
   remote: string,
+  requestHeaders: HeaderSource = new HeaderPairs(request.headers),
 ): Promise<Response> {
-  const { nodeId, port } = tunnelTarget(request.headers);
+  const { nodeId, port } = tunnelTarget(requestHeaders);
   const cluster = nodes.cluster;
   // Sent on by another hub of the cluster: served here or nowhere, never forwarded again.
   const client = forwardedClient(cluster?.key, request, nodeId);
   // x-edge-authorization first: a mesh call keeps its own Authorization for the microservice.
-  const token = tunnelToken(request.headers) ??
+  const token = tunnelToken(requestHeaders) ??
     requireBearer(request, "edge access token of the target node's account");
   // A refused token is a TokenError: Forbidden, as the table says.
   const { accountId } = await verifier.verify(token, SCOPES.clusters, nodeId);
@@ -134,7 +138,7 @@ export async function tunnel(
     throw new NotFound(`node ${nodeId} is not connected to this ${cluster ? "cluster" : "hub"}`);
   }
   // Without the hubs' marks (routing.ts): they stop here, a peer's as a client's.
-  const headers = forwardedHeaders(request.headers);
+  const headers = forwardedHeaders(requestHeaders);
   headers.push(
     [VIA_HEADER, "hub"],
     [FORWARDED_FOR_HEADER, client ?? remote],

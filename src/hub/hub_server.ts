@@ -14,6 +14,7 @@ import { TokenVerifier } from "../identity/token_verifier.ts";
 import { netAddress } from "../program/permission_set.ts";
 import { openDatabase } from "../storage/database.ts";
 import {
+  HeaderPairs,
   PORT_HEADER,
   REFERENCE_PORT_HEADER,
   REFERENCE_ROUTING_HEADER,
@@ -49,10 +50,12 @@ function hubPipeline(deps: HubDependencies): Pipeline {
     errorFormat: statusCodeError,
     allowHeaders: [PORT_HEADER, ROUTING_HEADER, REFERENCE_PORT_HEADER, REFERENCE_ROUTING_HEADER],
     keepHeadersOf: [101],
-    before: ({ request, remote }) =>
-      tunnelAddress(request.headers).routing !== undefined
-        ? tunnel(deps, request, remote)
-        : undefined,
+    before: ({ request, remote }) => {
+      const headers = new HeaderPairs(request.headers);
+      return tunnelAddress(headers).routing !== undefined
+        ? tunnel(deps, request, remote, headers)
+        : undefined;
+    },
     notFound: ({ request, path }) =>
       statusCodeError(404, `no route for ${request.method} ${path}; ${TUNNEL_HINT}`),
   });

@@ -61,8 +61,36 @@ const NOT_FORWARDED = new Set([
   HUB_CLIENT_HEADER,
 ]);
 
+/** What the tunnel's header functions read: a request's Headers, or its HeaderPairs. */
+export type HeaderSource = Pick<Headers, "get"> & Iterable<[string, string]>;
+
+/**
+ * A request's headers read once, as their iteration gives them (names in lower case, a name's
+ * values joined): `get` answers as Headers.get does for every name but set-cookie, from a map.
+ * Headers.get lowercases and compares every name of the list at each call, and the hub asks
+ * about eight of them per tunnelled request.
+ */
+export class HeaderPairs implements HeaderSource {
+  readonly #pairs: [string, string][];
+  readonly #byName: Map<string, string>;
+
+  constructor(headers: Headers) {
+    this.#pairs = [...headers];
+    this.#byName = new Map(this.#pairs);
+  }
+
+  /** The value of `name` (any case), or null. */
+  get(name: string): string | null {
+    return this.#byName.get(name.toLowerCase()) ?? null;
+  }
+
+  [Symbol.iterator](): Iterator<[string, string]> {
+    return this.#pairs[Symbol.iterator]();
+  }
+}
+
 /** The routing and port headers of a tunnelled request, under either pair of names. */
-export function tunnelAddress(headers: Headers): { routing?: string; port?: string } {
+export function tunnelAddress(headers: Pick<Headers, "get">): { routing?: string; port?: string } {
   const routing = headers.get(ROUTING_HEADER) ?? headers.get(REFERENCE_ROUTING_HEADER);
   if (routing === null) return {};
   const port = headers.get(PORT_HEADER) ?? headers.get(REFERENCE_PORT_HEADER);
@@ -74,7 +102,7 @@ export function tunnelAddress(headers: Headers): { routing?: string; port?: stri
  * holds one, else `Authorization`'s; undefined without one. The hub checks this token, and a
  * cluster's mark covers this same token (one function, so the two cannot disagree).
  */
-export function tunnelToken(headers: Headers): string | undefined {
+export function tunnelToken(headers: Pick<Headers, "get">): string | undefined {
   return bearer(headers.get(TUNNEL_AUTHORIZATION_HEADER)) ?? bearer(headers.get("authorization"));
 }
 
@@ -115,7 +143,7 @@ function parseRouting(header: string): string | undefined {
 }
 
 /** The headers to pass through, as pairs, without hop-by-hop ones (and those named by Connection). */
-export function forwardedHeaders(headers: Headers): [string, string][] {
+export function forwardedHeaders(headers: HeaderSource): [string, string][] {
   const connection = headers.get("connection");
   // Most requests (HTTP/1.1 keep-alive) name nothing: no set to build and ask per header.
   const named = connection
