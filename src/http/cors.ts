@@ -10,6 +10,24 @@
 /** What every answer carries. */
 export const CORS_ORIGIN = { "Access-Control-Allow-Origin": "*" } as const;
 
+/** Marks an answer made with CORS_ORIGIN among its headers (see `carriesCors`). */
+const CORS_MADE = Symbol("made with CORS_ORIGIN");
+
+/**
+ * Marks `response` as made with CORS_ORIGIN among its headers, so the pipeline need not read its
+ * headers to know (reading a Response's headers makes Deno build them as an object and leave its
+ * fast path for that answer).
+ */
+export function withCors<R extends Response>(response: R): R {
+  (response as unknown as Record<symbol, boolean>)[CORS_MADE] = true;
+  return response;
+}
+
+/** Whether `withCors` marked the response. */
+export function carriesCors(response: Response): boolean {
+  return (response as unknown as Record<symbol, boolean | undefined>)[CORS_MADE] === true;
+}
+
 /** What a file answer carries besides: the headers a script needs to resume or validate. */
 export const CORS_FILE_HEADERS = {
   ...CORS_ORIGIN,

@@ -18,6 +18,13 @@ export class JsonCache {
     this.#maxEntries = maxEntries;
   }
 
+  /** The JSON text for `key` at `generation` if it is cached; nothing is computed. */
+  peek<B>(key: string, generation: number): JsonText<B> | undefined {
+    return generation === this.#generation
+      ? this.#bodies.get(key) as JsonText<B> | undefined
+      : undefined;
+  }
+
   /** The JSON text for `key` at `generation`, computed by `compute` when not cached. */
   get<B>(key: string, generation: number, compute: () => B): JsonText<B> {
     if (generation !== this.#generation || this.#bodies.size >= this.#maxEntries) {

@@ -16,7 +16,7 @@
  * @module
  */
 import { ConfigError } from "../config/config_error.ts";
-import { preflightHeaders } from "./cors.ts";
+import { carriesCors, preflightHeaders } from "./cors.ts";
 import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
 import { RouteTree } from "./route_tree.ts";
 
@@ -244,6 +244,8 @@ export class Pipeline {
   }
 
   #out(response: Response): Response {
+    // Typed answers (reply.ts) say so without their headers being read (cors.ts).
+    if (carriesCors(response)) return response;
     if (this.#options.keepHeadersOf?.includes(response.status)) return response;
     // Typed answers (reply.ts) and file answers carry it from the start; a microservice's own
     // CORS answer is kept.

@@ -14,15 +14,34 @@
  *
  * @module
  */
-import { CORS_ORIGIN } from "./cors.ts";
+import { CORS_ORIGIN, withCors } from "./cors.ts";
 
 declare const declared: unique symbol;
 
-/**
- * Headers of JSON answers, CORS included: given when the Response is made, Deno serves it on its
- * fast path, where headers set afterwards would cost a validation each (see pipeline.ts).
- */
+/** Headers of JSON answers, CORS included. */
 const JSON_HEADERS = { "Content-Type": "application/json", ...CORS_ORIGIN };
+/** A 200 with Content-Type alone: what Deno serves on its fastest path (see `jsonAnswer`). */
+const JSON_200 = { status: 200, headers: { "Content-Type": "application/json" } };
+
+/**
+ * A JSON answer, marked as carrying CORS (cors.ts). A 200 without other headers is made with its
+ * Content-Type alone and gets CORS set afterwards: Deno 2.9 prepares a native copy of the headers
+ * of a Response made with more than a Content-Type (an op and a finalizer per answer), which
+ * measured slower than the header list it serves otherwise (about 0.5 µs of CPU per request).
+ */
+function jsonAnswer(status: number, text: string, headers?: Record<string, string>): Response {
+  if (status === 200 && headers === undefined) {
+    const response = new Response(text, JSON_200);
+    response.headers.set("Access-Control-Allow-Origin", "*");
+    return withCors(response);
+  }
+  return withCors(
+    new Response(text, {
+      status,
+      headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS,
+    }),
+  );
+}
 
 /** What a spec response may carry, as the route table's `responses` says. */
 export type Content = { json: unknown } | { raw: true } | { empty: true };
@@ -49,10 +68,7 @@ export function json<S extends number, B>(
   body: B,
   headers?: Record<string, string>,
 ): Reply<S, { json: B }> {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS,
-  }) as Reply<S, { json: B }>;
+  return jsonAnswer(status, JSON.stringify(body), headers) as Reply<S, { json: B }>;
 }
 
 /** A JSON answer from text already encoded. */
@@ -61,10 +77,7 @@ export function jsonText<S extends number, B>(
   text: JsonText<B>,
   headers?: Record<string, string>,
 ): Reply<S, { json: B }> {
-  return new Response(text, {
-    status,
-    headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS,
-  }) as Reply<S, { json: B }>;
+  return jsonAnswer(status, text, headers) as Reply<S, { json: B }>;
 }
 
 /** An answer without a body (a HEAD, a 304, a 204), with its headers. */
@@ -73,7 +86,7 @@ export function empty<S extends number>(
   headers?: Record<string, string>,
 ): Reply<S, { empty: true }> {
   const all = { ...CORS_ORIGIN, ...headers };
-  return new Response(null, { status, headers: all }) as Reply<S, { empty: true }>;
+  return withCors(new Response(null, { status, headers: all })) as Reply<S, { empty: true }>;
 }
 
 /**

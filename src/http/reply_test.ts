@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import * as v from "valibot";
+import { carriesCors } from "./cors.ts";
 import { empty, fileReply, json, jsonText, raw } from "./reply.ts";
 import type { JsonText } from "./reply.ts";
 import type { Handlers } from "./routes.ts";
@@ -68,5 +69,12 @@ Deno.test("typed answers: the responses they build", async () => {
   assert.equal(empty(304).body, null);
   assert.throws(() => raw(new Response("x", { status: 500 }), [200, 206]), /not one of 200, 206/);
   assert.equal(fileReply(new Response(null, { status: 304 })).status, 304);
+  // JSON and empty answers carry CORS, and say so without their headers being read.
+  for (const answer of [json(200, {}), json(201, {}, { "X-Id": "t" }), text, empty(204)]) {
+    assert.ok(carriesCors(answer));
+    assert.equal(answer.headers.get("access-control-allow-origin"), "*");
+  }
+  assert.equal(json(200, {}).headers.get("content-type"), "application/json");
+  assert.ok(!carriesCors(new Response("x", { headers: { "Access-Control-Allow-Origin": "*" } })));
   assert.throws(() => fileReply(new Response("x", { status: 404 })), /not one of/);
 });

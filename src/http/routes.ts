@@ -66,6 +66,17 @@ export type Handlers<T extends Record<string, RouteSpec>, A = undefined> = {
   ) => AnswerOf<T[K]> | Promise<AnswerOf<T[K]>>;
 };
 
+/**
+ * Answers an operation may give from what it prepared earlier, before its input is read and
+ * validated: undefined means "not prepared", and the operation runs as usual. Only what the
+ * operation's own handler answered for the same request, unchanged since (such as a record's
+ * JSON kept until the next write), may be given here; the API key check runs before it. Not for
+ * a mount with `authorize`, whose answers may differ by caller.
+ */
+export type PreparedAnswers<T extends Record<string, RouteSpec>> = {
+  [K in keyof T]?: (context: RequestContext) => AnswerOf<T[K]> | undefined;
+};
+
 /** How a service is mounted. */
 export interface MountOptions<A = undefined> {
   /** Path prefixes the service answers under, such as `/ai/store/v1`. */
@@ -110,10 +121,17 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
   routes: T,
   handlers: Handlers<T, A>,
   options: MountOptions<A>,
+  prepared: PreparedAnswers<T> = {},
 ): void {
   const format = options.errorFormat ?? errorResponse;
+  if (options.authorize && Object.keys(prepared).length > 0) {
+    throw new Error("prepared answers are for mounts without authorize");
+  }
   for (const [operationId, route] of Object.entries(routes)) {
     const handler = handlers[operationId as keyof T] as unknown as AnyHandler;
+    const preparedAnswer = prepared[operationId as keyof T] as
+      | ((context: RequestContext) => Response | undefined)
+      | undefined;
     const needsKey = route.auth || options.readsRequireKey === true;
     // Without a query string the query always validates alike: once, here, if it may be absent.
     const noQuery = v.safeParse(route.query, {});
@@ -146,7 +164,7 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
       if (needsKey && !context.apiKeyGranted) {
         requireApiKey(context.request, options.apiKey, options.wrongKeyStatus);
       }
-      return input(context, undefined);
+      return preparedAnswer?.(context) ?? input(context, undefined);
     };
     const failed = (error: unknown, request: Request) =>
       responseForError(error, request, format, options.statusOverrides);

@@ -2,11 +2,18 @@
  * A JSON-RPC 2.0 endpoint over HTTP, from a generated method table: envelope.ts checks each
  * request strictly, json-rpc-2.0 dispatches the valid ones (method lookup, standard errors), and
  * this binds positional or by-name params to the table's parameters and validates them before a
- * handler runs.
+ * handler runs. A single call of a known method, the common case, is answered directly
+ * (single_call.ts): synchronously when its handler is, with the bytes the library would send.
  *
  * @module
  */
-import { JSONRPCErrorException, type JSONRPCRequest, JSONRPCServer } from "json-rpc-2.0";
+import {
+  createJSONRPCErrorResponse,
+  createJSONRPCSuccessResponse,
+  JSONRPCErrorException,
+  type JSONRPCRequest,
+  JSONRPCServer,
+} from "json-rpc-2.0";
 import * as v from "valibot";
 import { json } from "../http/reply.ts";
 import { readText } from "../streams/mod.ts";
@@ -18,6 +25,7 @@ import {
   type RpcRequest,
 } from "./envelope.ts";
 import { INVALID_PARAMS } from "./error_codes.ts";
+import { singleCall } from "./single_call.ts";
 
 /** One generated method table entry. */
 export interface MethodSpec {
@@ -83,6 +91,15 @@ export function bindParams(
   return bound;
 }
 
+/** How an endpoint answers. */
+export interface EndpointOptions {
+  /**
+   * Whether a single call is answered directly (single_call.ts) rather than through json-rpc-2.0;
+   * true by default. Off, every body takes the library's path: for tests that compare the two.
+   */
+  directCalls?: boolean;
+}
+
 /**
  * Builds the HTTP handler of a JSON-RPC endpoint. `mapError` turns an error a handler throws
  * into a JSON-RPC error, or returns undefined for an unexpected one (logged; -32603).
@@ -91,27 +108,30 @@ export function jsonRpcEndpoint<T extends Record<string, MethodSpec>>(
   methods: T,
   handlers: MethodHandlers<T>,
   mapError: (error: unknown) => JSONRPCErrorException | undefined,
+  { directCalls = true }: EndpointOptions = {},
 ): (request: Request) => Promise<Response> {
+  const call = methodCaller(methods, handlers, mapError);
   const server = new JSONRPCServer({ errorListener: () => {} });
-  for (const [name, spec] of Object.entries(methods)) {
-    const handler = handlers[name] as (params: Record<string, unknown>) => unknown;
-    server.addMethod(name, async (given: unknown) => {
-      const params = bindParams(name, spec, given);
-      try {
-        return await handler(params);
-      } catch (error) {
-        const mapped = mapError(error);
-        if (mapped) throw mapped;
-        const id = crypto.randomUUID();
-        console.error(`[${id}] JSON-RPC ${name} failed:`, error);
-        throw new JSONRPCErrorException(`Internal error (logged as ${id})`, -32603);
-      }
-    });
-  }
+  for (const name of call.names) server.addMethod(name, async (given) => await call(name, given));
   const answer = (item: RpcRequest | RpcErrorAnswer) =>
     isAnswer(item) ? item : server.receive(item as JSONRPCRequest);
   return async (request) => {
     const text = await readText(request, MAX_BODY_BYTES, "JSON-RPC request");
+    const single = directCalls ? singleCall(text, call.names) : undefined;
+    if (single) {
+      // What json-rpc-2.0 answers for a call, without its promises where the handler has none.
+      let result: unknown;
+      try {
+        result = call(single.method, single.params);
+      } catch (error) {
+        return json(200, failureAnswer(single.id, error));
+      }
+      if (result instanceof Promise) {
+        result = await result.catch((error) => new CallFailure(error));
+        if (result instanceof CallFailure) return json(200, failureAnswer(single.id, result.error));
+      }
+      return json(200, createJSONRPCSuccessResponse(single.id, result));
+    }
     const envelope = readEnvelope(text);
     if (!envelope) {
       return json(200, {
@@ -123,4 +143,53 @@ export function jsonRpcEndpoint<T extends Record<string, MethodSpec>>(
     if (envelope.kind === "single") return json(200, await answer(envelope.item));
     return json(200, await Promise.all(envelope.items.map(answer)));
   };
+}
+
+/** A rejection kept as a value, so the awaiting code needs no second try block. */
+class CallFailure {
+  constructor(readonly error: unknown) {}
+}
+
+/** The error answer json-rpc-2.0 makes of what a method threw (its default mapping). */
+function failureAnswer(id: string | number | null, error: unknown) {
+  const message = (error as { message?: string } | null)?.message ?? "An unexpected error occurred";
+  return error instanceof JSONRPCErrorException
+    ? createJSONRPCErrorResponse(id, error.code, message, error.data)
+    : createJSONRPCErrorResponse(id, 0, message);
+}
+
+/**
+ * Calls a method of the table: params bound and validated (a JSONRPCErrorException, thrown),
+ * then its handler, whose errors become JSON-RPC errors by `mapError` (thrown, or the promise
+ * rejected with them); an unexpected one is logged under an id and answered -32603.
+ */
+function methodCaller<T extends Record<string, MethodSpec>>(
+  methods: T,
+  handlers: MethodHandlers<T>,
+  mapError: (error: unknown) => JSONRPCErrorException | undefined,
+): ((name: string, given: unknown) => unknown) & { names: ReadonlySet<string> } {
+  const failure = (name: string, error: unknown): JSONRPCErrorException => {
+    const mapped = mapError(error);
+    if (mapped) return mapped;
+    const id = crypto.randomUUID();
+    console.error(`[${id}] JSON-RPC ${name} failed:`, error);
+    return new JSONRPCErrorException(`Internal error (logged as ${id})`, -32603);
+  };
+  const call = (name: string, given: unknown): unknown => {
+    const spec = methods[name];
+    const handler = handlers[name] as (params: Record<string, unknown>) => unknown;
+    const params = bindParams(name, spec, given);
+    let result: unknown;
+    try {
+      result = handler(params);
+    } catch (error) {
+      throw failure(name, error);
+    }
+    return result instanceof Promise
+      ? result.catch((error) => {
+        throw failure(name, error);
+      })
+      : result;
+  };
+  return Object.assign(call, { names: new Set(Object.keys(methods)) });
 }

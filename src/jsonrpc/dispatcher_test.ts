@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import * as v from "valibot";
-import { bindParams, type MethodSpec } from "./dispatcher.ts";
+import { Forbidden, NotFound } from "../errors/mod.ts";
+import { bindParams, jsonRpcEndpoint, type MethodHandlers, type MethodSpec } from "./dispatcher.ts";
+import { jsonRpcErrorOf } from "./error_codes.ts";
 
 const none: MethodSpec = { params: [], result: v.unknown() };
 const two: MethodSpec = {
@@ -39,4 +41,94 @@ Deno.test("bindParams: positional and named, extras, missing and invalid params"
       JSON.stringify(given),
     );
   }
+});
+
+Deno.test("jsonRpcEndpoint: a single call answered directly is byte for byte the library's answer", async () => {
+  const spec = (params: MethodSpec["params"]): MethodSpec => ({ params, result: v.unknown() });
+  const methods = {
+    getMe: spec([]),
+    echo: spec([{ name: "token", required: true, schema: v.string() }]),
+    later: spec([]),
+    refused: spec([]),
+    refusedLater: spec([]),
+    broken: spec([]),
+    nothing: spec([]),
+  };
+  const handlers: MethodHandlers<typeof methods> = {
+    getMe: () => ({ nodeId: "n1", name: "node" }),
+    echo: ({ token }) => ({ token }),
+    later: async () => await Promise.resolve({ done: true }),
+    refused: () => {
+      throw new NotFound("no such thing");
+    },
+    refusedLater: async () => {
+      await Promise.resolve();
+      throw new Forbidden("not yours");
+    },
+    broken: () => {
+      throw new TypeError("a bug");
+    },
+    nothing: () => undefined,
+  };
+  const direct = jsonRpcEndpoint(methods, handlers, jsonRpcErrorOf);
+  const library = jsonRpcEndpoint(methods, handlers, jsonRpcErrorOf, { directCalls: false });
+  const bodies = [
+    `{"jsonrpc":"2.0","id":1,"method":"getMe"}`,
+    ` {"jsonrpc":"2.0","id":"a","method":"getMe","params":[""]}`,
+    `{"jsonrpc":"2.0","method":"getMe","params":{}}`,
+    `{"jsonrpc":"2.0","id":null,"method":"getMe","params":{"x":1}}`,
+    `{"jsonrpc":"2.0","id":1.5,"method":"getMe","extra":true}`,
+    `{"jsonrpc":"2.0","id":1e400,"method":"getMe"}`,
+    `{"jsonrpc":"2.0","id":-0,"method":"getMe"}`,
+    `{"jsonrpc":"2.0","id":12345678901234567890,"method":"getMe"}`,
+    `{"jsonrpc":"2.0","id":true,"method":"getMe"}`,
+    `{"jsonrpc":"2.0","id":{},"method":"getMe"}`,
+    `{"jsonrpc":"1.0","id":1,"method":"getMe"}`,
+    `{"jsonrpc":"2.0","id":1,"method":"getMe","result":1}`,
+    `{"jsonrpc":"2.0","id":1,"method":"getMe","error":{}}`,
+    `{"jsonrpc":"2.0","id":1,"method":"getMe","params":null}`,
+    `{"jsonrpc":"2.0","id":1,"method":"getMe","params":"x"}`,
+    `{"jsonrpc":"2.0","id":1,"method":"getMe","params":[{"id":12345678901234567890,"method":"m"}]}`,
+    `{"jsonrpc":"2.0","id":1,"method":"nope"}`,
+    `{"jsonrpc":"2.0","id":1,"method":"__proto__"}`,
+    `{"jsonrpc":"2.0","id":1,"method":7}`,
+    `{"jsonrpc":"2.0","id":2,"method":"echo","params":["t"]}`,
+    `{"jsonrpc":"2.0","id":2,"method":"echo","params":{"token":"t"}}`,
+    `{"jsonrpc":"2.0","id":2,"method":"echo","params":[]}`,
+    `{"jsonrpc":"2.0","id":2,"method":"echo","params":[5]}`,
+    `{"jsonrpc":"2.0","id":2,"method":"echo","params":["t","u"]}`,
+    `{"jsonrpc":"2.0","id":3,"method":"later"}`,
+    `{"jsonrpc":"2.0","id":4,"method":"refused"}`,
+    `{"jsonrpc":"2.0","id":5,"method":"refusedLater"}`,
+    `{"jsonrpc":"2.0","id":6,"method":"nothing"}`,
+    `[{"jsonrpc":"2.0","id":1,"method":"getMe"},{"jsonrpc":"2.0","id":2,"method":"later"}]`,
+    `[]`,
+    `{"jsonrpc":"2.0","id":1,"method":"getMe"`,
+    ``,
+    `null`,
+    `"getMe"`,
+  ];
+  const post = (body: string) =>
+    new Request("http://127.0.0.1/jsonrpc/v1", { method: "POST", body });
+  const seen = async (response: Response) =>
+    `${response.status} ${JSON.stringify([...response.headers])} ${await response.text()}`;
+  for (const body of bodies) {
+    assert.equal(await seen(await direct(post(body))), await seen(await library(post(body))), body);
+  }
+  // An unexpected error is logged under a fresh id each time: the same answer but for the id.
+  const errors: unknown[] = [];
+  const log = console.error;
+  console.error = (...args: unknown[]) => errors.push(args);
+  try {
+    const broken = `{"jsonrpc":"2.0","id":7,"method":"broken"}`;
+    const anyId = (text: string) => text.replace(/logged as [0-9a-f-]+/, "logged as ID");
+    assert.equal(
+      anyId(await seen(await direct(post(broken)))),
+      anyId(await seen(await library(post(broken)))),
+    );
+    assert.match(anyId(await seen(await direct(post(broken)))), /-32603,"message":"Internal/);
+  } finally {
+    console.error = log;
+  }
+  assert.equal(errors.length, 3);
 });

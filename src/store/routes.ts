@@ -8,13 +8,14 @@ import { Invalid, NotFound, Unavailable } from "../errors/mod.ts";
 import { fileResponse, type FileToServe } from "../http/file_response.ts";
 import { JsonCache } from "../http/json_cache.ts";
 import { fileReply, headReply, json, jsonText, raw } from "../http/reply.ts";
-import type { Handlers } from "../http/routes.ts";
+import type { Handlers, PreparedAnswers } from "../http/routes.ts";
 import { sseResponse } from "../http/sse.ts";
 import { uploadBody } from "../http/upload_body.ts";
 import { Downloads } from "./downloads.ts";
 import type { ModelLoading } from "./model_loading.ts";
 import { fileBySha256 } from "./peer_files.ts";
 import type { Provisioning } from "./provisioning.ts";
+import type { Model } from "../../gen/store/validators.ts";
 import type { ModelRegistry } from "./registry.ts";
 
 export { storeRoutes };
@@ -27,12 +28,22 @@ function wantsMedia(query: { alt?: "media"; file?: string }): boolean {
   return query.alt === "media";
 }
 
+/** The registry's handlers, and the answers they prepare for the reads that repeat. */
+export interface StoreAnswers {
+  handlers: Handlers<typeof storeRoutes>;
+  /**
+   * GET of a record whose JSON the handler made since the last write: the same text, answered
+   * before the route's input is validated again (the id was, when the text was made).
+   */
+  prepared: PreparedAnswers<typeof storeRoutes>;
+}
+
 /** The handlers of every registry operation. */
 export function storeHandlers(
   registry: ModelRegistry,
   provisioning: Provisioning,
   loading?: ModelLoading,
-): Handlers<typeof storeRoutes> {
+): StoreAnswers {
   const engine = (action: string) => {
     if (!loading) {
       throw new Unavailable(`action '${action}' needs inference, which is off on this node`);
@@ -40,10 +51,12 @@ export function storeHandlers(
     return loading;
   };
   // Listings and records are read far more often than written: keep their JSON until a write.
-  const cache = new JsonCache();
+  const lists = new JsonCache();
+  // By the id as the route found it: only an id that passed validation and named a record is
+  // ever a key (registry.get throws for any other).
+  const records = new JsonCache();
   const downloads = new Downloads(provisioning);
-  const modelJson = (id: string) =>
-    cache.get(`model ${id}`, registry.generation, () => registry.get(id));
+  const modelJson = (id: string) => records.get(id, registry.generation, () => registry.get(id));
   const serveFile = async (request: Request, id: string, file: () => FileToServe) => {
     try {
       return await fileResponse(request, file());
@@ -56,11 +69,11 @@ export function storeHandlers(
   };
   const media = (request: Request, id: string, file?: "model" | "mmproj") =>
     serveFile(request, id, () => registry.mediaFile(id, file));
-  return {
+  const handlers: Handlers<typeof storeRoutes> = {
     listModels: ({ query }) =>
       jsonText(
         200,
-        cache.get(
+        lists.get(
           `list ${query.kind} ${query.ready}`,
           registry.generation,
           () => ({ data: registry.list(query) }),
@@ -112,4 +125,13 @@ export function storeHandlers(
     downloadModel: ({ params, body }) =>
       raw(sseResponse(downloads.start(params.id, body), `download of '${params.id}'`), [200]),
   };
+  const prepared: PreparedAnswers<typeof storeRoutes> = {
+    // Any query (alt=media, or one to refuse) goes the handler's way.
+    getModel: ({ params, search }) => {
+      if (search.length > 1) return undefined;
+      const text = records.peek<Model>(params.id, registry.generation);
+      return text === undefined ? undefined : jsonText(200, text);
+    },
+  };
+  return { handlers, prepared };
 }

@@ -37,10 +37,16 @@ export function storeService(deps: StoreDependencies, settings: StoreServiceSett
     prefixes,
     hint: `the model registry is under ${prefixes.join(", ")}`,
     mount(pipeline) {
-      const handlers = storeHandlers(deps.registry, deps.provisioning, deps.loading);
+      const { handlers, prepared } = storeHandlers(deps.registry, deps.provisioning, deps.loading);
       // A node's request carries its signature, never the API key: `readsRequireKey` is not for it.
       const { getPeerFile, ...clientRoutes } = storeRoutes;
-      mountRoutes(pipeline, clientRoutes, handlers, { apiKey, readsRequireKey, prefixes });
+      mountRoutes(
+        pipeline,
+        clientRoutes,
+        handlers,
+        { apiKey, readsRequireKey, prefixes },
+        prepared,
+      );
       const { getPeerFile: serveToPeer } = handlers;
       mountRoutes(pipeline, { getPeerFile }, { getPeerFile: serveToPeer }, {
         apiKey,
