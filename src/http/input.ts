@@ -12,7 +12,10 @@ export const MAX_JSON_BYTES = 64 * 1024;
 
 /** Checks the Content-Type's media type against the accepted ones; 415 otherwise. */
 export function requireContentType(request: Request, accepted: readonly string[]): string {
-  const mediaType = (request.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+  const given = request.headers.get("content-type") ?? "";
+  // The common case, a bare accepted type, without splitting and copying.
+  if (accepted.includes(given)) return given;
+  const mediaType = given.split(";")[0].trim().toLowerCase();
   if (!accepted.includes(mediaType)) {
     const got = mediaType ? `'${mediaType}'` : "none";
     throw new UnsupportedType(`Content-Type must be ${accepted.join(" or ")} (got ${got})`);

@@ -15,7 +15,7 @@ import {
   JSONRPCServer,
 } from "json-rpc-2.0";
 import * as v from "valibot";
-import { json } from "../http/reply.ts";
+import { json, type JsonText, jsonText } from "../http/reply.ts";
 import { readText } from "../streams/mod.ts";
 import {
   isAnswer,
@@ -130,7 +130,7 @@ export function jsonRpcEndpoint<T extends Record<string, MethodSpec>>(
         result = await result.catch((error) => new CallFailure(error));
         if (result instanceof CallFailure) return json(200, failureAnswer(single.id, result.error));
       }
-      return json(200, createJSONRPCSuccessResponse(single.id, result));
+      return jsonText(200, successText(single.id, result));
     }
     const envelope = readEnvelope(text);
     if (!envelope) {
@@ -143,6 +143,37 @@ export function jsonRpcEndpoint<T extends Record<string, MethodSpec>>(
     if (envelope.kind === "single") return json(200, await answer(envelope.item));
     return json(200, await Promise.all(envelope.items.map(answer)));
   };
+}
+
+/** The JSON text of each result a handler prepared (see `preparedResult`). */
+const preparedTexts = new WeakMap<object, string>();
+
+/**
+ * Freezes `result` (deeply) and keeps its JSON text: a handler that returns the same object again
+ * (getMe, until the identity changes) is answered without serializing it again.
+ */
+export function preparedResult<R extends object>(result: R): R {
+  deepFreeze(result);
+  preparedTexts.set(result, JSON.stringify(result));
+  return result;
+}
+
+function deepFreeze(value: object): void {
+  Object.freeze(value);
+  for (const member of Object.values(value)) {
+    if (typeof member === "object" && member !== null) deepFreeze(member);
+  }
+}
+
+/** The JSON text of json-rpc-2.0's success answer (createJSONRPCSuccessResponse). */
+function successText(id: string | number | null, result: unknown): JsonText<unknown> {
+  const prepared = typeof result === "object" && result !== null
+    ? preparedTexts.get(result)
+    : undefined;
+  const text = prepared === undefined
+    ? JSON.stringify(createJSONRPCSuccessResponse(id, result))
+    : `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${prepared}}`;
+  return text as JsonText<unknown>;
 }
 
 /** A rejection kept as a value, so the awaiting code needs no second try block. */

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import * as v from "valibot";
 import { Forbidden, NotFound } from "../errors/mod.ts";
-import { bindParams, jsonRpcEndpoint, type MethodHandlers, type MethodSpec } from "./dispatcher.ts";
+import {
+  bindParams,
+  jsonRpcEndpoint,
+  type MethodHandlers,
+  type MethodSpec,
+  preparedResult,
+} from "./dispatcher.ts";
 import { jsonRpcErrorOf } from "./error_codes.ts";
 
 const none: MethodSpec = { params: [], result: v.unknown() };
@@ -53,7 +59,9 @@ Deno.test("jsonRpcEndpoint: a single call answered directly is byte for byte the
     refusedLater: spec([]),
     broken: spec([]),
     nothing: spec([]),
+    kept: spec([]),
   };
+  const kept = preparedResult({ name: 'n"ö\u2028', nested: { list: [1, null, "x"] } });
   const handlers: MethodHandlers<typeof methods> = {
     getMe: () => ({ nodeId: "n1", name: "node" }),
     echo: ({ token }) => ({ token }),
@@ -69,6 +77,7 @@ Deno.test("jsonRpcEndpoint: a single call answered directly is byte for byte the
       throw new TypeError("a bug");
     },
     nothing: () => undefined,
+    kept: () => kept,
   };
   const direct = jsonRpcEndpoint(methods, handlers, jsonRpcErrorOf);
   const library = jsonRpcEndpoint(methods, handlers, jsonRpcErrorOf, { directCalls: false });
@@ -101,6 +110,11 @@ Deno.test("jsonRpcEndpoint: a single call answered directly is byte for byte the
     `{"jsonrpc":"2.0","id":4,"method":"refused"}`,
     `{"jsonrpc":"2.0","id":5,"method":"refusedLater"}`,
     `{"jsonrpc":"2.0","id":6,"method":"nothing"}`,
+    `{"jsonrpc":"2.0","id":8,"method":"kept"}`,
+    `{"jsonrpc":"2.0","id":"\\u00e9\\"x","method":"kept"}`,
+    `{"jsonrpc":"2.0","id":1e400,"method":"kept"}`,
+    `{"jsonrpc":"2.0","id":-1.5e-7,"method":"kept"}`,
+    `{"jsonrpc":"2.0","method":"kept"}`,
     `[{"jsonrpc":"2.0","id":1,"method":"getMe"},{"jsonrpc":"2.0","id":2,"method":"later"}]`,
     `[]`,
     `{"jsonrpc":"2.0","id":1,"method":"getMe"`,
@@ -131,4 +145,5 @@ Deno.test("jsonRpcEndpoint: a single call answered directly is byte for byte the
     console.error = log;
   }
   assert.equal(errors.length, 3);
+  assert.ok(Object.isFrozen(kept.nested.list), "a prepared result is frozen through");
 });

@@ -9,7 +9,7 @@ import { jsonResponse } from "../http/errors.ts";
 import { requireContentType } from "../http/input.ts";
 import type { Pipeline } from "../http/pipeline.ts";
 import type { Identity } from "../identity/identity.ts";
-import { jsonRpcEndpoint } from "./dispatcher.ts";
+import { jsonRpcEndpoint, preparedResult } from "./dispatcher.ts";
 import { jsonRpcErrorOf } from "./error_codes.ts";
 
 /** The path of the endpoint. */
@@ -28,15 +28,27 @@ export const JSONRPC_CONTENT_TYPES = [
   "application/x-www-form-urlencoded",
 ];
 
+/** Who this node is, as getMe answers: one prepared object until a value of it changes. */
+function me(identity: Identity): () => Me {
+  let answer: Me | undefined;
+  return () => {
+    const { nodeId, accountId, name, version } = identity;
+    if (
+      answer?.nodeId !== nodeId || answer.accountId !== accountId || answer.name !== name ||
+      answer.version !== version
+    ) {
+      answer = preparedResult({ nodeId, accountId, name, version });
+    }
+    return answer;
+  };
+}
+
+type Me = { nodeId: string; accountId: string; name: string; version: string };
+
 /** Registers the JSON-RPC routes for this identity. */
 export function mountJsonRpc(pipeline: Pipeline, identity: Identity): void {
   const endpoint = jsonRpcEndpoint(jsonrpcMethods, {
-    getMe: () => ({
-      nodeId: identity.nodeId,
-      accountId: identity.accountId,
-      name: identity.name,
-      version: identity.version,
-    }),
+    getMe: me(identity),
     getEdgeIdToken: async () => ({ id_token: await identity.idToken() }),
     associateAccount: async ({ edgeAccessToken }) => ({
       accountId: await identity.associate(edgeAccessToken),

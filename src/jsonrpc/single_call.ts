@@ -12,6 +12,9 @@
  * @module
  */
 
+const SPACE = 0x20;
+const OPEN_BRACE = 0x7b;
+
 /** A call the endpoint may answer directly. */
 export interface SingleCall {
   id: string | number | null;
@@ -30,7 +33,9 @@ function flat(value: object): boolean {
 /** The call in `text` when it is one this module knows the answer path of; undefined otherwise. */
 export function singleCall(text: string, methods: ReadonlySet<string>): SingleCall | undefined {
   // A body that is not an object is never one: skip the parse (a batch, mostly).
-  if (text.trimStart()[0] !== "{") return undefined;
+  let start = 0;
+  while (start < text.length && text.charCodeAt(start) <= SPACE) start++;
+  if (text.charCodeAt(start) !== OPEN_BRACE) return undefined;
   let parsed: Record<string, unknown>;
   try {
     parsed = JSON.parse(text);
