@@ -128,9 +128,7 @@ export function storeHandlers(
   const prepared: PreparedAnswers<typeof storeRoutes> = {
     // Any query (alt=media, or one to refuse) goes the handler's way.
     getModel: ({ params, search }) => {
-      if (search.length > 1) return undefined;
-      const text = records.peek<Model>(params.id, registry.generation);
-      return text === undefined ? undefined : jsonText(200, text);
+      return search.length > 1 ? undefined : records.answer<Model>(params.id, registry.generation);
     },
   };
   return { handlers, prepared };
