@@ -9,7 +9,9 @@
  *   Deno.serve (scripts/bench/baselines/mcm_baselines.ts `/hello`).
  * Every server runs on core 0 (the node with its container process), wrk -t1 -c50 on core 1.
  * The machine is noisy, so the figures are the medians of three interleaved rounds (edgenode,
- * then each baseline, per route, round after round).
+ * then each baseline, per route, round after round). Beside each rate, the CPU time each server
+ * (with its child processes) spent per request in the measured seconds, from /proc: on a shared
+ * machine it moves far less than the rate, which follows what else runs on core 0.
  *
  * @module
  */
@@ -36,10 +38,30 @@ const REPOSITORY = new URL("../..", import.meta.url).pathname;
 const count = (n: number) => n.toLocaleString("en-US");
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
 
-/** A server process of the benchmark: its URL and how to stop it. */
+/** A server process of the benchmark: its URL, its process, and how to stop it. */
 interface Server {
   url: string;
+  pid: number;
   stop(): Promise<void>;
+}
+
+const TICKS_PER_SECOND = 100;
+
+/**
+ * CPU seconds (user and system) a process and its descendants have used so far. Read by `cat`:
+ * Deno lets a script read /proc/<pid>/stat only with --allow-all.
+ */
+async function cpuSeconds(pid: number): Promise<number> {
+  const files = [pid, ...await descendants(pid)].map((each) => `/proc/${each}/stat`);
+  // A process that ended meanwhile has no file any more: the others count.
+  const out = await run("sh", ["-c", `cat ${files.join(" ")} 2>/dev/null; true`]);
+  let ticks = 0;
+  for (const stat of out.split("\n").filter((line) => line.includes(")"))) {
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks / TICKS_PER_SECOND;
 }
 
 /** Spawns `taskset -c 0 COMMAND` and waits for the "port N" line it prints. */
@@ -63,7 +85,7 @@ async function startPrintingPort(command: string, args: string[]): Promise<Serve
     await stop();
     throw new Error(`${args.join(" ")} printed no port`);
   }
-  return { url: `http://127.0.0.1:${port}`, stop };
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop };
 }
 
 /** Starts hono_server.ts (or its bare Deno.serve twin) on core 0. */
@@ -117,7 +139,7 @@ async function startWorkerd(binary: string): Promise<Server> {
   while (true) {
     try {
       const response = await fetch(`${url}/`);
-      if ((await response.text()) === "hello") return { url, stop };
+      if ((await response.text()) === "hello") return { url, pid: child.pid, stop };
     } catch { /* not listening yet */ }
     if (exited || Date.now() > deadline) {
       await stop();
@@ -186,6 +208,7 @@ export async function requestPathRows(): Promise<string[][]> {
     const mcmBaselines = await startMcmBaselines(`${dir}/index.js`);
     servers.push({
       url: mcmBaselines.url,
+      pid: mcmBaselines.server.pid,
       stop: async () => {
         mcmBaselines.server.kill();
         await mcmBaselines.server.status;
@@ -208,30 +231,49 @@ export async function requestPathRows(): Promise<string[][]> {
     }
     await expectSame(`${mcmBaselines.url}/hello`, {}, "hello", "bare hello");
 
+    // A measurement: wrk's warm-up apart, so the CPU read around the measured seconds is theirs.
+    type Measure = (warmup: number) => Promise<{ rate: number; cpuMicros: number }>;
+    const load = (pid: number, url: string, body?: string): Measure => async (warmup) => {
+      if (warmup > 0) await wrk(url, {}, { body, seconds: warmup, warmup: 0 });
+      const before = await cpuSeconds(pid);
+      const rate = await wrk(url, {}, { body, seconds: SECONDS, warmup: 0 });
+      const used = await cpuSeconds(pid) - before;
+      return { rate, cpuMicros: rate > 0 ? (used / (rate * SECONDS)) * 1e6 : NaN };
+    };
     // What each route is measured against, in the order of a round.
-    const get = (url: string) => (warmup: number) => wrk(url, {}, { seconds: SECONDS, warmup });
-    const rpc = (url: string) => (warmup: number) =>
-      wrk(url, {}, { body: GET_ME, seconds: SECONDS, warmup });
-    const targets: Record<string, (warmup: number) => Promise<number>> = {
-      model: get(modelUrl),
-      modelHono: get(`${hono.url}/ai/store/v1/models/${MODEL_ID}`),
-      modelBare: get(`${bareJson.url}/ai/store/v1/models/${MODEL_ID}`),
-      getMe: rpc(rpcUrl),
-      getMeHono: rpc(`${hono.url}/jsonrpc/v1`),
-      getMeBare: rpc(`${bareJson.url}/jsonrpc/v1`),
-      hello: get(helloUrl),
-      ...(workerd ? { helloWorkerd: get(`${workerd.url}/`) } : {}),
-      helloBare: get(`${mcmBaselines.url}/hello`),
+    const targets: Record<string, Measure> = {
+      model: load(node.pid, modelUrl),
+      modelHono: load(hono.pid, `${hono.url}/ai/store/v1/models/${MODEL_ID}`),
+      modelBare: load(bareJson.pid, `${bareJson.url}/ai/store/v1/models/${MODEL_ID}`),
+      getMe: load(node.pid, rpcUrl, GET_ME),
+      getMeHono: load(hono.pid, `${hono.url}/jsonrpc/v1`, GET_ME),
+      getMeBare: load(bareJson.pid, `${bareJson.url}/jsonrpc/v1`, GET_ME),
+      hello: load(node.pid, helloUrl),
+      ...(workerd ? { helloWorkerd: load(workerd.pid, `${workerd.url}/`) } : {}),
+      helloBare: load(mcmBaselines.server.pid, `${mcmBaselines.url}/hello`),
     };
     const figures: Record<string, number[]> = {};
+    const cpu: Record<string, number[]> = {};
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, measure] of Object.entries(targets)) {
-        (figures[name] ??= []).push(await measure(round === 0 ? 2 : 1));
+        const { rate, cpuMicros } = await measure(round === 0 ? 2 : 1);
+        (figures[name] ??= []).push(rate);
+        (cpu[name] ??= []).push(cpuMicros);
       }
     }
     const m = Object.fromEntries(
       Object.entries(figures).map(([name, values]) => [name, median(values)]),
     );
+    const c = Object.fromEntries(
+      Object.entries(cpu).map(([name, values]) => [name, median(values)]),
+    );
+    // Edgenode's CPU per request against each baseline's: above 1× it spends less.
+    const cpuCell = (name: string, ...others: [string, string][]) =>
+      `CPU per request (median): ${c[name].toFixed(1)} µs; ${
+        others.map(([label, other]) =>
+          `${label} ${c[other].toFixed(1)} µs (${(c[other] / c[name]).toFixed(2)}×)`
+        ).join(", ")
+      }`;
     const rounds = (...names: string[]) =>
       `rounds: ${names.map((name) => figures[name].map(count).join("/")).join("; ")}`;
     const header = `(wrk -c50, 1 core, median of ${ROUNDS} interleaved rounds)`;
@@ -242,7 +284,9 @@ export async function requestPathRows(): Promise<string[][]> {
         ratio(m[name], m[`${name}Hono`])
       }, target ≥ 1.0×); bare Deno.serve: ${count(m[`${name}Bare`])} (${
         ratio(m[name], m[`${name}Bare`])
-      }); ${rounds(name, `${name}Hono`, `${name}Bare`)}`,
+      }); ${rounds(name, `${name}Hono`, `${name}Bare`)}; ${
+        cpuCell(name, ["Hono", `${name}Hono`], ["bare", `${name}Bare`])
+      }`,
     ];
     const workerdCell = workerd
       ? `workerd ${workerdVersion} (JS worker, same body): ${count(m.helloWorkerd)} (${
@@ -257,7 +301,13 @@ export async function requestPathRows(): Promise<string[][]> {
         `${count(m.hello)} req/s`,
         `${workerdCell}; bare Deno.serve: ${count(m.helloBare)} (${
           ratio(m.hello, m.helloBare)
-        }, target ≥ 0.5×); ${rounds("hello", ...(workerd ? ["helloWorkerd"] : []), "helloBare")}`,
+        }, target ≥ 0.5×); ${rounds("hello", ...(workerd ? ["helloWorkerd"] : []), "helloBare")}; ${
+          cpuCell(
+            "hello",
+            ...(workerd ? [["workerd", "helloWorkerd"] as [string, string]] : []),
+            ["bare", "helloBare"],
+          )
+        } (the node with its container process)`,
       ],
     ];
   } finally {

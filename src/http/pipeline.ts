@@ -247,8 +247,7 @@ export class Pipeline {
     // Typed answers (reply.ts) say so without their headers being read (cors.ts).
     if (carriesCors(response)) return response;
     if (this.#options.keepHeadersOf?.includes(response.status)) return response;
-    // Typed answers (reply.ts) and file answers carry it from the start; a microservice's own
-    // CORS answer is kept.
+    // File answers carry it from the start too; a microservice's own CORS answer is kept.
     if (response.headers.has("access-control-allow-origin")) return response;
     try {
       response.headers.set("Access-Control-Allow-Origin", "*");
