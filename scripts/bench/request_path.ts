@@ -268,10 +268,13 @@ export async function requestPathRows(): Promise<string[][]> {
       Object.entries(cpu).map(([name, values]) => [name, median(values)]),
     );
     // Edgenode's CPU per request against each baseline's: above 1× it spends less.
+    const cpuRounds = (name: string) => cpu[name].map((micros) => micros.toFixed(1)).join("/");
     const cpuCell = (name: string, ...others: [string, string][]) =>
-      `CPU per request (median): ${c[name].toFixed(1)} µs; ${
+      `CPU per request (median; rounds): ${c[name].toFixed(1)} µs (${cpuRounds(name)}); ${
         others.map(([label, other]) =>
-          `${label} ${c[other].toFixed(1)} µs (${(c[other] / c[name]).toFixed(2)}×)`
+          `${label} ${c[other].toFixed(1)} µs (${(c[other] / c[name]).toFixed(2)}×; ${
+            cpuRounds(other)
+          })`
         ).join(", ")
       }`;
     const rounds = (...names: string[]) =>
