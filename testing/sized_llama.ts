@@ -14,8 +14,8 @@
  *
  * @module
  */
-import { GgmlType, GGUF_ALIGNMENT, GgufWriter } from "./gguf_writer.ts";
-import { CHATML_TEMPLATE, NORMAL, prng, vocabulary } from "./tiny_llama.ts";
+import { GgmlType, GGUF_ALIGNMENT } from "./gguf_writer.ts";
+import { CHATML_TEMPLATE, llamaHeader, NORMAL, prng, vocabulary } from "./tiny_llama.ts";
 
 /** The shape of a {@link writeSizedLlamaGguf} model. */
 export interface SizedLlamaShape {
@@ -105,31 +105,16 @@ export async function writeSizedLlamaGguf(
     tensors.push([`${blk}.ffn_down.weight`, [ff, embd], matrix(ff, embd)]);
   }
 
-  const header = new GgufWriter()
-    .string("general.architecture", "llama")
-    .string("general.name", `sized-llama-${embd}x${layers}`)
-    .u32("general.file_type", 1)
-    .u32("general.alignment", GGUF_ALIGNMENT)
-    .u32("llama.context_length", contextLength)
-    .u32("llama.embedding_length", embd)
-    .u32("llama.block_count", layers)
-    .u32("llama.feed_forward_length", ff)
-    .u32("llama.attention.head_count", heads)
-    .u32("llama.attention.head_count_kv", heads)
-    .u32("llama.rope.dimension_count", embd / heads)
-    .f32("llama.rope.freq_base", 10000)
-    .f32("llama.attention.layer_norm_rms_epsilon", 1e-5)
-    .u32("llama.vocab_size", nVocab)
-    .string("tokenizer.ggml.model", "llama")
-    .strings("tokenizer.ggml.tokens", vocab.tokens)
-    .f32s("tokenizer.ggml.scores", vocab.scores)
-    .i32s("tokenizer.ggml.token_type", vocab.types)
-    .u32("tokenizer.ggml.bos_token_id", 1)
-    .u32("tokenizer.ggml.eos_token_id", 2)
-    .u32("tokenizer.ggml.unknown_token_id", 0)
-    .bool("tokenizer.ggml.add_bos_token", true)
-    .bool("tokenizer.ggml.add_eos_token", false)
-    .string("tokenizer.chat_template", CHATML_TEMPLATE);
+  const header = llamaHeader({
+    name: `sized-llama-${embd}x${layers}`,
+    fileType: 1,
+    contextLength,
+    embedding: embd,
+    layers,
+    feedForward: ff,
+    heads,
+    vocab,
+  }).string("tokenizer.chat_template", CHATML_TEMPLATE);
   // F32 for the norms (llama.cpp's converters keep 1-D tensors in F32), F16 for the matrices.
   const typeOf = (dims: number[]) => dims.length === 1 ? GgmlType.F32 : GgmlType.F16;
   for (const [name, dims] of tensors) header.tensor(name, dims, undefined, typeOf(dims));

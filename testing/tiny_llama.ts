@@ -105,6 +105,51 @@ export function prng(seed: number): () => number {
   };
 }
 
+/** The shape a llama GGUF's header declares. */
+export interface LlamaHeader {
+  name: string;
+  /** `general.file_type`: 0 for F32, 1 for mostly F16. */
+  fileType: number;
+  contextLength: number;
+  embedding: number;
+  layers: number;
+  feedForward: number;
+  heads: number;
+  vocab: Vocabulary;
+}
+
+/**
+ * A GGUF writer holding the key/values of a llama model of this shape with the test vocabulary
+ * (SentencePiece, BOS 1, EOS 2, UNK 0); the caller adds the chat template and the tensors.
+ */
+export function llamaHeader(shape: LlamaHeader): GgufWriter {
+  const { embedding: embd, heads, vocab } = shape;
+  return new GgufWriter()
+    .string("general.architecture", "llama")
+    .string("general.name", shape.name)
+    .u32("general.file_type", shape.fileType)
+    .u32("general.alignment", 32)
+    .u32("llama.context_length", shape.contextLength)
+    .u32("llama.embedding_length", embd)
+    .u32("llama.block_count", shape.layers)
+    .u32("llama.feed_forward_length", shape.feedForward)
+    .u32("llama.attention.head_count", heads)
+    .u32("llama.attention.head_count_kv", heads)
+    .u32("llama.rope.dimension_count", embd / heads)
+    .f32("llama.rope.freq_base", 10000)
+    .f32("llama.attention.layer_norm_rms_epsilon", 1e-5)
+    .u32("llama.vocab_size", vocab.tokens.length)
+    .string("tokenizer.ggml.model", "llama")
+    .strings("tokenizer.ggml.tokens", vocab.tokens)
+    .f32s("tokenizer.ggml.scores", vocab.scores)
+    .i32s("tokenizer.ggml.token_type", vocab.types)
+    .u32("tokenizer.ggml.bos_token_id", 1)
+    .u32("tokenizer.ggml.eos_token_id", 2)
+    .u32("tokenizer.ggml.unknown_token_id", 0)
+    .bool("tokenizer.ggml.add_bos_token", true)
+    .bool("tokenizer.ggml.add_eos_token", false);
+}
+
 /**
  * The bytes of a tiny llama GGUF v3 model per `options` (about 550 kB with the defaults),
  * deterministic for a given seed and options.
@@ -136,30 +181,16 @@ export function tinyLlamaGguf(options: TinyLlamaOptions = {}): Uint8Array {
     return m;
   };
 
-  const w = new GgufWriter()
-    .string("general.architecture", "llama")
-    .string("general.name", name)
-    .u32("general.file_type", 0)
-    .u32("general.alignment", 32)
-    .u32("llama.context_length", contextLength)
-    .u32("llama.embedding_length", embd)
-    .u32("llama.block_count", layers)
-    .u32("llama.feed_forward_length", ff)
-    .u32("llama.attention.head_count", heads)
-    .u32("llama.attention.head_count_kv", heads)
-    .u32("llama.rope.dimension_count", embd / heads)
-    .f32("llama.rope.freq_base", 10000)
-    .f32("llama.attention.layer_norm_rms_epsilon", 1e-5)
-    .u32("llama.vocab_size", nVocab)
-    .string("tokenizer.ggml.model", "llama")
-    .strings("tokenizer.ggml.tokens", vocab.tokens)
-    .f32s("tokenizer.ggml.scores", vocab.scores)
-    .i32s("tokenizer.ggml.token_type", vocab.types)
-    .u32("tokenizer.ggml.bos_token_id", 1)
-    .u32("tokenizer.ggml.eos_token_id", 2)
-    .u32("tokenizer.ggml.unknown_token_id", 0)
-    .bool("tokenizer.ggml.add_bos_token", true)
-    .bool("tokenizer.ggml.add_eos_token", false);
+  const w = llamaHeader({
+    name,
+    fileType: 0,
+    contextLength,
+    embedding: embd,
+    layers,
+    feedForward: ff,
+    heads,
+    vocab,
+  });
   if (chatTemplate !== null) w.string("tokenizer.chat_template", chatTemplate);
 
   const tokenEmbd = noise(embd * nVocab, 1);

@@ -55,6 +55,8 @@ export async function killInstallChildren(waitMs = 5000): Promise<void> {
  */
 export async function lockFolder(folder: string): Promise<() => Promise<void>> {
   const path = `${folder}.lock`;
+  // The engine folder itself may not exist yet (a first install into a new one).
+  await Deno.mkdir(dirname(path), { recursive: true });
   for (;;) {
     const file = await Deno.open(path, { read: true, write: true, create: true });
     try {

@@ -61,6 +61,20 @@ Deno.test("the lock: a second taker waits for the first; one left by a killed ho
   }
 });
 
+Deno.test("the lock of a first install into an engine folder that does not exist yet", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const release = await lockFolder(join(dir, "engine", "node-llama-cpp-x"));
+    assert.equal(
+      await Deno.readTextFile(join(dir, "engine", "node-llama-cpp-x.lock")),
+      `${Deno.pid}\n`,
+    );
+    await release();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("unfinished installs' temporary folders go; other names stay, links are not followed", async () => {
   const dir = await Deno.makeTempDir({ prefix: "edgenode-partials-" });
   try {
