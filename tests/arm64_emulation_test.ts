@@ -33,7 +33,7 @@ const KEY = "an-arm64-test-key-of-enough-length";
 /** Each request's bound: generous, as emulation is 5 to 20 times slower. */
 const REQUEST_MS = 30_000;
 /**
- * The first answer of a microservice: its client's process starts and loads the code under
+ * A microservice's start and first answer: its client's process starts and loads the code under
  * emulation, 12 to 14 s on a quiet machine, over 30 s on a busy one.
  */
 const FIRST_ANSWER_MS = 120_000;
@@ -218,7 +218,12 @@ Deno.test("arm64 under user-mode emulation: the bundle serves, its microservice 
         });
         const imageText = await image.text();
         assert.equal(image.status, 201, imageText);
-        const started = await post(node, "/mcm/v1/containers", { name: "hello", image: "hello" });
+        const started = await post(
+          node,
+          "/mcm/v1/containers",
+          { name: "hello", image: "hello" },
+          FIRST_ANSWER_MS,
+        );
         const container = await started.json();
         assert.equal(container.state, "started", JSON.stringify(container));
         const answer = await fetch(`${node.url}${container.env["MCM.BASE_API_PATH"]}/`, {

@@ -67,6 +67,17 @@ export function startRoleWorker(
 }
 
 /**
+ * `--cpu-prof` flags when EDGENODE_CPU_PROF names a folder (for benchmarks); none when it is unset
+ * or when this launcher may not read it (a narrowed `--allow-env` must not stop the node).
+ */
+function cpuProfileFlags(): string[] {
+  const name = "EDGENODE_CPU_PROF";
+  if (Deno.permissions.querySync({ name: "env", variable: name }).state !== "granted") return [];
+  const dir = Deno.env.get(name);
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
+}
+
+/**
  * Runs this program with `args` narrowed to `set` and returns its exit code: a child process
  * when run as a script, a worker in the executable. SIGINT and SIGTERM are passed on. The
  * launcher's `settings` (loaded and checked once, by the launcher) reach it as they are, through
@@ -85,9 +96,7 @@ export async function runNarrowed(
       "--node-modules-dir=none",
       // Workers narrowed below the node's own permissions (the file sink: src/storage/).
       "--unstable-worker-options",
-      ...(Deno.env.get("EDGENODE_CPU_PROF")
-        ? [`--cpu-prof`, `--cpu-prof-dir=${Deno.env.get("EDGENODE_CPU_PROF")}`]
-        : []),
+      ...cpuProfileFlags(),
       ...permissionFlags(set),
       Deno.mainModule,
       ...args,

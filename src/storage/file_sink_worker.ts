@@ -216,6 +216,10 @@ export function serveFileSink(hashOf: typeof createHash, options: SinkOptions): 
       try {
         file = Deno.openSync(command.path, { write: true, createNew: true, mode: 0o600 });
         const syncer = Deno.openSync(command.path, { write: true });
+        // The syncs go through this second descriptor, opened right after the file was created
+        // in the node's own 0700 folder, so nothing else can put another file at the path
+        // between the two opens. (Comparing their inodes would need read access, which this
+        // worker does not have: it may only write under models/.)
         files.set(id, {
           file,
           syncer,
