@@ -101,6 +101,8 @@ export class Deployments {
       runtimeDir: files.runtimeDir,
       bundlesDir: files.bundlesDir,
       storageRoot: files.storageRoot,
+      // Client processes' workers connect here (runtime/channel_socket.ts).
+      channelsDir: files.channelsDir,
       readEnv: node.readEnv,
       log: (message: string) => console.log(`mcm: ${message}`),
     };

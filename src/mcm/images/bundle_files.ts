@@ -33,8 +33,11 @@ export class BundleFiles {
   /** Creates the folders; leftovers of uploads cut off by a crash are removed. */
   static async open(dataDir: string): Promise<BundleFiles> {
     const root = join(dataDir, "mcm");
-    await Deno.remove(join(root, "tmp"), { recursive: true }).catch(() => {});
-    for (const dir of ["bundles", "tmp", "storage"]) {
+    // Uploads cut off, and the sockets of client processes gone with the last run.
+    for (const dir of ["tmp", "channels"]) {
+      await Deno.remove(join(root, dir), { recursive: true }).catch(() => {});
+    }
+    for (const dir of ["bundles", "tmp", "storage", "channels"]) {
       await Deno.mkdir(join(root, dir), { recursive: true, mode: 0o700 });
     }
     return new BundleFiles(root, await writeRuntime(join(root, "runtime")));
@@ -48,6 +51,14 @@ export class BundleFiles {
   /** The folder of every container's storage folder. */
   get storageRoot(): string {
     return join(this.#root, "storage");
+  }
+
+  /**
+   * Where the node listens for the workers of client processes (runtime/channel_socket.ts):
+   * one unix socket per process.
+   */
+  get channelsDir(): string {
+    return join(this.#root, "channels");
   }
 
   /** Where uploads are written before they are checked. */

@@ -13,6 +13,7 @@ import {
   spawnContainer,
 } from "./container_process.ts";
 import type { ContainerUsage } from "./container_usage.ts";
+import { ChannelSocket } from "./channel_socket.ts";
 import type { SparePool } from "./spare_pool.ts";
 import { TenantProcess, type TenantSlot } from "./tenant_process.ts";
 
@@ -57,6 +58,11 @@ export interface PlacementOptions {
   /** The folder of all storage: a client's process may read and write it. */
   storageRoot: string;
   spares: SparePool | undefined;
+  /**
+   * Where client processes' sockets go (BundleFiles.channelsDir; channel_socket.ts): their
+   * workers then speak to the node directly. Absent: each process's main thread relays.
+   */
+  channelsDir?: string;
   readEnv(name: string): string | undefined;
   log(message: string): void;
 }
@@ -73,7 +79,7 @@ export class ProcessPerContainer {
   /** A spare that fits, or a process of the container's own narrow flags. */
   place(request: PlacementRequest): Placement {
     const spare = request.cold ? undefined : this.#options.spares?.take(request.profile);
-    if (spare) return ownProcess(spare, true);
+    if (spare) return ownProcess(spare.child, true);
     return ownProcess(spawnAlone(this.#options, request), false);
   }
 
@@ -113,11 +119,18 @@ export class ProcessPerClient {
       return joined(running.process, true, "its client's process");
     }
     const spare = request.cold ? undefined : this.#options.spares?.take(profile);
-    const { runtimeDir, bundlesDir, storageRoot, readEnv } = this.#options;
-    const child = spare ??
+    const { runtimeDir, bundlesDir, storageRoot, readEnv, channelsDir } = this.#options;
+    const socket = spare ? spare.socket : channelsDir ? ChannelSocket.open(channelsDir) : undefined;
+    const child = spare?.child ??
       spawnContainer(
         runtimeDir,
-        { read: [bundlesDir, storageRoot], write: storageRoot, profile, group: true },
+        {
+          read: [bundlesDir, storageRoot],
+          write: storageRoot,
+          profile,
+          group: true,
+          socket: socket?.path,
+        },
         readEnv,
       );
     const entry = {
@@ -129,7 +142,7 @@ export class ProcessPerClient {
           const index = this.#processes.indexOf(entry);
           if (index >= 0) this.#processes.splice(index, 1);
         },
-      }),
+      }, socket),
     };
     this.#processes.push(entry);
     return joined(entry.process, spare !== undefined, "a warm spare");

@@ -75,6 +75,11 @@ export interface Launch {
    * paths are those of a spare.
    */
   group?: boolean;
+  /**
+   * A client's process: the unix socket its workers connect to (channel_socket.ts), which it
+   * may read, write and connect to (that path only); absent: its main thread relays.
+   */
+  socket?: string;
 }
 
 /**
@@ -159,6 +164,11 @@ function groupV8Flags(launch: Launch): string {
 /** The Deno permission flags of a container process run by `deno run`. */
 export function containerPermissions(runtimeDir: string, launch: Launch): string[] {
   const { outboundHosts, deniedRanges, memoryMb } = launch.profile;
+  const socket = launch.socket ? [launch.socket] : [];
+  const net = outboundHosts === undefined ? undefined : [
+    ...outboundHosts,
+    ...socket.map((path) => `unix:${path}`),
+  ];
   return [
     "--no-prompt",
     "--no-config",
@@ -166,16 +176,16 @@ export function containerPermissions(runtimeDir: string, launch: Launch): string
     "--no-remote",
     "--unstable-worker-options",
     `--v8-flags=--max-old-space-size=${memoryMb}${groupV8Flags(launch)}`,
-    `--allow-read=${[runtimeDir, ...launch.read].join(",")}`,
-    `--allow-write=${launch.write}`,
+    `--allow-read=${[runtimeDir, ...launch.read, ...socket].join(",")}`,
+    `--allow-write=${[launch.write, ...socket].join(",")}`,
     // The host reads the machine's addresses at each request (network_policy.ts): one that
     // appeared after the start is the node's too. It lowers its own priority below the
     // node's before starting a microservice (container_host_main.ts).
     "--allow-sys=networkInterfaces,getPriority,setPriority",
-    ...(outboundHosts === undefined
+    ...(net === undefined
       ? ["--allow-net"]
-      : outboundHosts.length > 0
-      ? [`--allow-net=${outboundHosts.join(",")}`]
+      : net.length > 0
+      ? [`--allow-net=${net.join(",")}`]
       : []),
     // Deno checks these against every address a name resolves to (IPv4 ranges; IPv6 only as
     // single addresses): a second wall behind the host's own check.
@@ -214,7 +224,7 @@ export function spawnContainer(
         ...containerPermissions(runtimeDir, launch),
         `${runtimeDir}/container_host.js`,
         ...(launch.group
-          ? ["group"]
+          ? ["group", ...(launch.socket ? [launch.socket] : [])]
           : launch.spare
           ? ["spare", JSON.stringify(launch.profile.outboundHosts ?? null)]
           : []),

@@ -23,6 +23,7 @@
  * @module
  */
 import { backoffDelay } from "../../async/backoff.ts";
+import { ChannelSocket } from "./channel_socket.ts";
 import { type ProcessProfile, sameProfile, spawnContainer } from "./container_process.ts";
 
 /** After a take, the next spare starts this much later: not while the taken one loads. */
@@ -55,11 +56,18 @@ export interface SparePoolOptions {
    * client's process and hosts that client's containers (sandbox/host/tenant_host.ts).
    */
   group: boolean;
+  /**
+   * Where client processes' sockets go (BundleFiles.channelsDir): each spare client process
+   * gets one (channel_socket.ts); absent: none does.
+   */
+  channelsDir?: string;
 }
 
-interface Spare {
+/** A spare process, with its socket if it is a client's process that has one. */
+export interface Spare {
   child: Deno.ChildProcess;
   profile: ProcessProfile;
+  socket?: ChannelSocket;
 }
 
 /** The node's warm spares. */
@@ -105,23 +113,25 @@ export class SparePool {
   }
 
   #spawn(profile: ProcessProfile): void {
-    const { bundlesDir, storageRoot } = this.#options;
+    const { bundlesDir, storageRoot, group, channelsDir } = this.#options;
+    const socket = group && channelsDir ? ChannelSocket.open(channelsDir) : undefined;
     const child = spawnContainer(
       this.#options.runtimeDir,
       {
         read: [bundlesDir, storageRoot],
         write: storageRoot,
         profile,
-        ...(this.#options.group ? { group: true } : { spare: true }),
+        ...(group ? { group: true, socket: socket?.path } : { spare: true }),
       },
       this.#options.readEnv,
     );
-    const spare = { child, profile };
+    const spare = { child, profile, socket };
     this.#idle.push(spare);
     child.status.then(async (status) => {
       const index = this.#idle.indexOf(spare);
       if (index < 0) return; // Taken (its channel watches it now) or stopped.
       this.#idle.splice(index, 1);
+      socket?.close();
       const stderr = await new Response(child.stderr).text().catch(() => "");
       this.#failures++;
       const tail = stderr.trim().split("\n").slice(-2).join(" | ");
@@ -136,7 +146,7 @@ export class SparePool {
    * A spare for a container of `profile`, its process no longer in the pool; undefined when
    * none fits (the container then starts a process of its own).
    */
-  take(profile: ProcessProfile): Deno.ChildProcess | undefined {
+  take(profile: ProcessProfile): Spare | undefined {
     // Spares started before the node's profile changed (its addresses) fit no one any more.
     const current = this.#options.profile();
     for (const stale of this.#idle.filter((spare) => !sameProfile(spare.profile, current))) {
@@ -150,7 +160,7 @@ export class SparePool {
     this.#refillSoon();
     if (index < 0) return undefined;
     this.#failures = 0;
-    return this.#idle.splice(index, 1)[0].child;
+    return this.#idle.splice(index, 1)[0];
   }
 
   /** Kills a spare nobody took; resolves once its process ended. */
@@ -162,6 +172,7 @@ export class SparePool {
       // Already gone.
     }
     await spare.child.status;
+    spare.socket?.close();
     await spare.child.stderr.cancel().catch(() => {});
     await spare.child.stdout.cancel().catch(() => {});
   }

@@ -13,6 +13,7 @@
  * @module
  */
 import { EXIT_REASON_PREFIX } from "../sandbox/channel_protocol.ts";
+import type { ChannelSocket, ExpectedConnection } from "./channel_socket.ts";
 import type { ContainerPipe, ExitStatus } from "./container_process.ts";
 import { type ContainerUsage, UsageHistory } from "./container_usage.ts";
 import {
@@ -54,9 +55,54 @@ function enqueue(
   }
 }
 
+/** Bytes read from a worker's connection at once, at most. */
+const DIRECT_READ_BYTES = 64 * 1024;
+
+/**
+ * A slot's stdin and stdout over its worker's own connection (channel_socket.ts): bytes written
+ * before it came wait for it; a slot whose worker never connects reads as ended. `close` tells
+ * the process (the worker hears it from its main thread, as without a connection).
+ */
+function directStreams(
+  direct: ExpectedConnection,
+  close: () => void,
+): Pick<ContainerPipe, "stdin" | "stdout"> {
+  const buffer = new Uint8Array(DIRECT_READ_BYTES);
+  return {
+    stdin: new WritableStream<Uint8Array>({
+      write: async (bytes) => {
+        const conn = await direct.conn;
+        if (!conn) return;
+        try {
+          for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
+        } catch {
+          // The worker is gone: its end finishes the slot.
+        }
+      },
+      close,
+      abort: close,
+    }),
+    stdout: new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        const conn = await direct.conn;
+        let read: number | null = null;
+        try {
+          read = conn ? await conn.read(buffer) : null;
+        } catch {
+          // Closed: the slot ended.
+        }
+        if (read === null) controller.close();
+        else controller.enqueue(buffer.slice(0, read));
+      },
+      cancel: () => direct.cancel(),
+    }, { highWaterMark: 0 }),
+  };
+}
+
 /** A container's slot, as the process's reader feeds it. */
 interface Slot {
-  out: ReadableStreamDefaultController<Uint8Array>;
+  /** Its stdout's, unless its worker connected to the node itself (`direct`). */
+  out?: ReadableStreamDefaultController<Uint8Array>;
   err: ReadableStreamDefaultController<Uint8Array>;
   status: PromiseWithResolvers<ExitStatus>;
   /** Whether the node killed it (its status says SIGKILL, as a killed process's would). */
@@ -67,6 +113,8 @@ interface Slot {
   member?: SlotMember;
   /** How the process's death was judged for it (process_blame.ts). */
   verdict?: SlotVerdict;
+  /** Its worker's own connection (the process has a socket), once it came. */
+  direct?: ExpectedConnection;
 }
 
 /** What the node's channel tells the process about the container in a slot. */
@@ -111,6 +159,7 @@ export class TenantProcess {
   readonly #stdin: WritableStreamDefaultWriter<Uint8Array>;
   readonly #slots = new Map<number, Slot>();
   readonly #options: TenantProcessOptions;
+  readonly #socket: ChannelSocket | undefined;
   #nextSlot = 1;
   #stderrTail = "";
   #open = true;
@@ -122,15 +171,20 @@ export class TenantProcess {
   /** Resolves once the process ended. */
   readonly exited: Promise<void>;
 
-  /** Takes over `child`, a process started as a client's (container_process.ts, `group`). */
-  constructor(child: Deno.ChildProcess, options: TenantProcessOptions) {
+  /**
+   * Takes over `child`, a process started as a client's (container_process.ts, `group`), with
+   * `socket` if it was started with one (its workers then connect to the node themselves).
+   */
+  constructor(child: Deno.ChildProcess, options: TenantProcessOptions, socket?: ChannelSocket) {
     this.#child = child;
     this.#options = options;
+    this.#socket = socket;
     this.#stdin = child.stdin.getWriter();
     const reading = Promise.allSettled([this.#readStdout(), this.#readStderr()]);
     this.exited = child.status.then(async (status) => {
       const at = Date.now();
       await reading;
+      this.#socket?.close();
       this.#retire();
       const tail = this.#stderrTail.trim();
       if (!this.#killed && this.#slots.size > 0) this.#judge({ status, stderrTail: tail, at });
@@ -156,17 +210,21 @@ export class TenantProcess {
     const slot = this.#nextSlot++;
     const status = Promise.withResolvers<ExitStatus>();
     const entry = { status, killed: false, usage: new UsageHistory() } as Slot;
-    const stdout = new ReadableStream<Uint8Array>({ start: (c) => void (entry.out = c) });
     const stderr = new ReadableStream<Uint8Array>({ start: (c) => void (entry.err = c) });
     this.#slots.set(slot, entry);
-    this.#control({ t: "open", slot });
+    const direct = this.#socket?.expect();
+    entry.direct = direct;
+    this.#control(direct ? { t: "open", slot, token: direct.token } : { t: "open", slot });
+    const close = () => this.#control({ t: "close", slot });
     const pipe: ContainerPipe = {
-      stdin: new WritableStream<Uint8Array>({
-        write: (bytes) => this.#write(encodeGroupFrames(slot, bytes)),
-        close: () => this.#control({ t: "close", slot }),
-        abort: () => this.#control({ t: "close", slot }),
+      ...(direct ? directStreams(direct, close) : {
+        stdin: new WritableStream<Uint8Array>({
+          write: (bytes) => this.#write(encodeGroupFrames(slot, bytes)),
+          close,
+          abort: close,
+        }),
+        stdout: new ReadableStream<Uint8Array>({ start: (c) => void (entry.out = c) }),
       }),
-      stdout,
       stderr,
       status: status.promise,
       kill: () => {
@@ -275,9 +333,11 @@ export class TenantProcess {
     const entry = this.#slots.get(slot);
     if (!entry) return;
     this.#slots.delete(slot);
+    // Its worker's connection ends with it (the worker may be gone without closing it).
+    entry.direct?.cancel();
     for (const controller of [entry.out, entry.err]) {
       try {
-        controller.close();
+        controller?.close();
       } catch {
         // Already closed by its reader's cancel.
       }

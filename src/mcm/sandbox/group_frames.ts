@@ -20,8 +20,12 @@ const HEADER = 8;
 
 /** The node's messages to a client's container process. */
 export type GroupControl =
-  /** A new container: start its sandboxed worker; its bytes come on `slot`. */
-  | { t: "open"; slot: number }
+  /**
+   * A new container: start its sandboxed worker; its bytes come on `slot`, or, with `token`,
+   * over the worker's own connection to the process's socket, which it opens with the token
+   * (src/mcm/runtime/channel_socket.ts).
+   */
+  | { t: "open"; slot: number; token?: string }
   /** The node closed the container's channel (its stdin ended). */
   | { t: "close"; slot: number }
   /** End the container at once. */

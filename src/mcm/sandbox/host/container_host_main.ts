@@ -9,9 +9,9 @@
  *   (the worker passes it on) and only then starts this module again as the host, in a worker
  *   narrowed to the bundle and the storage folder the take names (src/mcm/runtime/container_process.ts
  *   says why).
- * - `container_host.js group` (a client's process, mcm.containerProcess `per-client`): the main
- *   thread hosts the containers the node opens in it, each in a sandboxed worker
- *   (tenant_host.ts).
+ * - `container_host.js group [SOCKET]` (a client's process, mcm.containerProcess `per-client`):
+ *   the main thread hosts the containers the node opens in it, each in a sandboxed worker
+ *   (tenant_host.ts), which connects to the node's SOCKET if there is one.
  * - as a worker (the spare's host, or the single executable's: container_workers.ts):
  *   its first message is a port to the sandboxed worker, and the take when it came first; or,
  *   for the single executable's client process, `group` with the sandbox's source.
@@ -41,16 +41,36 @@ interface WorkerScope {
   postMessage(message: unknown): void;
 }
 
-/** Hosts a client's containers, whose sandboxes start from `sandboxUrl`, until stdin ends. */
-function serveGroup(sandboxUrl: string, exit: (code: number) => void): void {
+/**
+ * The permissions of a client's sandboxed worker: none, or with the node's socket for the
+ * process (`group SOCKET`: src/mcm/runtime/channel_socket.ts), that path alone, to connect to
+ * it (Deno asks for read, write and `unix:` net access to a socket's path).
+ */
+function groupSandboxPermissions(socket?: string): Deno.PermissionOptions {
+  if (!socket) return "none";
+  return workerPermissions({
+    ...NO_PERMISSIONS,
+    read: [socket],
+    write: [socket],
+    net: [`unix:${socket}`],
+  });
+}
+
+/**
+ * Hosts a client's containers, whose sandboxes start from `sandboxUrl`, until stdin ends; with
+ * `socket`, their workers connect to the node there.
+ */
+function serveGroup(sandboxUrl: string, exit: (code: number) => void, socket?: string): void {
+  const permissions = groupSandboxPermissions(socket);
   hostTenant({
     stdin: Deno.stdin.readable,
     stdout: Deno.stdout.writable,
+    socket,
     startSandbox: () =>
       new Worker(sandboxUrl, {
         type: "module",
         name: GROUP_SANDBOX,
-        deno: { permissions: "none" },
+        deno: { permissions },
       }),
   }).then(() => exit(0), (error) => {
     console.error(`edgenode: the client's process failed: ${error?.message ?? error}`);
@@ -138,7 +158,7 @@ if ("WorkerGlobalScope" in globalThis) {
   };
 } else if (Deno.args[0] === "group") {
   yieldToTheNode();
-  serveGroup(new URL("./sandbox_worker.js", import.meta.url).href, Deno.exit);
+  serveGroup(new URL("./sandbox_worker.js", import.meta.url).href, Deno.exit, Deno.args[1]);
 } else if (Deno.args[0] === "spare") {
   yieldToTheNode();
   waitAsSpare(JSON.parse(Deno.args[1]));

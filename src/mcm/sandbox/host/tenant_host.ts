@@ -77,8 +77,16 @@ const decoder = new TextDecoder();
 export interface TenantSurroundings {
   stdin: ReadableStream<Uint8Array>;
   stdout: WritableStream<Uint8Array>;
-  /** Starts a worker of the sandbox (named GROUP_SANDBOX) without any permission. */
+  /**
+   * Starts a worker of the sandbox (named GROUP_SANDBOX) without any permission but, with a
+   * `socket`, to connect to that path.
+   */
   startSandbox(): Worker;
+  /**
+   * The node's socket for this process (src/mcm/runtime/channel_socket.ts): a container opened
+   * with a token connects to it and speaks to the node directly; absent, this thread relays.
+   */
+  socket?: string;
 }
 
 /** Hosts a client's containers until the node closes the process's stdin. */
@@ -111,7 +119,8 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
     const worker = surroundings.startSandbox();
     const link = new MessageChannel();
     const pipe = new MessageChannel();
-    worker.postMessage({ host: link.port1, pipe: pipe.port1 }, [link.port1, pipe.port1]);
+    const { socket } = surroundings;
+    worker.postMessage({ host: link.port1, pipe: pipe.port1, socket }, [link.port1, pipe.port1]);
     return { worker, host: link.port2, pipe: pipe.port2 };
   };
   let spare: Loaded | undefined;
@@ -137,8 +146,10 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
   // From the start: a spare process's first container starts as fast as its next ones.
   loadSpare();
 
-  const open = (slot: number) => {
+  const open = (slot: number, token?: string) => {
     if (members.has(slot)) return;
+    // Connected to the node itself, the worker hears only pings here (and answers them here).
+    const direct = token !== undefined && surroundings.socket !== undefined;
     lastStart = performance.now();
     const { worker, host, pipe } = takeLoaded();
     const member: Member = {
@@ -148,12 +159,14 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
       cpuMicros: 0,
       lateness: 0,
       probe: new BusyProbe(),
+      direct,
     };
     members.set(slot, member);
     pipe.onmessage = (message: MessageEvent<Uint8Array>) => {
       member.probe.fromWorker(message.data);
-      send(slot, message.data);
+      if (!direct) send(slot, message.data);
     };
+    if (direct) pipe.postMessage(token);
     worker.onerror = (error) => {
       error.preventDefault();
       end(slot, EXIT_WORKER_FAILED, `the microservice's worker failed: ${error.message}`);
@@ -211,12 +224,14 @@ export async function hostTenant(surroundings: TenantSurroundings): Promise<void
       for (const { slot, payload } of frames.push(chunk)) {
         if (slot !== CONTROL_SLOT) {
           const member = members.get(slot);
+          // A container connected to the node gets its bytes there, never here.
+          if (member?.direct) continue;
           member?.probe.toWorker(payload);
           member?.pipe.postMessage(payload, [payload.buffer as ArrayBuffer]);
           continue;
         }
         const control = JSON.parse(decoder.decode(payload)) as GroupControl;
-        if (control.t === "open") open(control.slot);
+        if (control.t === "open") open(control.slot, control.token);
         else if (control.t === "close") members.get(control.slot)?.pipe.postMessage(null);
         else if (control.t === "kill") end(control.slot, 137);
       }

@@ -35,8 +35,13 @@ const MIB = 2 ** 20;
 /** One container of the process, as its limits see it. */
 export interface Member {
   worker: Worker;
-  /** The port of the container's channel bytes. */
+  /**
+   * The port of the container's channel bytes; where its worker connected to the node itself
+   * (`direct`), only the host's pings and their pongs cross it.
+   */
   pipe: MessagePort;
+  /** Its worker speaks to the node over its own connection (runtime/channel_socket.ts). */
+  direct?: boolean;
   watch?: ContainerWatch;
   /** Its share of the process's memory, bytes. */
   budget: number;

@@ -31,21 +31,37 @@
 import {
   AtomicsWaitAsync,
   copyBytes,
+  JSONStringify,
   onSettled,
   performanceNow,
   PromiseResolve,
+  PromiseWithResolvers,
   SafeInt32Array,
   SafeSharedArrayBuffer,
+  SafeUint8Array,
+  TextEncoderPrototypeEncode,
   TypedArrayPrototypeGetBuffer,
+  TypedArrayPrototypeGetLength,
+  TypedArrayPrototypeSubarray,
   uncurry,
+  viewOfBytes,
   whenSettled,
 } from "./intrinsics.ts";
+import { encodeFrame } from "./channel_frames.ts";
 
-/** The channel's bytes over a port: Uint8Array messages, null for the end of the input. */
+/**
+ * The channel's bytes over a port: Uint8Array messages, null for the end of the input; or, as
+ * its first message, the token with which to connect to the node's socket instead (then only the
+ * host's pings come here, and their pongs go back here).
+ */
 export interface BytePort {
   postMessage(message: Uint8Array | null, transfer?: Transferable[]): void;
-  onmessage: ((event: MessageEvent<Uint8Array | null>) => void) | null;
+  onmessage: ((event: MessageEvent<Uint8Array | string | null>) => void) | null;
 }
+
+/** Bytes read from the node's socket at once, at most (one buffer, read again and again). */
+const SOCKET_READ_BYTES = 64 * 1024;
+const socketEncoder = new TextEncoder();
 
 /** Where the channel's bytes go: the process's stdout, or the port its client's process relays. */
 export interface ByteSink {
@@ -102,7 +118,7 @@ function portChannel(port: BytePort): Pick<Taken, "input" | "stdout"> {
         // An own property of the event Deno makes, not a getter the microservice could replace.
         const bytes = event.data;
         if (bytes === null) onEnd();
-        else onBytes(bytes);
+        else if (typeof bytes !== "string") onBytes(bytes);
       };
     },
     stdout: {
@@ -111,6 +127,97 @@ function portChannel(port: BytePort): Pick<Taken, "input" | "stdout"> {
         const copy = copyBytes(bytes);
         post(port, copy, [TypedArrayPrototypeGetBuffer(copy) as ArrayBuffer]);
         return PromiseResolve(undefined);
+      },
+    },
+  };
+}
+
+/** What the channel needs of a connection (Deno.Conn's methods, taken before any user code). */
+interface SocketConn {
+  read(buffer: Uint8Array): Promise<number | null>;
+  write(bytes: Uint8Array): Promise<number>;
+}
+
+/**
+ * The channel over the node's socket (a client's process whose node listens for its workers:
+ * src/mcm/runtime/channel_socket.ts), once the port brings the token to open it with; the port
+ * then carries the host's pings only, each answered at once with a pong on the port
+ * (busy_probe.ts times them). Reads go into one buffer: the channel's decoder copies what it
+ * keeps before the next read.
+ */
+function socketChannel(port: BytePort, socket: string): Pick<Taken, "input" | "stdout"> {
+  const connect = Deno.connect;
+  const post = uncurry(port.postMessage as (message: unknown, transfer: Transferable[]) => void);
+  const pong = encodeFrame(JSONStringify({ t: "pong" }));
+  const connected = PromiseWithResolvers<SocketConn>();
+  const relay = portChannel(port);
+  let mode: "socket" | "relay" | undefined;
+  let opening = false;
+  const writeAll = (conn: SocketConn, bytes: Uint8Array) => {
+    const done = PromiseWithResolvers<void>();
+    const length = TypedArrayPrototypeGetLength(bytes);
+    const step = (at: number) =>
+      onSettled(conn.write(TypedArrayPrototypeSubarray(bytes, at, length)), (wrote) => {
+        if (at + wrote < length) step(at + wrote);
+        else done.resolve();
+      }, done.reject);
+    step(0);
+    return done.promise;
+  };
+  return {
+    input(onBytes, onEnd) {
+      let ended = false;
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        onEnd();
+      };
+      const open = (token: string) => {
+        onSettled(connect({ transport: "unix", path: socket }), (made) => {
+          const read = uncurry(made.read as SocketConn["read"]);
+          const write = uncurry(made.write as SocketConn["write"]);
+          const conn: SocketConn = {
+            read: (buffer) => read(made, buffer),
+            write: (bytes) => write(made, bytes),
+          };
+          const buffer = new SafeUint8Array(SOCKET_READ_BYTES);
+          const next = () =>
+            onSettled(conn.read(buffer), (read) => {
+              if (read === null) return end();
+              onBytes(viewOfBytes(buffer, 0, read));
+              next();
+            }, end);
+          onSettled(writeAll(conn, TextEncoderPrototypeEncode(socketEncoder, token)), () => {
+            connected.resolve(conn);
+            next();
+          }, end);
+        }, end);
+      };
+      port.onmessage = (event) => {
+        const data = event.data;
+        if (data === null) return end();
+        // The first message says which: a token (connect), or the channel's bytes (relayed).
+        mode ??= typeof data === "string" ? "socket" : "relay";
+        if (mode === "relay") {
+          if (typeof data !== "string") onBytes(data);
+        } else if (typeof data === "string") {
+          if (!opening) open(data);
+          opening = true;
+        } else {
+          // A ping of the host's: answered on its own port, at once.
+          const copy = copyBytes(pong);
+          post(port, copy, [TypedArrayPrototypeGetBuffer(copy) as ArrayBuffer]);
+        }
+      };
+    },
+    stdout: {
+      write(bytes) {
+        if (mode !== "socket") return relay.stdout.write(bytes);
+        const done = PromiseWithResolvers<void>();
+        onSettled(connected.promise, (conn) => {
+          onSettled(writeAll(conn, bytes), () => done.resolve(), done.reject);
+        }, done.reject);
+        return done.promise;
       },
     },
   };
@@ -156,10 +263,14 @@ function every(ms: number, callback: () => void): void {
   wait();
 }
 
-/** Takes what the sandbox needs; `link` is the host, `pipe` the channel's port if any. */
+/**
+ * Takes what the sandbox needs; `link` is the host, `pipe` the channel's port if any, `socket`
+ * the node's socket where the port brings a token to connect with.
+ */
 export function takeHostGlobals(
   link: { postMessage(message: unknown): void },
   pipe?: BytePort,
+  socket?: string,
 ): Taken {
   const global = globalThis as unknown as { Deno: typeof Deno };
   // Not read unless measuring: reading it loads Node's layer (see the module's text).
@@ -169,7 +280,7 @@ export function takeHostGlobals(
   const collect = (globalThis as { gc?: Collect }).gc;
   let cpu: NodeProcess["threadCpuUsage"] | undefined;
   return {
-    ...(pipe ? portChannel(pipe) : stdioChannel()),
+    ...(pipe && socket ? socketChannel(pipe, socket) : pipe ? portChannel(pipe) : stdioChannel()),
     post: link.postMessage.bind(link),
     inspect: (value) => inspect(value, { depth: 4, colors: false }),
     threadCpu: () => {

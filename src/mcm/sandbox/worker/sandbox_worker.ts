@@ -229,12 +229,16 @@ async function run(setupFromHost: Promise<SandboxSetup>): Promise<void> {
 
 /**
  * Makes this worker the sandbox: takes the process's stdin and stdout (or `pipe`, a port for
- * the channel's bytes), passes the node's `take` to the host on `link` (by default the
+ * the channel's bytes or for the token to connect to the node's `socket` with), passes the node's `take` to the host on `link` (by default the
  * worker's own scope, whose parent is the host), waits for the host's setup message and runs
  * the microservice until the node closes the channel.
  */
-export function serveSandbox(link: HostLink = self as unknown as HostLink, pipe?: BytePort): void {
-  taken = takeHostGlobals(link, pipe);
+export function serveSandbox(
+  link: HostLink = self as unknown as HostLink,
+  pipe?: BytePort,
+  socket?: string,
+): void {
+  taken = takeHostGlobals(link, pipe, socket);
   neutralStacks(neutralPaths(import.meta.url));
   const setup = Promise.withResolvers<SandboxSetup>();
   link.onmessage = (event: MessageEvent<SandboxSetup>) => {

@@ -3,8 +3,8 @@
  * Started by the host's main thread (`deno run`), it talks to its parent; started by the single
  * executable under the name LINKED_SANDBOX, its first message is a port to the host, a sibling
  * worker (host/container_workers.ts); started in a client's process under the name
- * GROUP_SANDBOX, its first message is a port to the host and a port for its channel's bytes
- * (host/tenant_host.ts).
+ * GROUP_SANDBOX, its first message is a port to the host, a port for its channel's bytes and
+ * the node's socket for the process if there is one (host/tenant_host.ts).
  *
  * @module
  */
@@ -14,9 +14,12 @@ import { type HostLink, serveSandbox } from "./sandbox_worker.ts";
 
 const scope = self as unknown as HostLink & { name: string };
 if (scope.name === GROUP_SANDBOX) {
-  scope.onmessage = (event: MessageEvent<{ host: MessagePort; pipe: MessagePort }>) => {
+  scope.onmessage = (
+    event: MessageEvent<{ host: MessagePort; pipe: MessagePort; socket?: string }>,
+  ) => {
     scope.onmessage = null;
-    serveSandbox(event.data.host, event.data.pipe as unknown as BytePort);
+    const { host, pipe, socket } = event.data;
+    serveSandbox(host, pipe as unknown as BytePort, socket);
   };
 } else if (scope.name === LINKED_SANDBOX) {
   scope.onmessage = (event: MessageEvent<{ host: MessagePort }>) => {
