@@ -27,6 +27,7 @@ import { CallAnswers, CreditError } from "../services/container_calls.ts";
 import type { ContainerPlacement, Placement } from "./container_placement.ts";
 import type { ContainerUsage } from "./container_usage.ts";
 import { verdictReason } from "./process_blame.ts";
+import { RequestDeadlines } from "./request_deadlines.ts";
 import {
   type ContainerPipe,
   exitReason,
@@ -152,6 +153,8 @@ export class ContainerChannel {
   readonly #ready = Promise.withResolvers<void>();
   readonly #calls: CallAnswers;
   #pongs: (() => void)[] = [];
+  /** The deadlines of its requests in flight (one sweep, not a timer per request). */
+  readonly #deadlines = new RequestDeadlines();
   #stderrTail = "";
   readonly #placed: Placement;
   /** Resolves with why the process ended. */
@@ -187,6 +190,7 @@ export class ContainerChannel {
       this.#requests.failAll(gone);
       this.#mux.abortAll(gone.message);
       this.#calls.cancelAll();
+      this.#deadlines.stop();
       const verdict = placed.shared?.verdict();
       const { reason, byCode } = verdict
         ? verdictReason(verdict)
@@ -357,7 +361,7 @@ export class ContainerChannel {
     }
     const head: RequestHead = { method: request.method, path, port, headers };
     const { stream, response } = this.#requests.send(head, request.body);
-    const timer = setTimeout(() => {
+    const deadline = this.#deadlines.add(deadlineMs, () => {
       onLate();
       this.#requests.abandon(
         stream,
@@ -367,24 +371,24 @@ export class ContainerChannel {
           } s (MCM.MAX_EXECUTION_TIME_SEC)`,
         ),
       );
-    }, deadlineMs);
+    });
     let answer: Response;
     try {
       answer = await response;
     } catch (error) {
-      clearTimeout(timer);
+      deadline.done();
       throw error;
     }
     // Not `answer.body` first: reading it turns a complete body into a stream, which Deno.serve
     // then sends the slow way.
     if (!this.#mux.receiving(stream) || !answer.body) {
-      clearTimeout(timer);
+      deadline.done();
       return answer;
     }
     const body = answer.body.pipeThrough(
       new TransformStream({
-        flush: () => clearTimeout(timer),
-        cancel: () => clearTimeout(timer),
+        flush: () => deadline.done(),
+        cancel: () => deadline.done(),
       }),
     );
     return new Response(body, answer);
