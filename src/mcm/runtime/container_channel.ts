@@ -168,7 +168,11 @@ export class ContainerChannel {
     this.#placed = placed;
     this.warm = placed.warm ? placed.where : undefined;
     this.#stdin = this.#child.stdin.getWriter();
-    this.#writer = new FrameWriter((bytes) => this.#stdin.write(bytes), () => this.kill());
+    const direct = this.#child.direct;
+    this.#writer = new FrameWriter(
+      direct ? (bytes) => direct.write(bytes) : (bytes) => this.#stdin.write(bytes),
+      () => this.kill(),
+    );
     this.#mux = new StreamMux((frame) => this.#writer.send(frame));
     this.#requests = new MuxRequests(this.#mux);
     this.#calls = new CallAnswers(
@@ -283,13 +287,15 @@ export class ContainerChannel {
 
   async #readStdout(options: ChannelOptions): Promise<void> {
     const decoder = new FrameDecoder();
-    try {
-      for await (const chunk of this.#child.stdout) {
-        for (const frame of decoder.push(chunk)) {
-          if (typeof frame === "string") this.#onMessage(frame, options);
-          else this.#mux.onData(frame);
-        }
+    const onChunk = (chunk: Uint8Array) => {
+      for (const frame of decoder.push(chunk)) {
+        if (typeof frame === "string") this.#onMessage(frame, options);
+        else this.#mux.onData(frame);
       }
+    };
+    try {
+      if (this.#child.direct) await this.#child.direct.read(onChunk);
+      else for await (const chunk of this.#child.stdout) onChunk(chunk);
     } catch (error) {
       options.onLog("node", `the channel broke (${(error as Error).message}); stopping it`);
       this.kill();

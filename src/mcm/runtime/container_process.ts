@@ -87,14 +87,31 @@ export interface Launch {
  * is one) or a slot of a client's process (tenant_process.ts).
  */
 export interface ContainerPipe {
+  /** Its input; with `direct`, only closed (the bytes go there). */
   readonly stdin: WritableStream<Uint8Array>;
+  /** Its output; with `direct`, unused (the bytes come from there). */
   readonly stdout: ReadableStream<Uint8Array>;
+  /**
+   * The container's channel without streams around it: its worker's own connection to the node
+   * (a slot of a client's process with a socket: tenant_process.ts).
+   */
+  readonly direct?: DirectLink;
   /** Its error output; the last line `edgenode: <why>` says why it ended. */
   readonly stderr: ReadableStream<Uint8Array>;
   /** How it ended. */
   readonly status: Promise<ExitStatus>;
   /** Ends it at once. */
   kill(signal?: Deno.Signal): void;
+}
+
+/** A channel's bytes both ways, as plain calls (ContainerPipe's `direct`). */
+export interface DirectLink {
+  /** Writes all of `bytes` (once connected); resolves when written, or at once if it is gone. */
+  write(bytes: Uint8Array): Promise<void>;
+  /**
+   * Hands each chunk read to `onChunk` (its own bytes) until the end; resolves then.
+   */
+  read(onChunk: (bytes: Uint8Array) => void): Promise<void>;
 }
 
 /** How a container's process (or its slot of a client's process) ended. */

@@ -59,43 +59,40 @@ function enqueue(
 const DIRECT_READ_BYTES = 64 * 1024;
 
 /**
- * A slot's stdin and stdout over its worker's own connection (channel_socket.ts): bytes written
- * before it came wait for it; a slot whose worker never connects reads as ended. `close` tells
- * the process (the worker hears it from its main thread, as without a connection).
+ * A slot's channel over its worker's own connection (channel_socket.ts), without streams: bytes
+ * written before it came wait for it; a slot whose worker never connects reads as ended. Its
+ * stdin only closes (`close` tells the process: the worker hears it from its main thread, as
+ * without a connection); its stdout is empty.
  */
-function directStreams(
+function directPipe(
   direct: ExpectedConnection,
   close: () => void,
-): Pick<ContainerPipe, "stdin" | "stdout"> {
-  const buffer = new Uint8Array(DIRECT_READ_BYTES);
+): Pick<ContainerPipe, "stdin" | "stdout" | "direct"> {
   return {
-    stdin: new WritableStream<Uint8Array>({
+    stdin: new WritableStream<Uint8Array>({ close, abort: close }),
+    stdout: new ReadableStream<Uint8Array>({ start: (controller) => controller.close() }),
+    direct: {
       write: async (bytes) => {
         const conn = await direct.conn;
-        if (!conn) return;
         try {
-          for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
+          for (let at = 0; conn && at < bytes.length;) at += await conn.write(bytes.subarray(at));
         } catch {
           // The worker is gone: its end finishes the slot.
         }
       },
-      close,
-      abort: close,
-    }),
-    stdout: new ReadableStream<Uint8Array>({
-      pull: async (controller) => {
+      read: async (onChunk) => {
         const conn = await direct.conn;
-        let read: number | null = null;
+        // Each chunk its own copy: the channel's decoder (src/tunnel/pipe_frames.ts) may keep it.
+        const buffer = new Uint8Array(DIRECT_READ_BYTES);
         try {
-          read = conn ? await conn.read(buffer) : null;
+          for (let read = await conn?.read(buffer); read; read = await conn!.read(buffer)) {
+            onChunk(buffer.slice(0, read));
+          }
         } catch {
           // Closed: the slot ended.
         }
-        if (read === null) controller.close();
-        else controller.enqueue(buffer.slice(0, read));
       },
-      cancel: () => direct.cancel(),
-    }, { highWaterMark: 0 }),
+    },
   };
 }
 
@@ -217,7 +214,7 @@ export class TenantProcess {
     this.#control(direct ? { t: "open", slot, token: direct.token } : { t: "open", slot });
     const close = () => this.#control({ t: "close", slot });
     const pipe: ContainerPipe = {
-      ...(direct ? directStreams(direct, close) : {
+      ...(direct ? directPipe(direct, close) : {
         stdin: new WritableStream<Uint8Array>({
           write: (bytes) => this.#write(encodeGroupFrames(slot, bytes)),
           close,
