@@ -6,13 +6,15 @@
  * - cold start: POST /mcm/v1/containers to the first answer of the new microservice (without
  *   a warm spare; mcm_spares.ts: with one, redeploys, restarts, the idle spare's memory);
  * - memory of an idle container process;
- * and, the same as the single executable, cold starts and idle memory. `--only mcm` also runs
- * mcm_spares.ts, mcm_density.ts (memory per microservice with 1, 20 and 100 of one client in
+ * and, the same as the single executable, cold starts and idle memory; first, the route in
+ * both modes against workerd, with the CPU time per request of each thread (mcm_route.ts).
+ * `--only mcm` also runs mcm_spares.ts, mcm_density.ts (memory per microservice with 1, 20 and 100 of one client in
  * its process, starts into a running client's process, requests) and mcm_download.ts.
  *
  * @module
  */
 import { postImage, serviceUrl, startContainer } from "../../testing/mcm.ts";
+import { routeRows } from "./mcm_route.ts";
 import { startTestNode } from "../../testing/node.ts";
 import {
   childPids,
@@ -88,7 +90,9 @@ export async function mcmRows(): Promise<string[][]> {
     await baselines.server.status;
   }
   await Deno.remove(dir, { recursive: true }).catch(() => {});
+  const againstWorkerd = await routeRows();
   return [
+    ...againstWorkerd,
     [
       "GET a trivial microservice route (node and container process on one core, wrk -c50)",
       `${served} req/s, p99 ${latency.toFixed(2)} ms (unpinned)`,
