@@ -28,6 +28,7 @@ import type { ContainerPlacement, Placement } from "./container_placement.ts";
 import type { ContainerUsage } from "./container_usage.ts";
 import { verdictReason } from "./process_blame.ts";
 import { RequestDeadlines } from "./request_deadlines.ts";
+import { plainResponse } from "./response_check.ts";
 import {
   type ContainerPipe,
   exitReason,
@@ -310,6 +311,15 @@ export class ContainerChannel {
   }
 
   #onMessage(frame: string, options: ChannelOptions): void {
+    // A response's head, the message of every request, checked by hand when it is plain
+    // (response_check.ts); anything else by the generic check, which names what is wrong.
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(frame);
+    } catch {
+      throw new MessageError("it sent a bad message: a message is not JSON");
+    }
+    if (plainResponse(parsed)) return this.#requests.onResponse(parsed);
     let message;
     try {
       message = parseMessage(frame, FROM_CONTAINER);
