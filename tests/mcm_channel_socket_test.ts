@@ -156,7 +156,8 @@ Deno.test("a wrong token, garbage, a flood or silent connections on a client's s
 });
 
 Deno.test("each client's process may reach its own socket only, and so may its workers", async () => {
-  await using node = await startTestNode({ config: CONFIG });
+  // No warm spare: the client processes found are the two clients'.
+  await using node = await startTestNode({ config: { ...CONFIG, mcm: { spareContainers: 0 } } });
   await deployScript(node, "echo", ECHO, {}, "alice");
   await deployScript(node, "echo", ECHO, {}, "bob");
   const groups = (await containerProcesses(node.dataDir)).filter((found) => found.group);

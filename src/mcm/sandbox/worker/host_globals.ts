@@ -41,10 +41,7 @@ import {
   SafeUint8Array,
   TextEncoderPrototypeEncode,
   TypedArrayPrototypeGetBuffer,
-  TypedArrayPrototypeGetLength,
-  TypedArrayPrototypeSubarray,
   uncurry,
-  viewOfBytes,
   whenSettled,
 } from "./intrinsics.ts";
 import { encodeFrame } from "./channel_frames.ts";
@@ -59,8 +56,6 @@ export interface BytePort {
   onmessage: ((event: MessageEvent<Uint8Array | string | null>) => void) | null;
 }
 
-/** Bytes read from the node's socket at once, at most (one buffer, read again and again). */
-const SOCKET_READ_BYTES = 64 * 1024;
 const socketEncoder = new TextEncoder();
 
 /** Where the channel's bytes go: the process's stdout, or the port its client's process relays. */
@@ -132,38 +127,62 @@ function portChannel(port: BytePort): Pick<Taken, "input" | "stdout"> {
   };
 }
 
-/** What the channel needs of a connection (Deno.Conn's methods, taken before any user code). */
+/**
+ * What the channel needs of its connection: its stream reader's `read` and writer's `write`,
+ * taken before any user code. Not Deno.Conn's own `read` and `write`, which `await` (and so
+ * look up the promise's `constructor`, then a `then` the microservice could have replaced):
+ * web streams run on Deno's primordials, as the process's stdin and stdout do.
+ */
 interface SocketConn {
-  read(buffer: Uint8Array): Promise<number | null>;
-  write(bytes: Uint8Array): Promise<number>;
+  read(): Promise<ReadableStreamReadResult<Uint8Array>>;
+  /** The bytes of a read were handled: their buffer is read into next. */
+  done(bytes: Uint8Array): void;
+  write(bytes: Uint8Array): Promise<void>;
+}
+
+/**
+ * Bytes read from the node's socket at once, at most: one buffer, read into again and again
+ * (a BYOB reader), so reading makes no garbage (an allocating reader's 64 KiB per read is
+ * external memory, charged to the container until V8 collects it).
+ */
+const SOCKET_READ_BYTES = 16 * 1024;
+
+/** Takes the stream reader and writer of `conn`, as SocketConn. */
+function socketConn(conn: Deno.Conn): SocketConn {
+  const reader = conn.readable.getReader({ mode: "byob" });
+  const readInto = uncurry(
+    reader.read as (
+      this: typeof reader,
+      view: Uint8Array,
+    ) => Promise<ReadableStreamReadResult<Uint8Array>>,
+  );
+  let buffer = TypedArrayPrototypeGetBuffer(new SafeUint8Array(SOCKET_READ_BYTES));
+  const writer = conn.writable.getWriter();
+  const write = uncurry(writer.write as (this: typeof writer, bytes: Uint8Array) => Promise<void>);
+  return {
+    // The buffer moves into each read and comes back with its bytes (`done` below).
+    read: () => readInto(reader, new SafeUint8Array(buffer)),
+    done: (bytes) => void (buffer = TypedArrayPrototypeGetBuffer(bytes)),
+    write: (bytes) => write(writer, bytes),
+  };
 }
 
 /**
  * The channel over the node's socket (a client's process whose node listens for its workers:
- * src/mcm/runtime/channel_socket.ts), once the port brings the token to open it with; the port
- * then carries the host's pings only, each answered at once with a pong on the port
- * (busy_probe.ts times them). Reads go into one buffer: the channel's decoder copies what it
- * keeps before the next read.
+ * src/mcm/runtime/channel_socket.ts), once the port brings the token to open it with (the
+ * connection is made before the node's `take`, so before any user code); the port then
+ * carries the host's pings only, each answered at once with a pong on the port (busy_probe.ts
+ * times them). A first message of bytes instead: the host relays, as portChannel.
  */
 function socketChannel(port: BytePort, socket: string): Pick<Taken, "input" | "stdout"> {
   const connect = Deno.connect;
   const post = uncurry(port.postMessage as (message: unknown, transfer: Transferable[]) => void);
   const pong = encodeFrame(JSONStringify({ t: "pong" }));
   const connected = PromiseWithResolvers<SocketConn>();
+  let conn: SocketConn | undefined;
   const relay = portChannel(port);
   let mode: "socket" | "relay" | undefined;
   let opening = false;
-  const writeAll = (conn: SocketConn, bytes: Uint8Array) => {
-    const done = PromiseWithResolvers<void>();
-    const length = TypedArrayPrototypeGetLength(bytes);
-    const step = (at: number) =>
-      onSettled(conn.write(TypedArrayPrototypeSubarray(bytes, at, length)), (wrote) => {
-        if (at + wrote < length) step(at + wrote);
-        else done.resolve();
-      }, done.reject);
-    step(0);
-    return done.promise;
-  };
   return {
     input(onBytes, onEnd) {
       let ended = false;
@@ -174,21 +193,19 @@ function socketChannel(port: BytePort, socket: string): Pick<Taken, "input" | "s
       };
       const open = (token: string) => {
         onSettled(connect({ transport: "unix", path: socket }), (made) => {
-          const read = uncurry(made.read as SocketConn["read"]);
-          const write = uncurry(made.write as SocketConn["write"]);
-          const conn: SocketConn = {
-            read: (buffer) => read(made, buffer),
-            write: (bytes) => write(made, bytes),
-          };
-          const buffer = new SafeUint8Array(SOCKET_READ_BYTES);
+          const taken = socketConn(made);
+          // Its bytes handled before the next read, which reuses their buffer (the channel's
+          // decoder copies what it keeps).
           const next = () =>
-            onSettled(conn.read(buffer), (read) => {
-              if (read === null) return end();
-              onBytes(viewOfBytes(buffer, 0, read));
+            onSettled(taken.read(), (result) => {
+              if (result.done) return end();
+              onBytes(result.value);
+              taken.done(result.value);
               next();
             }, end);
-          onSettled(writeAll(conn, TextEncoderPrototypeEncode(socketEncoder, token)), () => {
-            connected.resolve(conn);
+          onSettled(taken.write(TextEncoderPrototypeEncode(socketEncoder, token)), () => {
+            conn = taken;
+            connected.resolve(taken);
             next();
           }, end);
         }, end);
@@ -212,10 +229,11 @@ function socketChannel(port: BytePort, socket: string): Pick<Taken, "input" | "s
     },
     stdout: {
       write(bytes) {
+        if (conn) return conn.write(bytes);
         if (mode !== "socket") return relay.stdout.write(bytes);
         const done = PromiseWithResolvers<void>();
-        onSettled(connected.promise, (conn) => {
-          onSettled(writeAll(conn, bytes), () => done.resolve(), done.reject);
+        onSettled(connected.promise, (ready) => {
+          onSettled(ready.write(bytes), () => done.resolve(), done.reject);
         }, done.reject);
         return done.promise;
       },
