@@ -8,8 +8,9 @@
  * - memory of an idle container process;
  * and, the same as the single executable, cold starts and idle memory; first, the route in
  * both modes against workerd, with the CPU time per request of each thread (mcm_route.ts).
- * `--only mcm` also runs mcm_spares.ts, mcm_density.ts (memory per microservice with 1, 20 and 100 of one client in
- * its process, starts into a running client's process, requests) and mcm_download.ts.
+ * `--only mcm` also runs mcm_spares.ts, mcm_density.ts (memory per microservice with 1, 20 and
+ * 100 of one client in its process, starts into a running client's process, requests) and
+ * mcm_download.ts.
  *
  * @module
  */

@@ -3,7 +3,10 @@
  * sandbox/host/tenant_host.ts): the process, and a ContainerPipe for each container in it, so that a
  * container's channel (container_channel.ts) runs the same over a slot of this process as over
  * a process of its own. What the process says is untrusted: a malformed frame ends it (an event
- * type or field this node does not know is ignored).
+ * type or field this node does not know is ignored). Where the process has a socket
+ * (channel_socket.ts), a container's channel runs over its worker's own connection to it
+ * (the pipe's `direct`), not over its slot: the process's main thread then only opens, closes
+ * and kills containers, and reports on them.
  *
  * The process reports its containers' figures about every 500 ms (usage events): the latest and
  * their trend are kept per slot. When the process dies with containers in it, the node judges

@@ -9,10 +9,13 @@
  * the next container takes: a start is then the take and the microservice's own load (about
  * 8 ms). Its memory (about 6 MiB) is the process's, not a container's.
  *
- * The node speaks to it in group frames (group_frames.ts): `open` a container on a slot, its
- * channel's bytes on that slot (relayed to and from the worker's byte port unparsed), `close`
+ * The node speaks to it in group frames (group_frames.ts): `open` a container on a slot, `close`
  * or `kill` it; the process answers `ended` with the code and reason the container would have
- * had as a process of its own.
+ * had as a process of its own. A container's channel does not cross this thread where the node
+ * listens on a socket for the process (`group SOCKET`, src/mcm/runtime/channel_socket.ts): its
+ * `open` carries a token, which this thread hands the worker, and the worker connects and
+ * speaks to the node itself (its permissions: that socket's path, nothing else). Otherwise its
+ * bytes come and go on its slot, relayed to and from the worker's byte port unparsed.
  *
  * Memory: each worker's heap and external memory is checked against its MCM.MEMORY_MB from its
  * samples (watchdog.ts), and V8's heap limit (the process's --max-old-space-size) applies to
@@ -25,9 +28,9 @@
  * host_globals.ts), and this thread cannot read another thread's: Deno refuses /proc (even
  * /proc/self/task, even through a link) to any process without --allow-all, and a web Worker's
  * CPU time (Node's `worker.cpuUsage()`) is not exposed. So the process's CPU time is measured,
- * less this thread's own (measured exactly: the relaying and the node's frames are the node's
+ * less this thread's own (measured exactly: any relaying and the node's frames are the node's
  * work, never a container's), and shared out among the workers by how busy each was seen
- * (tenant_limits.ts, watchCpu): pinged at random moments through its channel (busy_probe.ts),
+ * (tenant_limits.ts, watchCpu): pinged at random moments through its byte port (busy_probe.ts),
  * a busy thread answers late; its periodic reports come late too; a worker serving a request
  * may have used any of it (and is not charged for that time). The lateness of the last
  * seconds decides, squared (a busy spell delays tens of ms, a loaded machine's scheduler a
