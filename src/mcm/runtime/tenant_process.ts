@@ -59,7 +59,7 @@ function enqueue(
 }
 
 /** Bytes read from a worker's connection at once, at most. */
-const DIRECT_READ_BYTES = 64 * 1024;
+const DIRECT_READ_BYTES = 32 * 1024;
 
 /**
  * A slot's channel over its worker's own connection (channel_socket.ts), without streams: bytes
