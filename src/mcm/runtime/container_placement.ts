@@ -121,18 +121,25 @@ export class ProcessPerClient {
     const spare = request.cold ? undefined : this.#options.spares?.take(profile);
     const { runtimeDir, bundlesDir, storageRoot, readEnv, channelsDir } = this.#options;
     const socket = spare ? spare.socket : channelsDir ? ChannelSocket.open(channelsDir) : undefined;
-    const child = spare?.child ??
-      spawnContainer(
-        runtimeDir,
-        {
-          read: [bundlesDir, storageRoot],
-          write: storageRoot,
-          profile,
-          group: true,
-          socket: socket?.path,
-        },
-        readEnv,
-      );
+    let child: Deno.ChildProcess;
+    try {
+      child = spare?.child ??
+        spawnContainer(
+          runtimeDir,
+          {
+            read: [bundlesDir, storageRoot],
+            write: storageRoot,
+            profile,
+            group: true,
+            socket: socket?.path,
+          },
+          readEnv,
+        );
+    } catch (error) {
+      // No process to hear on it.
+      socket?.close();
+      throw error;
+    }
     const entry = {
       client,
       profile,

@@ -115,16 +115,23 @@ export class SparePool {
   #spawn(profile: ProcessProfile): void {
     const { bundlesDir, storageRoot, group, channelsDir } = this.#options;
     const socket = group && channelsDir ? ChannelSocket.open(channelsDir) : undefined;
-    const child = spawnContainer(
-      this.#options.runtimeDir,
-      {
-        read: [bundlesDir, storageRoot],
-        write: storageRoot,
-        profile,
-        ...(group ? { group: true, socket: socket?.path } : { spare: true }),
-      },
-      this.#options.readEnv,
-    );
+    let child: Deno.ChildProcess;
+    try {
+      child = spawnContainer(
+        this.#options.runtimeDir,
+        {
+          read: [bundlesDir, storageRoot],
+          write: storageRoot,
+          profile,
+          ...(group ? { group: true, socket: socket?.path } : { spare: true }),
+        },
+        this.#options.readEnv,
+      );
+    } catch (error) {
+      // No process to hear on it.
+      socket?.close();
+      throw error;
+    }
     const spare = { child, profile, socket };
     this.#idle.push(spare);
     child.status.then(async (status) => {
