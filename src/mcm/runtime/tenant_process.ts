@@ -16,7 +16,7 @@
  * @module
  */
 import { EXIT_REASON_PREFIX } from "../sandbox/channel_protocol.ts";
-import type { ChannelSocket, ExpectedConnection } from "./channel_socket.ts";
+import { type ChannelSocket, directPipe, type ExpectedConnection } from "./channel_socket.ts";
 import type { ContainerPipe, ExitStatus } from "./container_process.ts";
 import { type ContainerUsage, UsageHistory } from "./container_usage.ts";
 import {
@@ -56,47 +56,6 @@ function enqueue(
   } catch {
     // Cancelled: the channel stopped reading it.
   }
-}
-
-/** Bytes read from a worker's connection at once, at most. */
-const DIRECT_READ_BYTES = 32 * 1024;
-
-/**
- * A slot's channel over its worker's own connection (channel_socket.ts), without streams: bytes
- * written before it came wait for it; a slot whose worker never connects reads as ended. Its
- * stdin only closes (`close` tells the process: the worker hears it from its main thread, as
- * without a connection); its stdout is empty.
- */
-function directPipe(
-  direct: ExpectedConnection,
-  close: () => void,
-): Pick<ContainerPipe, "stdin" | "stdout" | "direct"> {
-  return {
-    stdin: new WritableStream<Uint8Array>({ close, abort: close }),
-    stdout: new ReadableStream<Uint8Array>({ start: (controller) => controller.close() }),
-    direct: {
-      write: async (bytes) => {
-        const conn = await direct.conn;
-        try {
-          for (let at = 0; conn && at < bytes.length;) at += await conn.write(bytes.subarray(at));
-        } catch {
-          // The worker is gone: its end finishes the slot.
-        }
-      },
-      read: async (onChunk) => {
-        const conn = await direct.conn;
-        // Each chunk its own copy: the channel's decoder (src/tunnel/pipe_frames.ts) may keep it.
-        const buffer = new Uint8Array(DIRECT_READ_BYTES);
-        try {
-          for (let read = await conn?.read(buffer); read; read = await conn!.read(buffer)) {
-            onChunk(buffer.slice(0, read));
-          }
-        } catch {
-          // Closed: the slot ended.
-        }
-      },
-    },
-  };
 }
 
 /** A container's slot, as the process's reader feeds it. */
