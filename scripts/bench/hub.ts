@@ -33,6 +33,8 @@ async function connectionRow(hub: TestHub, token: string): Promise<string[]> {
       "run",
       "--allow-net=127.0.0.1",
       "--allow-read",
+      // The shared fixtures it imports (testing/) read their settings from the environment.
+      "--allow-env",
       new URL("./hub_clients.ts", import.meta.url).pathname,
       hub.url,
       token,
