@@ -55,7 +55,16 @@ export function requireApiKey(
   apiKey: string,
   wrongKeyStatus: 401 | 403 = 403,
 ): void {
-  const token = bearerToken(request);
+  requireApiKeyIn(request.headers.get("authorization"), apiKey, wrongKeyStatus);
+}
+
+/** `requireApiKey` on the value of the request's Authorization header (null: none). */
+export function requireApiKeyIn(
+  authorization: string | null,
+  apiKey: string,
+  wrongKeyStatus: 401 | 403 = 403,
+): void {
+  const token = bearerOf(authorization);
   if (token === undefined) throw missingCredentials("API key");
   if (token === "" || !secretsEqual(token, apiKey)) {
     throw wrongKeyStatus === 401

@@ -41,6 +41,11 @@ export interface RequestContext {
   readonly hubAccount: string | undefined;
   /** Path parameters of the matched route, as sent. */
   params: Record<string, string>;
+  /**
+   * A header of the request as `request.headers.get` gives it (`name` in lower case), read
+   * without building the Request when it was given by its parts.
+   */
+  header(name: string): string | null;
 }
 
 /** A step that answers a request. */
@@ -56,9 +61,36 @@ export interface Origin {
   hubAccount?: string;
 }
 
-/** The context of one request; the peer's address is an op call, so it is read on demand. */
+/**
+ * A request known by its parts (a tunnelled one), its Request built only when a step reads it:
+ * building one validates and copies every header, the largest cost of a small tunnelled GET.
+ */
+export interface RequestParts {
+  /** The method, as Request would normalize it (the tunnel passes only GET and HEAD). */
+  readonly method: string;
+  /** The path and query string, as the Request's URL would hold them. */
+  readonly target: string;
+  /** Builds the Request; called at most once per request. */
+  request(): Request;
+  /** What the Request's `headers.get(name)` would give (`name` in lower case). */
+  header(name: string): string | null;
+}
+
+/** The path and query of a request target (`/path?query`). */
+function splitTarget(target: string): { path: string; search: string } {
+  const query = target.indexOf("?");
+  return query < 0
+    ? { path: target, search: "" }
+    : { path: target.slice(0, query), search: target.slice(query) };
+}
+
+/**
+ * The context of one request; the peer's address is an op call, so it is read on demand, and a
+ * request given by its parts is built when first read.
+ */
 class Context implements RequestContext {
-  readonly request: Request;
+  #request: Request | undefined;
+  readonly #parts: RequestParts | undefined;
   readonly path: string;
   readonly search: string;
   readonly apiKeyGranted: boolean;
@@ -66,13 +98,28 @@ class Context implements RequestContext {
   params: Record<string, string> = {};
   readonly #info: Deno.ServeHandlerInfo | undefined;
 
-  constructor(request: Request, url: { path: string; search: string }, origin: Origin) {
-    this.request = request;
+  constructor(
+    request: Request | RequestParts,
+    url: { path: string; search: string },
+    origin: Origin,
+  ) {
+    if (request instanceof Request) this.#request = request;
+    else this.#parts = request;
     this.path = url.path;
     this.search = url.search;
     this.apiKeyGranted = origin.apiKeyGranted === true;
     this.hubAccount = origin.hubAccount;
     this.#info = origin.info;
+  }
+
+  get request(): Request {
+    return this.#request ??= this.#parts!.request();
+  }
+
+  header(name: string): string | null {
+    return this.#request === undefined && this.#parts
+      ? this.#parts.header(name)
+      : this.#request!.headers.get(name);
   }
 
   /** The peer's address; "" when unknown (Deno forgets it once a request is upgraded). */
@@ -197,21 +244,36 @@ export class Pipeline {
     if (request.method === "OPTIONS") {
       return new Response(null, { status: 204, headers: this.#preflight });
     }
-    const context = new Context(request, splitUrl(request.url), origin);
+    return this.#run(request.method, new Context(request, splitUrl(request.url), origin));
+  }
+
+  /**
+   * Serves a request given by its parts, as `serve` would serve the Request they make: the
+   * Request is built only if a step reads it (a tunnelled GET answered from the route alone
+   * needs none).
+   */
+  serveParts(parts: RequestParts, origin: Origin = {}): Response | Promise<Response> {
+    if (parts.method === "OPTIONS") {
+      return new Response(null, { status: 204, headers: this.#preflight });
+    }
+    return this.#run(parts.method, new Context(parts, splitTarget(parts.target), origin));
+  }
+
+  #run(method: string, context: Context): Response | Promise<Response> {
     try {
-      const answer = this.#answer(context);
+      const answer = this.#answer(method, context);
       return answer instanceof Promise
-        ? answer.then((response) => this.#out(response), (error) => this.#failed(error, request))
+        ? answer.then((response) => this.#out(response), (error) => this.#failed(error, context))
         : this.#out(answer);
     } catch (error) {
-      return this.#failed(error, request);
+      return this.#failed(error, context);
     }
   }
 
-  #answer(context: RequestContext): Response | Promise<Response> {
+  #answer(method: string, context: RequestContext): Response | Promise<Response> {
     const early = this.#options.before?.(context);
     if (early) return early;
-    const found = this.#tree.find(context.request.method, context.path);
+    const found = this.#tree.find(method, context.path);
     if (found.kind === "match") {
       // Decided on the route matched, not on the path's spelling (`//jsonrpc/v1` is this route).
       if (found.value.local && this.#options.isRemote?.(context)) {
@@ -230,7 +292,7 @@ export class Pipeline {
       const allow = [...methods, "OPTIONS"].join(", ");
       return found.other.format(
         405,
-        `${context.request.method} is not allowed here; use ${allow}`,
+        `${method} is not allowed here; use ${allow}`,
         {
           Allow: allow,
         },
@@ -239,8 +301,8 @@ export class Pipeline {
     return this.#notFound(context);
   }
 
-  #failed(error: unknown, request: Request): Response {
-    return this.#out(responseForError(error, request, this.#format));
+  #failed(error: unknown, context: RequestContext): Response {
+    return this.#out(responseForError(error, context.request, this.#format));
   }
 
   #out(response: Response): Response {

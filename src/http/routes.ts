@@ -8,7 +8,7 @@
  */
 import * as v from "valibot";
 import { Invalid } from "../errors/mod.ts";
-import { requireApiKey } from "./auth.ts";
+import { requireApiKeyIn } from "./auth.ts";
 import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
 import type { StatusOverrides } from "./error_statuses.ts";
 import { readJson, requireContentType } from "./input.ts";
@@ -140,11 +140,11 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
         ? { ...noQuery.output as Record<string, unknown> }
         : validate(route.query, queryOf(search), "query");
     const input = (context: RequestContext, auth: unknown) => {
-      const { request } = context;
       const params = validate(route.params, context.params, "path");
       const query = queryIn(context.search);
       if (route.body.kind === "json") {
         const spec = route.body;
+        const { request } = context;
         return readJson(request, spec.contentTypes, spec.untyped).then((json) => {
           if (typeof json !== "object" || json === null || Array.isArray(json)) {
             throw new Invalid("body must be a JSON object");
@@ -153,8 +153,21 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
           return handler({ params, query, body, auth, request, context });
         });
       }
-      if (route.body.kind === "stream") requireContentType(request, route.body.contentTypes);
-      return handler({ params, query, body: undefined, auth, request, context });
+      if (route.body.kind === "stream") {
+        requireContentType(context.request, route.body.contentTypes);
+      }
+      // The Request is read from the context when the handler reads it: one given by its parts
+      // (pipeline.ts serveParts) is built only then.
+      return handler({
+        params,
+        query,
+        body: undefined,
+        auth,
+        get request() {
+          return context.request;
+        },
+        context,
+      });
     };
     const respond = (context: RequestContext): Response | Promise<Response> => {
       if (options.authorize) {
@@ -162,7 +175,7 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
         return auth instanceof Promise ? auth.then((a) => input(context, a)) : input(context, auth);
       }
       if (needsKey && !context.apiKeyGranted) {
-        requireApiKey(context.request, options.apiKey, options.wrongKeyStatus);
+        requireApiKeyIn(context.header("authorization"), options.apiKey, options.wrongKeyStatus);
       }
       return preparedAnswer?.(context) ?? input(context, undefined);
     };

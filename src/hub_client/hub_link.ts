@@ -18,6 +18,7 @@ import { TUNNEL_PROTOCOL } from "../tunnel/wire_frames.ts";
 import { RAW_WELCOME_MS, TransportChoice } from "./hub_transport.ts";
 import { DescriptionUpdates } from "./description_updates.ts";
 import { nodeTunnel, type TunnelOrigin } from "./tunnel_requests.ts";
+import type { RequestParts } from "../http/pipeline.ts";
 import { type BepInfo, pingThroughHub, type SepInfo } from "./sep_info.ts";
 
 export type { BepInfo, SepInfo };
@@ -33,6 +34,8 @@ export interface LinkHost {
   describe(): NodeDescription;
   /** The node's HTTP handler, for tunnelled requests. */
   serve(request: Request, origin: TunnelOrigin): Promise<Response>;
+  /** The same handler for a request given by its parts (tunnel_requests.ts); optional. */
+  serveParts?(parts: RequestParts, origin: TunnelOrigin): Response | Promise<Response>;
   /** The node's HTTP port. */
   port(): number;
 }

@@ -7,6 +7,8 @@
 import { Invalid } from "../errors/mod.ts";
 import { bearerOf } from "../http/auth.ts";
 import { statusCodeError } from "../http/errors.ts";
+import type { RequestParts } from "../http/pipeline.ts";
+import { readyAnswerOf } from "../http/reply.ts";
 import { type Identity, SCOPES } from "../identity/identity.ts";
 import { TokenError } from "../identity/token_verifier.ts";
 import { CALLER_ACCOUNT_HEADER, VIA_HEADER } from "../tunnel/routing.ts";
@@ -34,6 +36,12 @@ export interface TunnelContext {
    * is the account the hub verified the caller's token for.
    */
   serve(request: Request, origin: TunnelOrigin): Promise<Response>;
+  /**
+   * The node's HTTP handler for a request given by its parts (Pipeline.serveParts): a bodiless
+   * GET or HEAD whose Request is built only if the handler reads it. Without it every request is
+   * a Request, and every answer is read from its Response.
+   */
+  serveParts?(parts: RequestParts, origin: TunnelOrigin): Response | Promise<Response>;
   /** The node's HTTP port (the sep info's x-edge-port). */
   port: number;
   identity: Identity;
@@ -91,16 +99,31 @@ function atMost(limit: number): TransformStream<Uint8Array, Uint8Array> {
 }
 
 /**
- * Builds the Request the node's handler sees, and whether its account token stands in for the
- * API key: only this code can say so, so no header can fake it.
+ * Whether the request's account token stands in for the API key: only this code can say so, so
+ * no header can fake it. Read from the pairs the Request is made of (and so validated by): the
+ * same values.
  */
-async function tunnelledRequest(
+async function accountGranted(message: WireRequest, context: TunnelContext): Promise<boolean> {
+  const token = bearerOf(headerOf(message.headers, "authorization"));
+  if (!token) return false;
+  try {
+    await context.identity.checkAccountToken(token, SCOPES.clusters);
+    return true;
+  } catch (error) {
+    // Not an account token of this node: the request is checked as any other.
+    if (!(error instanceof TokenError)) throw error;
+    return false;
+  }
+}
+
+/** The Request the node's handler sees. */
+function tunnelledRequest(
   message: WireRequest,
   body: BodyInit | null,
   context: TunnelContext,
-): Promise<{ request: Request; apiKeyGranted: boolean }> {
+): Request {
   const declared = message.headers.find(([name]) => name.toLowerCase() === "content-length")?.[1];
-  const request = new Request(`http://localhost:${context.port}${message.path}`, {
+  return new Request(`http://localhost:${context.port}${message.path}`, {
     method: message.method,
     // The pairs as they are: a Headers object here would be converted (validated, copied) twice.
     headers: withVia(message.headers),
@@ -114,18 +137,58 @@ async function tunnelledRequest(
     // @ts-ignore: Deno needs duplex for a streamed body; lib.dom lacks it.
     duplex: "half",
   });
-  // Read from the pairs the Request was made of (and so validated by): the same values.
-  const token = bearerOf(headerOf(message.headers, "authorization"));
-  if (token) {
-    try {
-      await context.identity.checkAccountToken(token, SCOPES.clusters);
-      return { request, apiKeyGranted: true };
-    } catch (error) {
-      // Not an account token of this node: the request is checked as any other.
-      if (!(error instanceof TokenError)) throw error;
-    }
+}
+
+/**
+ * A target the URL parser leaves as it is (no character it escapes, no dot segment, which it
+ * would resolve): the path and query the Request's URL would hold, without building it.
+ */
+const PLAIN_TARGET = /^\/[A-Za-z0-9\-._~!$&()*+,;=:@%\/?]*$/;
+const DOT_SEGMENT = /\/\.|%2e/i;
+/** A header name Headers takes (an HTTP token). */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A header value Headers takes as it is (no NUL, CR, LF, nothing beyond one byte). */
+const HEADER_VALUE = /^[^\0\r\n\u0100-\uffff]*$/;
+
+/**
+ * Whether the request may be served from its parts: a bodiless GET or HEAD whose Request, when
+ * built, holds exactly these parts and would not be refused (so building it later, or never,
+ * answers the same). Anything else is built first, as before.
+ */
+function servableAsParts(message: WireRequest, body: BodyInit | null): boolean {
+  if (body !== null || (message.method !== "GET" && message.method !== "HEAD")) return false;
+  const target = message.path;
+  if (!PLAIN_TARGET.test(target)) return false;
+  const query = target.indexOf("?");
+  if (DOT_SEGMENT.test(query < 0 ? target : target.slice(0, query))) return false;
+  for (const [name, value] of message.headers) {
+    if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(value)) return false;
   }
-  return { request, apiKeyGranted: false };
+  return true;
+}
+
+const encoder = new TextEncoder();
+
+/** The node's answer to a tunnelled request on its own port. */
+async function answerOf(
+  message: WireRequest,
+  body: BodyInit | null,
+  context: TunnelContext,
+): Promise<Response> {
+  const apiKeyGranted = await accountGranted(message, context);
+  // The hub set it (and dropped any the caller sent): the account of the token it verified.
+  const hubAccount = headerOf(message.headers, CALLER_ACCOUNT_HEADER) ?? undefined;
+  const origin = { apiKeyGranted, hubAccount };
+  if (context.serveParts && servableAsParts(message, body)) {
+    return await context.serveParts({
+      method: message.method,
+      target: message.path,
+      request: () => tunnelledRequest(message, null, context),
+      // The Request's pairs are withVia's: exactly one x-edge-via, "hub".
+      header: (name) => name === VIA_HEADER ? "hub" : headerOf(message.headers, name),
+    }, origin);
+  }
+  return await context.serve(tunnelledRequest(message, body, context), origin);
 }
 
 /** Serves one tunnelled request; the body stream must be claimed before anything awaits. */
@@ -141,18 +204,27 @@ export function serveTunnelled(message: WireRequest, context: TunnelContext): vo
         `this node serves port ${context.port} through the hub, not ${message.port}`,
       );
     } else {
-      const { request, apiKeyGranted } = await tunnelledRequest(message, body, context);
-      // The hub set it (and dropped any the caller sent): the account of the token it verified.
-      const hubAccount = headerOf(message.headers, CALLER_ACCOUNT_HEADER) ?? undefined;
-      response = await context.serve(request, { apiKeyGranted, hubAccount });
+      response = await answerOf(message, body, context);
     }
-    await mux.send(stream, {
-      t: "res",
-      s: stream,
-      status: response.status,
-      headers: [...response.headers],
-      body: response.body !== null,
-    }, response.body);
+    // A JSON answer's parts are known: neither its headers nor its body stream are read.
+    const ready = context.serveParts ? readyAnswerOf(response) : undefined;
+    if (ready) {
+      await mux.send(stream, {
+        t: "res",
+        s: stream,
+        status: ready.status,
+        headers: ready.headers,
+        body: true,
+      }, encoder.encode(ready.text));
+    } else {
+      await mux.send(stream, {
+        t: "res",
+        s: stream,
+        status: response.status,
+        headers: [...response.headers],
+        body: response.body !== null,
+      }, response.body);
+    }
     // The handler did not read the whole request body: stop the hub from sending the rest.
     if (mux.receiving(stream)) mux.cancel(stream, "the response is complete");
   })().catch((error) => {
@@ -170,7 +242,7 @@ export interface NodeTunnel {
 /** Opens the node's end of the tunnel over `socket` (its binary messages, after the welcome). */
 export function nodeTunnel(
   socket: TunnelSocket,
-  host: Pick<TunnelContext, "serve" | "identity"> & { port(): number },
+  host: Pick<TunnelContext, "serve" | "serveParts" | "identity"> & { port(): number },
 ): NodeTunnel {
   const mux = new StreamMux(new FrameBatcher(socket).send, TUNNEL_SESSION);
   const frames: FrameSink = {
@@ -178,6 +250,7 @@ export function nodeTunnel(
       serveTunnelled(head as WireRequest, {
         mux,
         serve: host.serve,
+        serveParts: host.serveParts,
         port: host.port(),
         identity: host.identity,
       }),

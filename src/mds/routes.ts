@@ -20,7 +20,9 @@ const CLUSTERS = ["linkLocal", "account", "proximity"];
 
 /** The handlers of the mds service. */
 export const mdsHandlers: MeshHandlers<typeof mdsRoutes> = (identity, linkLocal, hub) => ({
-  listNodes: async ({ query, request }) => {
+  // The Request is read only where it is needed: a tunnelled ping is answered without one.
+  listNodes: async (input) => {
+    const { query } = input;
     if (query.ping) {
       const id = identity.nodeId;
       if (!query.challenge) return json(200, { data: { id } });
@@ -34,7 +36,7 @@ export const mdsHandlers: MeshHandlers<typeof mdsRoutes> = (identity, linkLocal,
     if (!CLUSTERS.includes(clusters)) {
       throw new Invalid(`unknown clusters '${clusters}': use ${CLUSTERS.join(", ")}`);
     }
-    const token = requireBearer(request, "edge access token");
+    const token = requireBearer(input.request, "edge access token");
     await identity.checkAccountToken(token, SCOPES.clusters); // TokenError: Forbidden.
     const listing = clusters === "linkLocal" ? localLinkListing(linkLocal) : {
       nodes: (await requireHub(hub, `clusters=${clusters}`).list(clusters as "account"))

@@ -175,6 +175,7 @@ async function openDiscovery(
       identity,
       describe: () => linkLocal.self(),
       serve: (request, origin) => Promise.resolve(pipeline.serve(request, origin)),
+      serveParts: (parts, origin) => pipeline.serveParts(parts, origin),
       port: () => listening.port,
     })
     : undefined;
