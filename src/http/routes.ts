@@ -113,6 +113,25 @@ export function queryOf(search: string): Record<string, string> {
   return query;
 }
 
+/**
+ * A handler's input without a body, whose Request is read from the context when the handler
+ * reads it: one given by its parts (pipeline.ts serveParts) is built only then. A class, so that
+ * every input has one shape and the getter sits on the prototype.
+ */
+class BodilessInput implements OperationInput<RouteSpec, unknown> {
+  readonly body = undefined;
+  constructor(
+    readonly params: unknown,
+    readonly query: unknown,
+    readonly auth: unknown,
+    readonly context: RequestContext,
+  ) {}
+
+  get request(): Request {
+    return this.context.request;
+  }
+}
+
 type AnyHandler = (input: OperationInput<RouteSpec, unknown>) => Response | Promise<Response>;
 
 /** Registers every operation of `routes` under every prefix. */
@@ -156,18 +175,7 @@ export function mountRoutes<T extends Record<string, RouteSpec>, A = undefined>(
       if (route.body.kind === "stream") {
         requireContentType(context.request, route.body.contentTypes);
       }
-      // The Request is read from the context when the handler reads it: one given by its parts
-      // (pipeline.ts serveParts) is built only then.
-      return handler({
-        params,
-        query,
-        body: undefined,
-        auth,
-        get request() {
-          return context.request;
-        },
-        context,
-      });
+      return handler(new BodilessInput(params, query, auth, context));
     };
     const respond = (context: RequestContext): Response | Promise<Response> => {
       if (options.authorize) {
