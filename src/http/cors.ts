@@ -23,6 +23,25 @@ export function withCors<R extends Response>(response: R): R {
   return response;
 }
 
+const CORS_ORIGIN_NAME = "access-control-allow-origin";
+
+/**
+ * Marks `response` (made of the header list `pairs`) as carrying CORS when a pair names
+ * Access-Control-Allow-Origin: what the pipeline would learn by asking its headers, which makes
+ * Deno build them as an object and drop the native copy it prepared for serving them.
+ */
+export function markCorsListed(
+  response: Response,
+  pairs: readonly (readonly string[])[],
+): void {
+  for (const [name] of pairs) {
+    if (name.length === CORS_ORIGIN_NAME.length && name.toLowerCase() === CORS_ORIGIN_NAME) {
+      withCors(response);
+      return;
+    }
+  }
+}
+
 /** Whether `withCors` marked the response. */
 export function carriesCors(response: Response): boolean {
   return (response as unknown as Record<symbol, boolean | undefined>)[CORS_MADE] === true;

@@ -13,6 +13,7 @@ import { SCOPES } from "../identity/identity.ts";
 import { TokenError, type TokenVerifier } from "../identity/token_verifier.ts";
 import { FROM_NODE, type MessageOf, parseMessage } from "../tunnel/messages.ts";
 import { MuxRequests } from "../tunnel/mux_requests.ts";
+import { markCorsListed } from "../http/cors.ts";
 import { onSocket, RawTunnelSocket, type TunnelSocket } from "../tunnel/raw_socket.ts";
 import { StreamMux } from "../tunnel/stream_mux.ts";
 import {
@@ -85,7 +86,11 @@ export class NodeSession {
     this.#host = host;
     this.#origin = origin;
     this.#mux = new StreamMux(new FrameBatcher(socket).send, TUNNEL_SESSION);
-    this.#requests = new MuxRequests(this.#mux);
+    this.#requests = new MuxRequests(
+      this.#mux,
+      // The hub's pipeline then need not read the answer's headers for it.
+      (response, head) => markCorsListed(response, head.headers),
+    );
     this.#frames = {
       head: (head) => this.#requests.onResponse(head as WireResponse),
       data: (stream, bytes) => this.#mux.onBody(stream, bytes),

@@ -22,10 +22,16 @@ export type RequestHead = Omit<RequestMessage, "t" | "s" | "body" | "inline">;
 export class MuxRequests {
   readonly #mux: StreamMux;
   readonly #pending = new Map<number, PromiseWithResolvers<Response>>();
+  readonly #made: ((response: Response, head: ResponseHead) => void) | undefined;
   #nextStream = 1;
 
-  constructor(mux: StreamMux) {
+  /**
+   * `made`: sees each Response as it is made from its head, before anyone awaits it (the hub
+   * marks what its pipeline need not read from the Response's headers).
+   */
+  constructor(mux: StreamMux, made?: (response: Response, head: ResponseHead) => void) {
     this.#mux = mux;
+    this.#made = made;
   }
 
   /** Requests waiting for their response head. */
@@ -58,12 +64,15 @@ export class MuxRequests {
     if (!pending) return;
     const body = this.#mux.bodyOf(message.s, message);
     try {
+      let response: Response;
       if (NULL_BODY.has(message.status)) {
         if (body instanceof ReadableStream) body.cancel().catch(() => {});
-        pending.resolve(new Response(null, { status: message.status, headers: message.headers }));
+        response = new Response(null, { status: message.status, headers: message.headers });
       } else {
-        pending.resolve(new Response(body, { status: message.status, headers: message.headers }));
+        response = new Response(body, { status: message.status, headers: message.headers });
       }
+      this.#made?.(response, message);
+      pending.resolve(response);
     } catch (error) {
       this.#mux.cancel(message.s, "the response is malformed");
       pending.reject(new UpstreamFailed(`malformed response: ${(error as Error).message}`));
