@@ -102,11 +102,26 @@ export interface MountOptions<A = undefined> {
   authorize?: (context: RequestContext, needsKey: boolean) => A | Promise<A>;
 }
 
+/** A query string whose pairs URLSearchParams takes as they are: nothing to decode. */
+const PLAIN_QUERY = /^\??[^%+\u0080-\uffff]*$/;
+
+/** The pairs of a plain query string, as URLSearchParams gives them (no iterator, no op). */
+function plainPairs(search: string): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const piece of search.slice(search.startsWith("?") ? 1 : 0).split("&")) {
+    if (piece === "") continue;
+    const equals = piece.indexOf("=");
+    pairs.push(equals < 0 ? [piece, ""] : [piece.slice(0, equals), piece.slice(equals + 1)]);
+  }
+  return pairs;
+}
+
 /** The query string as an object; a parameter given twice is invalid. */
 export function queryOf(search: string): Record<string, string> {
   const query: Record<string, string> = {};
   if (search.length <= 1) return query;
-  for (const [key, value] of new URLSearchParams(search)) {
+  const pairs = PLAIN_QUERY.test(search) ? plainPairs(search) : new URLSearchParams(search);
+  for (const [key, value] of pairs) {
     if (key in query) throw new Invalid(`query parameter '${key}' is given more than once`);
     query[key] = value;
   }
