@@ -18,7 +18,10 @@
 import { ConfigError } from "../config/config_error.ts";
 import { carriesCors, preflightHeaders } from "./cors.ts";
 import { type ErrorFormat, errorResponse, responseForError } from "./errors.ts";
+import { splitTarget, splitUrl } from "./request_target.ts";
 import { RouteTree } from "./route_tree.ts";
+
+export { splitUrl };
 
 /** What the pipeline knows of a request, handed to every step instead of side tables. */
 export interface RequestContext {
@@ -74,14 +77,6 @@ export interface RequestParts {
   request(): Request;
   /** What the Request's `headers.get(name)` would give (`name` in lower case). */
   header(name: string): string | null;
-}
-
-/** The path and query of a request target (`/path?query`). */
-function splitTarget(target: string): { path: string; search: string } {
-  const query = target.indexOf("?");
-  return query < 0
-    ? { path: target, search: "" }
-    : { path: target.slice(0, query), search: target.slice(query) };
 }
 
 /**
@@ -150,16 +145,6 @@ export interface PipelineOptions {
   allowHeaders?: readonly string[];
   /** Response statuses whose headers stay as they are (101: the WebSocket upgrade). */
   keepHeadersOf?: readonly number[];
-}
-
-/** The path and query of a request URL, without parsing all of it (this runs per request). */
-export function splitUrl(url: string): { path: string; search: string } {
-  const start = url.indexOf("/", url.indexOf("//") + 2);
-  if (start < 0) return { path: "/", search: "" };
-  const query = url.indexOf("?", start);
-  return query < 0
-    ? { path: url.slice(start), search: "" }
-    : { path: url.slice(start, query), search: url.slice(query) };
 }
 
 /** How one route answers besides its step. */
