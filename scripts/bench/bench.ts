@@ -3,8 +3,10 @@
  * tools.ts) and prints one table, every figure beside baselines measured in the same run
  * (baselines/: the programs compared with).
  * - the request path (request_path.ts): GET /models/{id} and JSON-RPC getMe next to the same
- *   routes in Hono on Deno (npm:hono), and the trivial microservice next to workerd
- *   (npm:workerd) and a bare Deno.serve; medians of three interleaved rounds of wrk on one core.
+ *   routes in Hono on Deno (npm:hono: answering the same JSON alone, and with the node's contract
+ *   besides: CORS, the header reads) and a bare Deno.serve, and the trivial microservice next to
+ *   workerd (npm:workerd) and a bare Deno.serve; medians of three interleaved rounds of wrk on one
+ *   core, with each server's CPU time per request.
  * - the model registry (store.ts): uploads and downloads with curl next to cp, dd, nginx's
  *   WebDAV PUT and a bare Deno.serve, the node's peak RSS, listings with wrk.
  * - discovery (discovery.ts): joining, verifying 50 nodes, listing them.

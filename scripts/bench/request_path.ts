@@ -2,8 +2,10 @@
  * The request path for `deno task bench` (alone: `deno task bench --only requests`): requests/s
  * of three of the node's routes next to what a user would run instead, in the same run:
  * - GET /ai/store/v1/models/{id} and JSON-RPC getMe (POST /jsonrpc/v1), next to the same routes
- *   in Hono on Deno answering the same JSON (scripts/bench/baselines/hono_server.ts) and in a
- *   bare Deno.serve handler (the same file with `--bare`);
+ *   in Hono on Deno doing the node's work besides the JSON (CORS on every answer, the hub's mark
+ *   and the Content-Type read: scripts/bench/baselines/hono_contract_server.ts), in Hono on Deno
+ *   answering the same JSON alone (scripts/bench/baselines/hono_server.ts) and in a bare
+ *   Deno.serve handler (the same file with `--bare`);
  * - the trivial microservice of scripts/bench/mcm.ts, next to workerd (npm:workerd) serving the
  *   same body from a JS worker (scripts/bench/baselines/workerd_hello.capnp) and a bare
  *   Deno.serve (scripts/bench/baselines/mcm_baselines.ts `/hello`).
@@ -17,7 +19,14 @@
  */
 import { startTestNode } from "../../testing/node.ts";
 import {
-  childPids,
+  cpuSeconds,
+  descendants,
+  expectSame,
+  type Server,
+  startJsonBaseline,
+  startWorkerd,
+} from "./request_servers.ts";
+import {
   createModel,
   deployHello,
   HELLO_BUNDLE,
@@ -32,139 +41,9 @@ const ROUNDS = 3;
 const SECONDS = 4;
 const MODEL_ID = "bench-model";
 const GET_ME = `{"jsonrpc":"2.0","id":1,"method":"getMe"}`;
-const BASELINES = new URL("./baselines/", import.meta.url).pathname;
-const REPOSITORY = new URL("../..", import.meta.url).pathname;
 
 const count = (n: number) => n.toLocaleString("en-US");
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
-
-/** A server process of the benchmark: its URL, its process, and how to stop it. */
-interface Server {
-  url: string;
-  pid: number;
-  stop(): Promise<void>;
-}
-
-const TICKS_PER_SECOND = 100;
-
-/**
- * CPU seconds (user and system) a process and its descendants have used so far. Read by `cat`:
- * Deno lets a script read /proc/<pid>/stat only with --allow-all.
- */
-async function cpuSeconds(pid: number): Promise<number> {
-  const files = [pid, ...await descendants(pid)].map((each) => `/proc/${each}/stat`);
-  // A process that ended meanwhile has no file any more: the others count.
-  const out = await run("sh", ["-c", `cat ${files.join(" ")} 2>/dev/null; true`]);
-  let ticks = 0;
-  for (const stat of out.split("\n").filter((line) => line.includes(")"))) {
-    // The fields after the command name, which is in parentheses and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks += Number(fields[11]) + Number(fields[12]);
-  }
-  return ticks / TICKS_PER_SECOND;
-}
-
-/** Spawns `taskset -c 0 COMMAND` and waits for the "port N" line it prints. */
-async function startPrintingPort(command: string, args: string[]): Promise<Server> {
-  const child = new Deno.Command("taskset", {
-    args: ["-c", "0", command, ...args],
-    cwd: REPOSITORY,
-    stdin: "null",
-    stdout: "piped",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  const port = /port (\d+)/.exec((await reader.read()).value ?? "")?.[1];
-  const stop = async () => {
-    try {
-      child.kill();
-    } catch { /* already exited */ }
-    await child.status;
-    await reader.cancel();
-  };
-  if (!port) {
-    await stop();
-    throw new Error(`${args.join(" ")} printed no port`);
-  }
-  return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop };
-}
-
-/** Starts hono_server.ts (or its bare Deno.serve twin) on core 0. */
-function startJsonBaseline(dir: string, bare: boolean): Promise<Server> {
-  return startPrintingPort(Deno.execPath(), [
-    "run",
-    "--no-prompt",
-    "--allow-net=127.0.0.1",
-    `--allow-read=${dir}`,
-    `${BASELINES}hono_server.ts`,
-    ...(bare ? ["--bare"] : []),
-    `${dir}/model.json`,
-    `${dir}/getme.json`,
-  ]);
-}
-
-/** Starts workerd with workerd_hello.capnp on a free port of 127.0.0.1, on core 0. */
-async function startWorkerd(binary: string): Promise<Server> {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = listener.addr.port;
-  listener.close();
-  const child = new Deno.Command("taskset", {
-    args: [
-      "-c",
-      "0",
-      binary,
-      "serve",
-      `${BASELINES}workerd_hello.capnp`,
-      "--socket-addr",
-      `http=127.0.0.1:${port}`,
-    ],
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  let stderr = "";
-  const drained = (async () => {
-    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) stderr += chunk;
-  })();
-  let exited = false;
-  child.status.then(() => exited = true);
-  const stop = async () => {
-    try {
-      child.kill();
-    } catch { /* already exited */ }
-    await child.status;
-    await drained;
-  };
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 15_000;
-  while (true) {
-    try {
-      const response = await fetch(`${url}/`);
-      if ((await response.text()) === "hello") return { url, pid: child.pid, stop };
-    } catch { /* not listening yet */ }
-    if (exited || Date.now() > deadline) {
-      await stop();
-      throw new Error(
-        `workerd did not answer "hello": ${stderr.trim().slice(-300) || "no output"}`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-/** Asserts a server answers `request` with `expected` (same bytes, status 200). */
-async function expectSame(url: string, init: RequestInit, expected: string, what: string) {
-  const response = await fetch(url, init);
-  const text = await response.text();
-  if (response.status !== 200 || text !== expected) {
-    throw new Error(`${what} at ${url}: ${response.status} ${text} (expected ${expected})`);
-  }
-}
-
-/** All processes below a pid. */
-async function descendants(pid: number): Promise<number[]> {
-  const children = await childPids(pid);
-  return [...children, ...(await Promise.all(children.map(descendants))).flat()];
-}
 
 /** The request path rows. */
 export async function requestPathRows(): Promise<string[][]> {
@@ -200,9 +79,11 @@ export async function requestPathRows(): Promise<string[][]> {
     for (const pid of [node.pid, ...await descendants(node.pid)]) {
       await run("taskset", ["-a", "-p", "-c", "0", String(pid)]);
     }
-    const hono = await startJsonBaseline(dir, false);
+    const hono = await startJsonBaseline(dir, "hono");
     servers.push(hono);
-    const bareJson = await startJsonBaseline(dir, true);
+    const honoContract = await startJsonBaseline(dir, "honoContract");
+    servers.push(honoContract);
+    const bareJson = await startJsonBaseline(dir, "bare");
     servers.push(bareJson);
     await Deno.writeTextFile(`${dir}/index.js`, HELLO_BUNDLE);
     const mcmBaselines = await startMcmBaselines(`${dir}/index.js`);
@@ -225,7 +106,7 @@ export async function requestPathRows(): Promise<string[][]> {
     } catch (error) {
       workerdFailure = error instanceof Error ? error.message : String(error);
     }
-    for (const server of [hono, bareJson]) {
+    for (const server of [hono, honoContract, bareJson]) {
       await expectSame(`${server.url}/ai/store/v1/models/${MODEL_ID}`, {}, modelJson, "model");
       await expectSame(`${server.url}/jsonrpc/v1`, post, getMeJson, "getMe");
     }
@@ -243,9 +124,14 @@ export async function requestPathRows(): Promise<string[][]> {
     // What each route is measured against, in the order of a round.
     const targets: Record<string, Measure> = {
       model: load(node.pid, modelUrl),
+      modelHonoContract: load(
+        honoContract.pid,
+        `${honoContract.url}/ai/store/v1/models/${MODEL_ID}`,
+      ),
       modelHono: load(hono.pid, `${hono.url}/ai/store/v1/models/${MODEL_ID}`),
       modelBare: load(bareJson.pid, `${bareJson.url}/ai/store/v1/models/${MODEL_ID}`),
       getMe: load(node.pid, rpcUrl, GET_ME),
+      getMeHonoContract: load(honoContract.pid, `${honoContract.url}/jsonrpc/v1`, GET_ME),
       getMeHono: load(hono.pid, `${hono.url}/jsonrpc/v1`, GET_ME),
       getMeBare: load(bareJson.pid, `${bareJson.url}/jsonrpc/v1`, GET_ME),
       hello: load(node.pid, helloUrl),
@@ -283,12 +169,21 @@ export async function requestPathRows(): Promise<string[][]> {
     const jsonRow = (what: string, name: string) => [
       `${what} ${header}`,
       `${count(m[name])} req/s`,
-      `Hono on Deno, same JSON: ${count(m[`${name}Hono`])} (${
-        ratio(m[name], m[`${name}Hono`])
-      }, target ≥ 1.0×); bare Deno.serve: ${count(m[`${name}Bare`])} (${
-        ratio(m[name], m[`${name}Bare`])
-      }); ${rounds(name, `${name}Hono`, `${name}Bare`)}; ${
-        cpuCell(name, ["Hono", `${name}Hono`], ["bare", `${name}Bare`])
+      `Hono on Deno, same contract (hono/cors, x-edge-via and Content-Type read, same JSON): ${
+        count(m[`${name}HonoContract`])
+      } (${ratio(m[name], m[`${name}HonoContract`])}); Hono on Deno, same JSON only: ${
+        count(m[`${name}Hono`])
+      } (${ratio(m[name], m[`${name}Hono`])}, target ≥ 1.0×); bare Deno.serve: ${
+        count(m[`${name}Bare`])
+      } (${ratio(m[name], m[`${name}Bare`])}); ${
+        rounds(name, `${name}HonoContract`, `${name}Hono`, `${name}Bare`)
+      }; ${
+        cpuCell(
+          name,
+          ["Hono same contract", `${name}HonoContract`],
+          ["Hono", `${name}Hono`],
+          ["bare", `${name}Bare`],
+        )
       }`,
     ];
     const workerdCell = workerd

@@ -5,7 +5,9 @@
  * - `GET /ai/store/v1/models/:id`: the model record in MODEL.json (404 for another id);
  * - `POST /jsonrpc/v1`: JSON-RPC `getMe`, answering the response in GETME.json (the node's
  *   answer) with the request's id.
- * With `--bare`, the same two routes from a bare Deno.serve handler, without Hono.
+ * With `--bare`, the same two routes from a bare Deno.serve handler, without Hono. Both answer
+ * with the JSON and its Content-Type alone; hono_contract_server.ts does the node's work besides
+ * (CORS on every answer, the header reads and checks).
  * Usage: `deno run --allow-net=127.0.0.1 --allow-read hono_server.ts [--bare] MODEL.json GETME.json`.
  *
  * @module

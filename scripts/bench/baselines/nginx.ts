@@ -24,7 +24,13 @@ error_log ${dir}/error.log;
 events { worker_connections 64; }
 http {
   access_log off;
+  # Every temporary folder in ours: the ones built in (/var/lib/nginx/...) may not exist, as on a
+  # machine where the package's own setup did not run (a prepared bench folder).
   client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
   server {
     listen 127.0.0.1:${port};
     root ${dir}/root;
