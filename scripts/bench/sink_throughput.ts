@@ -26,8 +26,8 @@ async function timed(what: () => Promise<void>): Promise<number> {
   return performance.now() - started;
 }
 
-async function sink(overlap: boolean, name: string): Promise<number> {
-  const sinks = new FileSinks(dir, 1, { overlap });
+async function sink(overlap: boolean, name: string, syncEveryBytes?: number): Promise<number> {
+  const sinks = new FileSinks(dir, 1, { overlap, syncEveryBytes });
   try {
     return await timed(async () => {
       const file = sinks.open(`${dir}/${name}`);
@@ -86,6 +86,9 @@ try {
         ["sha256 alone", hashOnly],
         ["sink, hash then write", () => sink(false, "turns")],
         ["sink, hash and write overlapping", () => sink(true, "overlap")],
+        ["sink, taking turns, only the final sync", () => sink(false, "turns0", 0)],
+        ["sink, overlapping, only the final sync", () => sink(true, "overlap0", 0)],
+        ["sink, overlapping, a sync every 64 MiB", () => sink(true, "overlap64", 64 << 20)],
       ] as const
     ) (results[key] ??= []).push(rate(await measure()));
   }

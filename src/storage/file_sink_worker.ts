@@ -87,6 +87,11 @@ export interface SinkOptions {
    * a file goes at the pace of the slower of the two instead of their sum, given a core for each.
    */
   overlap: boolean;
+  /**
+   * Bytes written between background syncs (default 8 MiB overlapping, 32 MiB taking turns;
+   * 0: none, only the final one). For measurements (scripts/bench/sink_throughput.ts).
+   */
+  syncEveryBytes?: number;
 }
 
 /** A blob URL of the worker's module; revoke it once the worker has started. */
@@ -113,7 +118,9 @@ export function serveFileSink(hashOf: typeof createHash, options: SinkOptions): 
    * 8 MiB left the final sync of a 1 GiB file 11-29 ms instead of 46-53 at 32 MiB (2-core VM);
    * hashing and writing on this thread keeps the 32 MiB measured before.
    */
-  const SYNC_BYTES = (options.overlap ? 8 : 32) << 20;
+  const SYNC_BYTES = options.syncEveryBytes === 0
+    ? Infinity
+    : options.syncEveryBytes ?? (options.overlap ? 8 : 32) << 20;
   const scope = self as unknown as WorkerScope;
   const files = new Map<number, OpenFile>();
 
