@@ -69,7 +69,7 @@ for (const name of names) {
   }
   failed++;
   console.error(errors.trim());
-  if (/denort|download/i.test(errors)) {
+  if (/denort/i.test(errors)) {
     console.error(
       `\n${name}: deno compile could not get its runtime base (denort ${Deno.version.deno} for ` +
         `${target}). On a machine without that download, set DENORT_BIN to a local denort of ` +
