@@ -76,6 +76,9 @@ Deno.test("a port in use or a host that is not this machine's: exit 2 naming the
     ]);
     assert.equal(taken.code, 2, taken.stderr);
     assert.match(taken.stderr, new RegExp(`127\\.0\\.0\\.1:${port} is in use by another program`));
+    // A fresh data directory: no key printed "shown only now" by a start that fails, none saved.
+    assert.doesNotMatch(taken.stdout, /API key/);
+    await assert.rejects(Deno.stat(`${dataDir}/config.json`), Deno.errors.NotFound);
     const host = await runEdgenode([
       "serve",
       "--host",
@@ -89,6 +92,21 @@ Deno.test("a port in use or a host that is not this machine's: exit 2 naming the
       /cannot listen on nosuchhost\.invalid:8083: .*--host takes an address/,
     );
   });
+});
+
+Deno.test("on every interface, start-up names the dashboard at an address a browser opens", async () => {
+  await using node = await startTestNode({
+    host: "0.0.0.0",
+    config: { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } },
+  });
+  const port = new URL(node.url).port;
+  await waitFor(() => /dashboard at /.test(node.output()), "the dashboard line");
+  const line = /dashboard at (\S+)(.*)/.exec(node.output())!;
+  assert.equal(line[1], `http://127.0.0.1:${port}/`, line[0]);
+  assert.doesNotMatch(line[0], /0\.0\.0\.0/);
+  const page = await fetch(line[1]);
+  assert.equal(page.status, 200);
+  await page.body?.cancel();
 });
 
 Deno.test("bad configuration and flags exit with 2 and say what to fix", () =>

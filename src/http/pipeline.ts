@@ -209,17 +209,7 @@ export class Pipeline {
         (request, info) => this.serve(request, { info }),
       );
     } catch (error) {
-      const where = `${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
-      if (error instanceof Deno.errors.AddrInUse) {
-        throw new ConfigError(
-          `${where} is in use by another program (another edgenode?); stop it or pass another --port`,
-        );
-      }
-      throw new ConfigError(
-        `cannot listen on ${where}: ${
-          (error as Error).message
-        }; --host takes an address of this machine (0.0.0.0 for every interface)`,
-      );
+      throw listenError(hostname, port, error);
     }
     return { server, addr: await listening };
   }
@@ -304,4 +294,22 @@ export class Pipeline {
     }
     return response;
   }
+}
+
+/**
+ * Why `hostname:port` cannot be listened on, as a ConfigError naming the address and the fix
+ * (the launcher checks the address with it before it creates a fresh config: src/node/launcher.ts).
+ */
+export function listenError(hostname: string, port: number, error: unknown): ConfigError {
+  const where = `${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+  if (error instanceof Deno.errors.AddrInUse) {
+    return new ConfigError(
+      `${where} is in use by another program (another edgenode?); stop it or pass another --port`,
+    );
+  }
+  return new ConfigError(
+    `cannot listen on ${where}: ${
+      (error as Error).message
+    }; --host takes an address of this machine (0.0.0.0 for every interface)`,
+  );
 }

@@ -78,7 +78,7 @@ export function generateApiKey(): string {
   return Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 }
 
-/** The config file, or a fresh one with a new key when there is none at the default place. */
+/** The config file, or a fresh one with a new key (not written yet) when there is none. */
 async function configOrFresh(
   configPath: string,
   flags: ServeFlags,
@@ -86,12 +86,16 @@ async function configOrFresh(
   const file = await readConfigIfAny(configPath, NodeConfigSchema, "config file", flags);
   if (file) return { file };
   const generatedKey = generateApiKey();
-  const fresh = { apiKey: generatedKey };
-  await Deno.writeTextFile(configPath, JSON.stringify(fresh, null, 2) + "\n", {
-    createNew: true,
-    mode: 0o600,
-  });
-  return { file: fresh, generatedKey };
+  return { file: { apiKey: generatedKey }, generatedKey };
+}
+
+/** What loadSettings may be asked to do. */
+export interface LoadOptions {
+  /**
+   * Called with the settings before a fresh config file is written; what it throws stops the
+   * start with nothing written (a busy port must not cost the user a key shown only once).
+   */
+  beforeCreating?: (settings: Settings) => Promise<void> | void;
 }
 
 /**
@@ -102,11 +106,11 @@ async function configOrFresh(
 export async function loadSettings(
   flags: ServeFlags,
   env: EnvReader,
+  options: LoadOptions = {},
 ): Promise<{ settings: Settings; generatedKey?: string }> {
   const { dataDir, configPath } = resolvePaths(flags, env, NODE_FILES);
   await makeDataDir(dataDir);
   const { file, generatedKey } = await configOrFresh(configPath, flags);
-  await warnIfReadableByOthers(configPath);
   const apiKey = env("EDGENODE_API_KEY") || file.apiKey;
   if (!apiKey) {
     throw new ConfigError(
@@ -115,6 +119,14 @@ export async function loadSettings(
   }
   const trust = await trustedIssuersOf(flags.trust, file.trustedIssuers);
   const settings = settingsOf(file, flags, env, { dataDir, configPath, apiKey, ...trust });
+  if (generatedKey) {
+    await options.beforeCreating?.(settings);
+    await Deno.writeTextFile(configPath, JSON.stringify(file, null, 2) + "\n", {
+      createNew: true,
+      mode: 0o600,
+    });
+  }
+  await warnIfReadableByOthers(configPath);
   return { settings, generatedKey: env("EDGENODE_API_KEY") ? undefined : generatedKey };
 }
 

@@ -10,6 +10,7 @@
  * @module
  */
 import meta from "../../deno.json" with { type: "json" };
+import { listenError } from "../http/pipeline.ts";
 import { MDNS_GROUP } from "../discovery/mdns_socket.ts";
 import { NODE_ENV_VARS } from "../program/env_vars.ts";
 import { netAddress, type PermissionSet } from "../program/permission_set.ts";
@@ -18,6 +19,7 @@ import { issuerAccess, resolveLinks, settingsFiles } from "../config/mod.ts";
 import { lockDataDir } from "../storage/data_dir_lock.ts";
 import { databaseFiles } from "../storage/database.ts";
 import { checkWritable } from "../storage/writable_check.ts";
+import { browserAddresses, dashboardLine, interfaceAddresses } from "./browser_addresses.ts";
 import { loadSettings, type ServeFlags, type Settings } from "./config.ts";
 import { startNode } from "./server.ts";
 
@@ -59,12 +61,24 @@ export function nodePermissions(settings: Settings): PermissionSet {
   };
 }
 
+/** Throws the ConfigError the node would, where it could not listen on `hostname:port`. */
+function assertCanListen(hostname: string, port: number): void {
+  try {
+    Deno.listen({ hostname, port }).close();
+  } catch (error) {
+    throw listenError(hostname, port, error);
+  }
+}
+
 /** Runs the node, narrowed (src/program/self_program.ts), and returns its exit code. */
 export async function launch(
   flags: ServeFlags,
   env: (name: string) => string | undefined,
 ): Promise<number> {
-  const { settings, generatedKey } = await loadSettings(flags, env);
+  // A fresh data directory's key is shown once: not before a start that is bound to fail.
+  const { settings, generatedKey } = await loadSettings(flags, env, {
+    beforeCreating: (settings) => assertCanListen(settings.host, settings.port),
+  });
   await resolveLinks(settings);
   // Held while this launcher lives, that is while its node runs.
   using _lock = await lockDataDir(settings.dataDir);
@@ -94,6 +108,9 @@ export async function runNode(): Promise<number> {
   const node = await startNode(settings);
   const url = `http://${netAddress(node.hostname, node.port)}`;
   console.log(`edgenode ${meta.version} listening on ${url} (pid ${Deno.pid})`);
-  if (settings.dashboard.enabled) console.log(`dashboard at ${url}${settings.dashboard.path}`);
+  if (settings.dashboard.enabled) {
+    const addresses = browserAddresses(node.hostname, node.port, interfaceAddresses());
+    console.log(dashboardLine(addresses, settings.dashboard.path));
+  }
   return await runUntilStopped(node.shutdown);
 }
