@@ -113,6 +113,12 @@ Deno.test("a failing source ends the stream with an error message and changes no
   );
   const closed = await allMessages(await startDownload(node, "m", { url: "http://127.0.0.1:9/x" }));
   streamError(closed, 502, /the connection to http:\/\/127\.0\.0\.1:9\/x failed/);
+  // The cause is named (here: nothing listens), not fetch's bare "fetch failed".
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  listener.close();
+  const refusedUrl = `http://127.0.0.1:${listener.addr.port}/m.gguf`;
+  const refused = await allMessages(await startDownload(node, "m", { url: refusedUrl }));
+  streamError(refused, 502, /failed: the connection was refused \(nothing listens/);
   const full = await allMessages(
     await startDownload(node, "m", {
       url: source.serve("/huge.gguf", ggufBytes(), { announce: 1e16 }),

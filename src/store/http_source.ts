@@ -8,6 +8,7 @@
 import { backoffDelay, type BackoffOptions } from "../async/backoff.ts";
 import { DomainError, UpstreamFailed, UpstreamTimeout } from "../errors/mod.ts";
 import { byobReader } from "../streams/mod.ts";
+import { fetchFailure } from "./fetch_failure.ts";
 
 /** The room offered to each read of a byte stream body. */
 const READ_BYTES = 256 << 10;
@@ -239,7 +240,7 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
       );
     }
     if (error instanceof DomainError || error instanceof RestartNeeded) return error;
-    return new UpstreamFailed(`the connection to ${url} failed: ${(error as Error).message}`);
+    return new UpstreamFailed(`the connection to ${url} failed: ${fetchFailure(error)}`);
   };
 
   let response: Response;
