@@ -362,6 +362,23 @@ Deno.test("a source trickling below the minimum rate is abandoned, resumed, and 
   assert.deepEqual(await partials(node.dataDir), []);
 });
 
+Deno.test("a source trickling below the minimum rate that ignores Range ends in 504 naming the rate", async () => {
+  await using node = await quickStall({ downloadRetries: 1 });
+  await using source = startFileServer();
+  const url = source.serve("/m.gguf", ggufBytes(256 * 1024), {
+    trickleAfter: 0,
+    trickleBytesPerSecond: 8,
+    failures: 9,
+    ranges: false,
+  });
+  await createModel(node, "m");
+  const all = await allMessagesWithin(await startDownload(node, "m", { url }), 20_000);
+  // Not 502 "the source cannot continue from byte N and the retries are used up": the rate.
+  streamError(all, 504, /\d+ B\/s over 1 s, below the minimum of 1024 B\/s/);
+  await waitFor(() => source.open === 0, "every trickling connection to be closed");
+  assert.deepEqual(await partials(node.dataDir), []);
+});
+
 Deno.test("a source that trickles once is resumed and the download completes", async () => {
   await using node = await quickStall();
   await using source = startFileServer();

@@ -96,6 +96,8 @@ export async function downloadFromSources(
         continue;
       }
       if (error instanceof RestartNeeded) {
+        // Cut for silence or a rate below the minimum each time: the documented 504 naming it.
+        if (error.cause instanceof UpstreamTimeout) throw error.cause;
         throw new UpstreamFailed(`${error.message} and the retries are used up: ${last?.url}`);
       }
       throw error;

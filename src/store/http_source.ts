@@ -308,8 +308,13 @@ export async function openSource(url: string, options: SourceOptions): Promise<S
           await sleep(backoffMs(failures), signal);
           attemptBytes = 0;
           body = await resume(received).catch((error) => {
-            const reason = failure(error);
-            if (reason instanceof RestartNeeded || !(reason instanceof DomainError)) throw reason;
+            const resumeReason = failure(error);
+            // A source that cannot continue is started over; should that be the last try, what
+            // made it stop (a stall, a rate below the minimum) is what the user is told.
+            if (resumeReason instanceof RestartNeeded) {
+              throw new RestartNeeded(resumeReason.message, { cause: reason });
+            }
+            if (!(resumeReason instanceof DomainError)) throw resumeReason;
             resumeFailure = error;
             return null; // counted as one more failure on the next turn
           });
