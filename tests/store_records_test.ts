@@ -335,6 +335,7 @@ Deno.test("unknown routes are 404 and wrong methods 405, both in the error shape
   assert.equal(preflight.status, 204);
   assert.equal(preflight.headers.get("access-control-allow-origin"), "*");
   assert.match(preflight.headers.get("access-control-allow-headers") ?? "", /Authorization/);
+  assert.match(preflight.headers.get("access-control-allow-headers") ?? "", /(^|, )Accept(,|$)/);
 });
 
 Deno.test("create on an existing ready model keeps its file; a kind of another format is 409", async () => {

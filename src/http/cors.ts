@@ -59,6 +59,9 @@ export function preflightHeaders(allowHeaders: readonly string[]): Record<string
     ...CORS_ORIGIN,
     "Access-Control-Allow-Methods": "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
     "Access-Control-Allow-Headers": [
+      // Safelisted only with a short value of safe bytes; a client that sends a longer one (a
+      // list of types with parameters) would otherwise be refused by the browser.
+      "Accept",
       "Authorization",
       "Content-Type",
       "Range",

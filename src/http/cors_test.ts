@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { carriesCors, markCorsListed } from "./cors.ts";
+import { carriesCors, markCorsListed, preflightHeaders } from "./cors.ts";
 
 Deno.test("cors: markCorsListed marks an answer exactly when its headers have the origin", () => {
   const lists: [string, string][][] = [
@@ -16,5 +16,12 @@ Deno.test("cors: markCorsListed marks an answer exactly when its headers have th
       "access-control-allow-origin",
     );
     assert.equal(carriesCors(response), expected, JSON.stringify(pairs));
+  }
+});
+
+Deno.test("cors: the preflight allows Accept, Authorization and a service's own headers", () => {
+  const allowed = preflightHeaders(["X-Own"])["Access-Control-Allow-Headers"].split(", ");
+  for (const name of ["Accept", "Authorization", "Content-Type", "Range", "X-Own"]) {
+    assert.ok(allowed.includes(name), `${name} in ${allowed}`);
   }
 });

@@ -65,6 +65,7 @@ const app = new Hono();
 app.use(cors({
   allowMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
   allowHeaders: [
+    "Accept",
     "Authorization",
     "Content-Type",
     "Range",
