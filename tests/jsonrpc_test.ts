@@ -8,6 +8,7 @@ import { DatabaseSync } from "node:sqlite";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { MeSchema } from "../gen/jsonrpc/validators.ts";
 import * as v from "valibot";
+import { parse } from "yaml";
 import {
   cliToken,
   makeIssuer,
@@ -61,6 +62,10 @@ Deno.test("JSON-RPC 2.0: batches, requests without id, and the standard errors",
   };
   assert.equal(documented.id, null);
   assert.match(documented.result.nodeId, /^[0-9a-f]{56}$/);
+  // ...and the contract says so from its first lines (it once said "no answer; 204").
+  const spec = parse(await Deno.readTextFile(new URL("../spec/jsonrpc.yaml", import.meta.url)));
+  assert.doesNotMatch(spec.info.description, /no answer|204/);
+  assert.match(spec.info.description, /a request without `id` is answered too/);
   // JSON-RPC 2.0's example 6, a string as params, an object id, a null body, a large id.
   const invalid = async (body: string) => {
     const answer = (await rpcRaw(node, body)) as { id: unknown; error: { code: number } };
