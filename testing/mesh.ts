@@ -14,10 +14,7 @@ import { CompactSign, exportJWK, generateKeyPair, type JWK } from "jose";
 import { insightClient, mdsClient } from "../src/sdk/clients.ts";
 import { startTestNode, type TestNode, type TestNodeOptions } from "./node.ts";
 
-/** A random port for one test's mDNS group, away from the real 5353. */
-export function randomMdnsPort(): number {
-  return 20000 + Math.floor(Math.random() * 40000);
-}
+export { randomMdnsPort } from "./node.ts";
 
 /** Starts a node in the mDNS group on `port` (loopback), announcing every `announceSeconds`. */
 export function startMeshNode(

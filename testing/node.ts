@@ -76,12 +76,36 @@ globalThis.addEventListener("unload", () => {
   }
 });
 
+/** A random port for one test's mDNS group, away from the real 5353. */
+export function randomMdnsPort(): number {
+  return 20000 + Math.floor(Math.random() * 40000);
+}
+
+/**
+ * `config` with link-local discovery on a private mDNS port unless it names one: a test node on
+ * the default group (5353) reaches every node on the machine and its LAN, a user's among them,
+ * and fills their logs with peers that come and go.
+ */
+export function withPrivateGroup(config: Record<string, unknown>): Record<string, unknown> {
+  const discovery = config.discovery as Record<string, unknown> | undefined;
+  return { ...config, discovery: { port: randomMdnsPort(), ...discovery } };
+}
+
+/** A random API key, as a node makes for itself on its first start. */
+function testApiKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
 /** Starts a node and waits until it listens. */
 export async function startTestNode(options: TestNodeOptions = {}): Promise<TestNode> {
   const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "edgenode-test-" });
   if (!options.dataDir) madeDataDirs.add(dataDir);
-  if (options.config) {
-    await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify(options.config), {
+  // A fresh data directory gets a config too, so that its node joins a private group; a given
+  // directory keeps what it holds (a restart, or a test of the first start itself).
+  const written = options.config ?? (options.dataDir ? undefined : { apiKey: testApiKey() });
+  if (written) {
+    await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify(withPrivateGroup(written)), {
       mode: 0o600,
     });
   }

@@ -82,6 +82,15 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
       assert.equal(await page.title(), "Overview · edgenode");
       // No GPU on a test machine: the CPU, and why (or still detecting at the first look).
       assert.match(await page.getByTestId("compute").textContent() ?? "", /^(cpu|detecting)/);
+      // The disk bar is coloured by how full the disk is: green below three quarters.
+      const meter = page.getByRole("meter", { name: "disk used" });
+      assert.equal(await meter.getAttribute("optimum"), "0");
+      assert.ok(Number(await meter.getAttribute("low")) > 0);
+      // Where the API key is, before one is asked for.
+      assert.match(
+        await page.getByTestId("key-hint").textContent() ?? "",
+        /~\/\.edgenode\/config\.json/,
+      );
       await page.screenshot({ path: `${SHOTS}overview.png`, fullPage: true });
       await audit("overview");
     });
@@ -159,9 +168,11 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
       await page.getByRole("link", { name: "Microservices" }).click();
       const row = page.locator('tr[data-container="hello"]');
       await waitFor(
-        async () => /started\s*yes \(\d+\)/.test(await row.textContent() ?? ""),
+        async () => /started\s*yes \(\d+/.test(await row.textContent() ?? ""),
         "the container to answer",
       );
+      // A 404 at its base path says that it runs and what the status means.
+      assert.match(await row.textContent() ?? "", /yes \((\d+\)|404, nothing at its base path\))/);
       const link = row.getByRole("link");
       assert.match(await link.getAttribute("href") ?? "", /^\/[0-9a-f-]{36}\/hello\/$/);
       await page.screenshot({ path: `${SHOTS}microservices.png`, fullPage: true });
@@ -195,6 +206,13 @@ Deno.test("the dashboard in a browser: overview, models, microservices, mesh", a
         await page.locator(`tr[data-node="${supernode}"]`).textContent() ?? "",
         /supernode/,
       );
+      // Without an account token: the command that stores one, not the API's PUT /token.
+      await page.getByTestId("token-command").first().waitFor();
+      assert.equal(
+        await page.getByTestId("token-command").first().textContent(),
+        "edgenode account-token --token-file FILE",
+      );
+      assert.doesNotMatch(await page.locator("main").textContent() ?? "", /PUT \/token/);
       await page.screenshot({ path: `${SHOTS}mesh.png`, fullPage: true });
       await audit("mesh");
       assert.deepEqual(audits, [], "axe-core finds no serious or critical problem");

@@ -86,7 +86,11 @@ Deno.test({
           await startTestNode({
             wrapper: ["ip", "netns", "exec", ns],
             host: "0.0.0.0",
-            config: { apiKey: "netns-test-key-0123456789", discovery: { announceSeconds: 1 } },
+            // The default port: each network namespace is a LAN of its own, apart from the host's.
+            config: {
+              apiKey: "netns-test-key-0123456789",
+              discovery: { port: 5353, announceSeconds: 1 },
+            },
           }),
         );
       }

@@ -18,9 +18,10 @@ import {
   rpcRaw,
   signedToken,
 } from "../testing/identity.ts";
-import { startTestNode, withTempDir } from "../testing/node.ts";
+import { startTestNode, withPrivateGroup, withTempDir } from "../testing/node.ts";
 
-const CONFIG = { apiKey: "a-test-key-of-enough-length", nodeName: "living-room" };
+/** Written into data directories by hand: in a private discovery group, as startTestNode does. */
+const CONFIG = withPrivateGroup({ apiKey: "a-test-key-of-enough-length", nodeName: "living-room" });
 
 Deno.test("getMe names the node; its id and key survive restarts; the key file is 0600", () =>
   withTempDir(async (dataDir) => {

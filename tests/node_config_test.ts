@@ -3,7 +3,13 @@ import { TEST_ENGINE_DIR } from "../testing/engine.ts";
 import { ModelListSchema } from "../gen/store/validators.ts";
 import { expectError, expectJson } from "../testing/contract.ts";
 import { makeIssuer, rpc } from "../testing/identity.ts";
-import { runEdgenode, startTestNode, waitFor, withTempDir } from "../testing/node.ts";
+import {
+  randomMdnsPort,
+  runEdgenode,
+  startTestNode,
+  waitFor,
+  withTempDir,
+} from "../testing/node.ts";
 
 Deno.test("a fresh data directory gets a 0600 config with a random key, printed once", () =>
   withTempDir(async (dataDir) => {
@@ -205,11 +211,14 @@ Deno.test("the node runs with narrow permissions: its data dir, its address, no 
   }
   const issuerDir = await Deno.makeTempDir({ prefix: "edgenode-test-" });
   const { trustFile } = await makeIssuer(issuerDir);
+  // A private mDNS group (never the default 5353 in tests): its port is in the permissions.
+  const mdnsPort = randomMdnsPort();
   await using node = await startTestNode({
     config: {
       apiKey: "a-test-key-of-enough-length",
       downloadHosts: ["huggingface.co", "[::1]:8080"],
       hub: { url: "https://hub.example:8090" },
+      discovery: { port: mdnsPort },
     },
     args: ["--trust", trustFile],
   });
@@ -226,7 +235,7 @@ Deno.test("the node runs with narrow permissions: its data dir, its address, no 
   assert.ok(
     // Its own address, the download hosts, the mDNS socket and group, and its hub.
     cmdline.includes(
-      "--allow-net=127.0.0.1:0,huggingface.co,[::1]:8080,0.0.0.0:5353,224.0.0.251:5353,hub.example:8090",
+      `--allow-net=127.0.0.1:0,huggingface.co,[::1]:8080,0.0.0.0:${mdnsPort},224.0.0.251:${mdnsPort},hub.example:8090`,
     ),
     cmdline.join(" "),
   );

@@ -24,6 +24,7 @@ import { CheckQueue } from "./check_queue.ts";
 import { MulticastResponder, withoutCacheFlush, withoutKnownAnswers } from "./mdns_responder.ts";
 import { byElection, electSupernode, Members } from "./members.ts";
 import { checkPeer } from "./peer_proof.ts";
+import { checkFailureCause, CheckFailureLog } from "./check_failures.ts";
 
 /** How discovery runs (the `discovery` section of the configuration, with defaults). */
 export interface DiscoverySettings {
@@ -47,8 +48,6 @@ const CHECK_LIMITS = { concurrency: 8, maxWaiting: 256, retryMs: 5000 };
 const MAX_TTL_SECONDS = 4500;
 /** Legacy unicast answers: at most this many a second (a flood must not be reflected). */
 const LEGACY_ANSWERS_PER_SECOND = 20;
-/** Peers whose failed check was logged, kept to log each reason once (emptied when full). */
-const MAX_REMEMBERED_FAILURES = 1024;
 /**
  * A changed TXT is announced at once, but not within this long of the last announcement
  * (RFC 6762 §6: a record at most once a second), so a burst of deploys makes one announcement.
@@ -86,8 +85,8 @@ export class LinkLocal {
   readonly #members = new Members();
   readonly #startedAt = Date.now();
   readonly #checks = new CheckQueue(CHECK_LIMITS);
-  /** The last logged reason a check failed, by peer and address. */
-  readonly #failures = new Map<string, string>();
+  /** Failed checks, logged with their cause and bounded (src/discovery/check_failures.ts). */
+  readonly #failures = new CheckFailureLog();
   #networkId = `lln-${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("hex")}`;
   #socket: MdnsSocket | undefined;
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -333,24 +332,19 @@ export class LinkLocal {
    */
   #check(url: string, claimedId: string | undefined, txtKey: string | undefined, ttlMs: number) {
     const goodbye = ttlMs === 0;
-    const key = `${claimedId ?? "?"}@${url}`;
+    const key = `${claimedId ?? "peer"} at ${url}`;
     this.#checks.add(key, async () => {
       try {
         const node = await checkPeer(url, claimedId);
-        this.#failures.delete(key);
+        this.#failures.succeeded(key);
         if (node.id === this.self().id) return;
         const known = this.#members.get(node.id);
         const expiresAt = goodbye ? (known?.expiresAt ?? 0) : Date.now() + ttlMs;
         this.#members.put({ node, url, expiresAt, txtKey: txtKey ?? known?.txtKey });
       } catch (error) {
-        // Once per peer, address and reason: a node long gone keeps announcing through caches
-        // for a while, and a line every few seconds about it helps nobody.
-        const reason = (error as Error).message;
-        if (this.#failures.get(key) !== reason) {
-          if (this.#failures.size >= MAX_REMEMBERED_FAILURES) this.#failures.clear();
-          this.#failures.set(key, reason);
-          console.log(`discovery: not listing ${claimedId ?? "peer"} at ${url}: ${reason}`);
-        }
+        // A node long gone keeps announcing through caches for a while, and a line every few
+        // seconds about it helps nobody: the log bounds the lines and counts the rest.
+        this.#failures.failed(key, checkFailureCause(error));
         if (goodbye && claimedId) this.#members.remove(claimedId);
         throw error;
       } finally {

@@ -15,6 +15,9 @@ import { CLIENT_ENV_VARS, HUB_ENV_VARS, NODE_ENV_VARS } from "./env_vars.ts";
 export const EXECUTABLE_FLAGS: string[] = [
   "--no-prompt",
   "--unstable-worker-options",
+  // request.signal aborts only when a client goes away, not after every answer: the legacy
+  // behaviour prints a deprecation on the first chat, and nothing here relies on it.
+  "--unstable-no-legacy-abort",
   "--allow-read",
   "--allow-write",
   "--allow-net",

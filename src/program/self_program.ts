@@ -96,6 +96,8 @@ export async function runNarrowed(
       "--node-modules-dir=none",
       // Workers narrowed below the node's own permissions (the file sink: src/storage/).
       "--unstable-worker-options",
+      // request.signal aborts only when a client goes away (src/program/executable_flags.ts).
+      "--unstable-no-legacy-abort",
       ...cpuProfileFlags(),
       ...permissionFlags(set),
       Deno.mainModule,

@@ -19,5 +19,20 @@ export function duration(seconds: number): string {
   return parts.join(" ");
 }
 
+/**
+ * A parameter count as people say it: 7_241_732_096 → "7.2 B", 15_200_000 → "15.2 M",
+ * 260_000 → "260 K". (In billions alone, every model under 50 M read "0.0 B".)
+ */
+export function parameters(count: number): string {
+  const units: [number, string][] = [[1e12, "T"], [1e9, "B"], [1e6, "M"], [1e3, "K"]];
+  for (const [size, unit] of units) {
+    if (count >= size) {
+      const value = count / size;
+      return `${value >= 100 ? Math.round(value) : value.toFixed(1)} ${unit}`;
+    }
+  }
+  return String(count);
+}
+
 /** A time in ms as "2026-11-22 08:30" (UTC). */
 export { humanTime as when } from "../../sdk/human_units.ts";

@@ -9,6 +9,7 @@ import { useEffect, useState } from "preact/hooks";
 import { MeshPage } from "./mesh_page.tsx";
 import { MicroservicesPage } from "./microservices_page.tsx";
 import { ModelsPage } from "./models_page.tsx";
+import { DEFAULT_CONFIG_PATH } from "./explain.ts";
 import { storedKey, storeKey } from "./node_api.ts";
 import { OverviewPage } from "./overview_page.tsx";
 
@@ -61,6 +62,11 @@ function KeyPanel(props: { hasKey: boolean; onChange(): void }) {
         API key <input name="key" type="password" autocomplete="off" required />
       </label>
       <button type="submit">Use key</button>
+      <small class="key-hint" data-testid="key-hint">
+        It is <code>apiKey</code> in the node's config file, <code>{DEFAULT_CONFIG_PATH}</code> (or
+        {" "}
+        <code>config.json</code> in its <code>--data-dir</code>).
+      </small>
     </form>
   );
 }

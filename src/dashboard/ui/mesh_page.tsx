@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { STORE_TOKEN_COMMAND, tokenProblem } from "./explain.ts";
 import { clients, messageOf, storedKey } from "./node_api.ts";
 import { NeedsKey, Notice, Table, usePolling } from "./widgets.tsx";
 
@@ -39,10 +40,18 @@ function NodesTable(
   props: { title: string; listing: Listing; self?: string; supernode?: string },
 ) {
   if ("unavailable" in props.listing) {
+    const tokenMissing = tokenProblem(props.listing.unavailable);
     return (
       <section class="nodes">
         <h3>{props.title}</h3>
-        <Notice>{props.listing.unavailable}</Notice>
+        {tokenMissing
+          ? (
+            <Notice>
+              {tokenMissing}. Store one on the node's machine with{" "}
+              <code data-testid="token-command">{STORE_TOKEN_COMMAND}</code>.
+            </Notice>
+          )
+          : <Notice>{props.listing.unavailable}</Notice>}
       </section>
     );
   }

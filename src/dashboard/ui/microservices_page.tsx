@@ -6,6 +6,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import type { components } from "../../../gen/mcm/types.ts";
+import { answerText } from "./explain.ts";
 import { bytes, when } from "./format.ts";
 import { clients, messageOf, storedKey } from "./node_api.ts";
 import { ConfirmButton, NeedsKey, Notice, Table, usePolling } from "./widgets.tsx";
@@ -30,16 +31,18 @@ function basePath(container: Container): string {
 
 /** Whether the microservice answers at its base path: the status it gave, or why not. */
 function Answers(props: { container: Container }) {
-  const [answer, setAnswer] = useState("…");
+  const [answer, setAnswer] = useState({ text: "…", title: "" });
   useEffect(() => {
-    if (props.container.state !== "started") return setAnswer("-");
+    if (props.container.state !== "started") return setAnswer({ text: "-", title: "" });
     fetch(`${basePath(props.container)}/`).then(
-      (response) =>
-        setAnswer(response.status < 500 ? `yes (${response.status})` : `no (${response.status})`),
-      () => setAnswer("no"),
+      (response) => {
+        response.body?.cancel();
+        setAnswer(answerText(response.status));
+      },
+      () => setAnswer(answerText(undefined)),
     );
   }, [props.container.id, props.container.created, props.container.state]);
-  return <>{answer}</>;
+  return <span title={answer.title || undefined}>{answer.text}</span>;
 }
 
 function ContainersTable(

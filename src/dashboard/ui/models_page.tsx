@@ -9,7 +9,7 @@ import { useState } from "preact/hooks";
 import type { components } from "../../../gen/store/types.ts";
 import { ensureModel, pullModel } from "../../sdk/models.ts";
 import { ChatBox } from "./chat_box.tsx";
-import { bytes, when } from "./format.ts";
+import { bytes, parameters, when } from "./format.ts";
 import { runnableModels } from "./inference_api.ts";
 import { type Engine, LoadButton, loadState, useEngine } from "./model_loading.tsx";
 import { clients, messageOf, storedKey, uploadModelFile } from "./node_api.ts";
@@ -40,7 +40,7 @@ function facts(model: Model): string {
   if (!info) return model.onnx ? "ONNX" : "";
   return [
     info.architecture,
-    info.parameterCount && `${(info.parameterCount / 1e9).toFixed(1)} B params`,
+    info.parameterCount && `${parameters(info.parameterCount)} params`,
     info.quantization,
     info.contextLength && `ctx ${info.contextLength}`,
   ].filter(Boolean).join(" · ");

@@ -5,6 +5,7 @@
  */
 import { describeInstall } from "../../inference/install_words.ts";
 import { dashboardClient } from "../../sdk/clients.ts";
+import { diskMeterLevels } from "./explain.ts";
 import { bytes, duration, when } from "./format.ts";
 import { connection } from "./node_api.ts";
 import { Notice, usePolling } from "./widgets.tsx";
@@ -69,7 +70,7 @@ export function OverviewPage() {
               min={0}
               max={status.disk.totalBytes}
               value={used}
-              high={status.disk.totalBytes * 0.9}
+              {...diskMeterLevels(status.disk.totalBytes)}
             />
           )}
         </dd>
