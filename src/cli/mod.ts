@@ -18,5 +18,6 @@ export * from "./models_commands.ts";
 export * from "./node_commands.ts";
 export * from "./nodes.ts";
 export * from "./output.ts";
+export * from "./pull_command.ts";
 export * from "./run_command.ts";
 export * from "./server_commands.ts";

@@ -8,7 +8,13 @@
 import { ConfigError } from "../config/config_error.ts";
 import { type NodeConnection, PREFIXES, type StoreClient } from "../sdk/clients.ts";
 import { humanBytes } from "../sdk/human_units.ts";
-import { findModel, type Model, pullModel } from "../sdk/models.ts";
+import {
+  type CreateModelRequest,
+  type DownloadModelRequest,
+  findModel,
+  type Model,
+  pullModel,
+} from "../sdk/models.ts";
 import { nodeError, nodeFetch } from "../sdk/node_errors.ts";
 import { answer, clientError, exactly, reach } from "./cli_context.ts";
 import { printJson, Progress } from "./output.ts";
@@ -112,30 +118,56 @@ export async function pull({ positionals, values, store, json }: TransferInvocat
   }
   const kind = (values.kind ?? (values.mmproj ? "vlm" : "llm")) as Kind;
   const version = (values.version as string | undefined) ?? DEFAULT_VERSION;
-  const cancel = new AbortController();
-  const onInterrupt = () => cancel.abort();
-  Deno.addSignalListener("SIGINT", onInterrupt);
-  const bars = { model: new Progress(`pull ${id}`), mmproj: new Progress(`pull ${id} projector`) };
   const body = {
     url,
     ...(values.mmproj ? { mmprojUrl: values.mmproj as string } : {}),
     ...(values.sha256 ? { sha256: values.sha256 as string } : {}),
     ...(force ? { force: true } : {}),
   };
+  const record = { id, kind, version, ...configOf(values, kind) };
+  return await download(store, record, body, { json, existed: before !== undefined });
+}
+
+/** How {@link download} reports. */
+export interface DownloadReport {
+  /** Print the record as JSON when done. */
+  json: boolean;
+  /** The record was there before: a cancel leaves it. */
+  existed: boolean;
+  /** Say "pulled" on standard error, keeping standard output for what follows (`run`). */
+  quiet?: boolean;
+}
+
+/**
+ * Downloads into record `record.id` (created from `record` when missing, the one rule every
+ * pull follows) and draws the progress; Ctrl-C cancels it. Resolves to the exit code.
+ */
+export async function download(
+  store: StoreClient,
+  record: CreateModelRequest,
+  body: DownloadModelRequest,
+  report: DownloadReport,
+): Promise<number> {
+  const { id } = record;
+  const cancel = new AbortController();
+  const onInterrupt = () => cancel.abort();
+  Deno.addSignalListener("SIGINT", onInterrupt);
+  const bars = { model: new Progress(`pull ${id}`), mmproj: new Progress(`pull ${id} projector`) };
   let source: string | undefined;
   try {
-    const record = { id, kind, version, ...configOf(values, kind) };
     for await (const message of pullModel(store, record, body, cancel.signal)) {
       if ("done" in message) {
         bars.model.finish();
-        if (json) printJson(message.model);
-        else console.log(`pulled ${id}: ${humanBytes(message.model.totalSize)}, ready`);
+        const said = `pulled ${id}: ${humanBytes(message.model.totalSize)}, ready`;
+        if (report.json) printJson(message.model);
+        else if (report.quiet) console.error(said);
+        else console.log(said);
         return 0;
       }
       if ("mmproj" in message) bars.mmproj.update(message.mmproj.size, message.mmproj.totalSize);
       else {
         const from = sourceName(message.source);
-        if (from !== source && from !== undefined && !json) console.error(`\nfrom ${from}`);
+        if (from !== source && from !== undefined && !report.json) console.error(`\nfrom ${from}`);
         source = from;
         bars.model.update(message.size, message.totalSize);
       }
@@ -144,7 +176,7 @@ export async function pull({ positionals, values, store, json }: TransferInvocat
   } catch (error) {
     if (cancel.signal.aborted) {
       console.error(
-        before
+        report.existed
           ? `\npull of ${id} cancelled; the node discards the partial file`
           : `\npull of ${id} cancelled; the record it created is removed`,
       );

@@ -22,12 +22,15 @@ import { errorMessage, nodeError, nodeFetch } from "../sdk/node_errors.ts";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { clientError, type Env, invocation, reach } from "./cli_context.ts";
 import { printJson } from "./output.ts";
+import { parseModelName } from "./model_names.ts";
+import { ensurePulled, notOnTheNode } from "./pull_command.ts";
 import type { Command } from "./command.ts";
 
 /** The help lines of this command. */
 const HELP =
   `  edgenode run MODEL [PROMPT] [--system TEXT] [--temperature T] [--max-tokens N] [--interactive]
-      Chats with a model of the node, the answer streamed as it comes. With a PROMPT or piped
+      Chats with a model of the node, the answer streamed as it comes; a MODEL named
+      hf.co/USER/REPO[:QUANT] or by URL is pulled first when the node lacks it (edgenode pull). With a PROMPT or piped
       input (stdin, then PROMPT) it answers once; on a terminal without one it holds a chat:
       /clear forgets it, /bye or Ctrl-D ends it, Ctrl-C stops an answer. --interactive chats
       on piped lines too (a PROMPT is then the first question); --json answers once with the
@@ -88,10 +91,7 @@ async function findModel(fetcher: typeof fetch, url: string, model: string) {
     if (response.ok) return { prefix, entry: body as ModelEntry };
     const code = (body as { error?: { code?: unknown } } | undefined)?.error?.code;
     if (response.status === 404 && code === "model_not_found") {
-      throw new Error(
-        `model '${model}' is not on the node at ${url}; 'edgenode models ls' lists its models, ` +
-          `'edgenode models pull ${model} URL' downloads one`,
-      );
+      throw notOnTheNode(model, url);
     }
     if (response.status !== 404) throw nodeError(response, body, `finding model '${model}'`);
   }
@@ -247,8 +247,8 @@ async function run(args: string[], env: Env): Promise<number> {
     "max-tokens": { type: "string" },
     interactive: { type: "boolean" },
   }, env);
-  const [model, ...words] = positionals;
-  if (!model) throw new ConfigError("usage: edgenode run MODEL [PROMPT] (edgenode run --help)");
+  const [name, ...words] = positionals;
+  if (!name) throw new ConfigError("usage: edgenode run MODEL [PROMPT] (edgenode run --help)");
   const temperature = numberFlag(values.temperature, "temperature", 0, 2, false);
   const maxTokens = numberFlag(values["max-tokens"], "max-tokens", 1, 16777216, true);
   const interactive = values.interactive === true ||
@@ -263,6 +263,12 @@ async function run(args: string[], env: Env): Promise<number> {
     throw new ConfigError("nothing to ask: give a PROMPT, pipe one in, or run on a terminal");
   }
 
+  // A Hugging Face name or a URL is pulled first (nothing is downloaded when it is ready).
+  const pulled = parseModelName(name).source === "id"
+    ? { id: name, code: 0 }
+    : await ensurePulled(name, storeClient(connection), connection.url, env, { json, quiet: true });
+  if (pulled.code !== 0) return pulled.code;
+  const model = pulled.id;
   const fetcher = nodeFetch(connection.url);
   const { prefix, entry } = await reach(findModel(fetcher, connection.url, model));
   if (entry.info?.kind === "embed") {

@@ -1,0 +1,190 @@
+/**
+ * What `edgenode pull NAME` and `edgenode run NAME` name, resolved: a model of the node's
+ * registry, a Hugging Face repository (`hf.co/{user}/{repo}[:{quant}]`, as Ollama takes it), or
+ * a file's URL. A repository's GGUF files are listed through the Hub's API
+ * (`GET {HF_ENDPOINT}/api/models/{user}/{repo}`, its `siblings`), and one is chosen: the
+ * quantisation asked for, else Q4_K_M, else Q4_0, else the smallest; with its `mmproj` file
+ * when the repository has one. The record's id and kind are derived here, in one place (see
+ * {@link hfModelId} and {@link kindOf}).
+ *
+ * @example
+ * ```ts
+ * import { parseModelName } from "./model_names.ts";
+ *
+ * parseModelName("hf.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M");
+ * // { source: "hf", user: "Qwen", repo: "Qwen2.5-0.5B-Instruct-GGUF", quant: "Q4_K_M" }
+ * ```
+ *
+ * @module
+ */
+import { ConfigError } from "../config/config_error.ts";
+import type { Kind } from "./model_flags.ts";
+
+/** The Hub's address when HF_ENDPOINT is not set (the Hub's own clients' convention). */
+export const HF_DEFAULT_ENDPOINT = "https://huggingface.co";
+
+/** The quantisations chosen when none is asked for, best first; then the smallest file. */
+const DEFAULT_QUANTS = ["Q4_K_M", "Q4_0"];
+
+/** A name as written: a registry id, a Hugging Face repository, or a URL. */
+export type ModelName =
+  | { source: "id"; id: string }
+  | { source: "hf"; user: string; repo: string; quant?: string }
+  | { source: "url"; url: string };
+
+/** What a name resolves to when its files are to be downloaded. */
+export interface ModelDownload {
+  /** The registry id the record gets. */
+  id: string;
+  kind: Kind;
+  url: string;
+  mmprojUrl?: string;
+  /** Where it was found, in words ("test/tiny, tiny-Q4_K_M.gguf"). */
+  from: string;
+}
+
+/** How a name is resolved: the environment (HF_ENDPOINT) and the fetch that reaches the Hub. */
+export interface Resolving {
+  env: (name: string) => string | undefined;
+  fetch?: typeof fetch;
+}
+
+/** How a Hugging Face repository is written. */
+const HF_NAME =
+  /^(?:https?:\/\/)?(?:hf\.co|huggingface\.co)\/([^/:\s]+)\/([^/:\s]+?)(?::([^/:\s]+))?\/?$/i;
+
+/** Reads a name as written; a malformed Hugging Face name is a ConfigError. */
+export function parseModelName(name: string): ModelName {
+  const hf = HF_NAME.exec(name);
+  if (hf) return { source: "hf", user: hf[1], repo: hf[2], ...(hf[3] ? { quant: hf[3] } : {}) };
+  if (/^(?:https?:\/\/)?(?:hf\.co|huggingface\.co)\//i.test(name)) {
+    throw new ConfigError(`'${name}' is not a Hugging Face name: write hf.co/USER/REPO[:QUANT]`);
+  }
+  if (/^https?:\/\//i.test(name)) return { source: "url", url: name };
+  return { source: "id", id: name };
+}
+
+/** A registry id made of `text`: lower case, only letters, digits, '.', '_' and '-'. */
+export function idOf(text: string): string {
+  return text.toLowerCase().replaceAll(/[^a-z0-9._-]+/g, "-").replaceAll(/\.{2,}/g, ".")
+    .replace(/^[.-]+/, "").replace(/[.-]+$/, "").slice(0, 255);
+}
+
+/** The quantisation a GGUF file's name says (Q4_K_M, IQ4_XS, F16, ...), upper case. */
+export function quantOf(file: string): string | undefined {
+  const base = file.split("/").pop()!.replace(/\.gguf$/i, "");
+  const found = /(?:^|[-_.])(I?Q\d(?:_[A-Z0-9]+)*|BF16|F16|F32)(?=$|[-_.])/i.exec(base);
+  return found?.[1].toUpperCase();
+}
+
+/**
+ * The id of a repository's file: the repository's name without a `-GGUF` ending, then the
+ * file's quantisation (else the file's name), lower case: `Qwen2.5-0.5B-Instruct-GGUF` with
+ * `...-q4_k_m.gguf` is `qwen2.5-0.5b-instruct-q4_k_m`.
+ */
+export function hfModelId(repo: string, file: string): string {
+  const quant = quantOf(file) ?? file.split("/").pop()!.replace(/\.gguf$/i, "");
+  return idOf(`${repo.replace(/[-_.]gguf$/i, "")}-${quant}`);
+}
+
+/** The kind of a model file: vlm with a projector, embed when its names say so, else llm. */
+export function kindOf(names: string[], hasProjector: boolean): Kind {
+  if (hasProjector) return "vlm";
+  return names.some((name) => /embed/i.test(name)) ? "embed" : "llm";
+}
+
+/** A file of a repository as the Hub lists it (`size` with `?blobs=true`). */
+interface Sibling {
+  rfilename: string;
+  size?: number;
+}
+
+/** The repository's files, from the Hub's API; an unknown repository is a clear error. */
+async function siblings(endpoint: string, user: string, repo: string, fetcher: typeof fetch) {
+  const url = `${endpoint}/api/models/${encodeURIComponent(user)}/${encodeURIComponent(repo)}`;
+  let response: Response;
+  try {
+    response = await fetcher(`${url}?blobs=true`);
+  } catch (error) {
+    throw new Error(
+      `cannot reach the Hugging Face Hub at ${endpoint}: ${(error as Error).message}`,
+    );
+  }
+  const body = await response.json().catch(() => undefined);
+  if (response.status === 401 || response.status === 404) {
+    throw new Error(
+      `no repository ${user}/${repo} on ${endpoint} (${response.status}; a private or gated ` +
+        "one cannot be pulled by name: give the node a URL with 'edgenode models pull ID URL')",
+    );
+  }
+  if (!response.ok || !Array.isArray(body?.siblings)) {
+    throw new Error(`the Hub at ${endpoint} answered ${response.status} for ${user}/${repo}`);
+  }
+  return body.siblings as Sibling[];
+}
+
+/** The file of `files` chosen for `quant` (asked, else the defaults, else the smallest). */
+function chooseFile(files: Sibling[], quant: string | undefined, where: string): Sibling {
+  const withQuant = (q: string) =>
+    files.find((f) => quantOf(f.rfilename) === q.toUpperCase()) ??
+      files.find((f) => f.rfilename.toLowerCase().includes(q.toLowerCase()));
+  if (quant) {
+    const found = withQuant(quant);
+    if (found) return found;
+    const there = files.map((f) => quantOf(f.rfilename) ?? f.rfilename);
+    throw new ConfigError(`${where} has no ${quant} file; it has: ${there.join(", ")}`);
+  }
+  for (const q of DEFAULT_QUANTS) {
+    const found = withQuant(q);
+    if (found) return found;
+  }
+  return files.reduce((a, b) => (b.size ?? Infinity) < (a.size ?? Infinity) ? b : a);
+}
+
+/** A repository file's download URL on the Hub. */
+function resolveUrl(endpoint: string, user: string, repo: string, file: string): string {
+  const path = file.split("/").map(encodeURIComponent).join("/");
+  return `${endpoint}/${encodeURIComponent(user)}/${encodeURIComponent(repo)}/resolve/main/${path}`;
+}
+
+/** A Hugging Face name resolved through the Hub's API to the files to download. */
+export async function resolveHfName(
+  name: Extract<ModelName, { source: "hf" }>,
+  resolving: Resolving,
+): Promise<ModelDownload> {
+  const endpoint = (resolving.env("HF_ENDPOINT") || HF_DEFAULT_ENDPOINT).replace(/\/+$/, "");
+  const { user, repo } = name;
+  const where = `${user}/${repo}`;
+  const all = await siblings(endpoint, user, repo, resolving.fetch ?? fetch);
+  const ggufs = all.filter((f) => /\.gguf$/i.test(f.rfilename));
+  const projectors = ggufs.filter((f) => /mmproj/i.test(f.rfilename));
+  const models = ggufs.filter((f) => !/mmproj/i.test(f.rfilename));
+  if (models.length === 0) {
+    throw new Error(
+      `${where} has no GGUF model file (its files: ${
+        all.map((f) => f.rfilename).join(", ") || "none"
+      }); edgenode runs GGUF models: look for a repository whose name ends in -GGUF`,
+    );
+  }
+  const file = chooseFile(models, name.quant, where);
+  if (/-\d{5}-of-\d{5}\.gguf$/i.test(file.rfilename)) {
+    throw new Error(`${where}'s ${file.rfilename} is one part of a split model, not supported`);
+  }
+  // A projector of the same precision as the model is not given by the Hub: prefer F16's.
+  const projector = projectors.find((f) => quantOf(f.rfilename) === "F16") ?? projectors[0];
+  return {
+    id: hfModelId(repo, file.rfilename),
+    kind: kindOf([repo, file.rfilename], projector !== undefined),
+    url: resolveUrl(endpoint, user, repo, file.rfilename),
+    ...(projector ? { mmprojUrl: resolveUrl(endpoint, user, repo, projector.rfilename) } : {}),
+    from: `${where}, ${file.rfilename}${projector ? ` with ${projector.rfilename}` : ""}`,
+  };
+}
+
+/** A URL's download: the id is its file's name without `.gguf`, lower case. */
+export function urlDownload(url: string): ModelDownload {
+  const file = decodeURIComponent(new URL(url).pathname.split("/").pop() ?? "");
+  const id = idOf(file.replace(/\.gguf$/i, ""));
+  if (!id) throw new ConfigError(`'${url}' names no file to take the model's id from`);
+  return { id, kind: kindOf([file], false), url, from: url };
+}

@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import {
+  hfModelId,
+  idOf,
+  kindOf,
+  parseModelName,
+  quantOf,
+  resolveHfName,
+  urlDownload,
+} from "./model_names.ts";
+import { ConfigError } from "../config/config_error.ts";
+
+Deno.test("parseModelName: a registry id, a Hugging Face repository, a URL", () => {
+  const cases: [string, unknown][] = [
+    ["tiny", { source: "id", id: "tiny" }],
+    ["hf.co/test/tiny", { source: "hf", user: "test", repo: "tiny" }],
+    ["hf.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF:q4_k_m", {
+      source: "hf",
+      user: "Qwen",
+      repo: "Qwen2.5-0.5B-Instruct-GGUF",
+      quant: "q4_k_m",
+    }],
+    ["https://huggingface.co/a/b:Q8_0", { source: "hf", user: "a", repo: "b", quant: "Q8_0" }],
+    ["http://h/m.gguf", { source: "url", url: "http://h/m.gguf" }],
+  ];
+  for (const [given, want] of cases) assert.deepEqual(parseModelName(given), want, given);
+  assert.throws(() => parseModelName("hf.co/only-user"), ConfigError);
+});
+
+Deno.test("the id and kind rules", () => {
+  assert.equal(
+    hfModelId("Qwen2.5-0.5B-Instruct-GGUF", "qwen2.5-0.5b-instruct-q4_k_m.gguf"),
+    "qwen2.5-0.5b-instruct-q4_k_m",
+  );
+  assert.equal(hfModelId("tiny", "sub/tiny-IQ4_XS.gguf"), "tiny-iq4_xs");
+  assert.equal(hfModelId("tiny", "model.gguf"), "tiny-model");
+  assert.equal(quantOf("x.Q5_K_S.gguf"), "Q5_K_S");
+  assert.equal(quantOf("x-f16.gguf"), "F16");
+  assert.equal(quantOf("model.gguf"), undefined);
+  assert.equal(idOf("..A b/c.."), "a-b-c");
+  assert.equal(kindOf(["nomic-embed-text-v1.5-GGUF"], false), "embed");
+  assert.equal(kindOf(["llava"], true), "vlm");
+  assert.equal(kindOf(["tiny"], false), "llm");
+  assert.deepEqual(urlDownload("http://h/dir/My%20Model.Q4_0.gguf"), {
+    id: "my-model.q4_0",
+    kind: "llm",
+    url: "http://h/dir/My%20Model.Q4_0.gguf",
+    from: "http://h/dir/My%20Model.Q4_0.gguf",
+  });
+});
+
+/** A fetch answering the Hub's API for one repository with these files and sizes. */
+function hub(files: Record<string, number>): typeof fetch {
+  return (input) => {
+    const url = String(input);
+    if (!url.startsWith("https://hub.test/api/models/u/r?")) {
+      return Promise.resolve(Response.json({ error: "Repository not found" }, { status: 404 }));
+    }
+    const siblings = Object.entries(files).map(([rfilename, size]) => ({ rfilename, size }));
+    return Promise.resolve(Response.json({ siblings }));
+  };
+}
+
+Deno.test("resolveHfName: the quant asked, the defaults, the smallest, the projector", async () => {
+  const env = (name: string) => name === "HF_ENDPOINT" ? "https://hub.test/" : undefined;
+  const files = { "r-Q8_0.gguf": 8, "r-Q4_0.gguf": 4, "r-Q4_K_M.gguf": 5, "README.md": 1 };
+  const resolve = (quant: string | undefined, f: Record<string, number> = files) =>
+    resolveHfName({ source: "hf", user: "u", repo: "r", quant }, { env, fetch: hub(f) });
+  const asked = await resolve("q8_0");
+  assert.equal(asked.url, "https://hub.test/u/r/resolve/main/r-Q8_0.gguf");
+  assert.equal(asked.id, "r-q8_0");
+  assert.equal((await resolve(undefined)).id, "r-q4_k_m");
+  assert.equal((await resolve(undefined, { "r-Q8_0.gguf": 8, "r-Q4_0.gguf": 4 })).id, "r-q4_0");
+  assert.equal((await resolve(undefined, { "r-Q8_0.gguf": 8, "r-Q6_K.gguf": 6 })).id, "r-q6_k");
+  const vision = await resolve(undefined, {
+    "r-Q4_K_M.gguf": 5,
+    "mmproj-r-Q8_0.gguf": 2,
+    "mmproj-r-F16.gguf": 3,
+  });
+  assert.equal(vision.kind, "vlm");
+  assert.equal(vision.mmprojUrl, "https://hub.test/u/r/resolve/main/mmproj-r-F16.gguf");
+  await assert.rejects(resolve("Q2_K"), /u\/r has no Q2_K file; it has: Q8_0, Q4_0, Q4_K_M/);
+  await assert.rejects(resolve(undefined, { "README.md": 1 }), /has no GGUF model file/);
+  await assert.rejects(
+    resolveHfName({ source: "hf", user: "u", repo: "nope" }, { env, fetch: hub(files) }),
+    /no repository u\/nope on https:\/\/hub.test \(404/,
+  );
+});

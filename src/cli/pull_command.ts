@@ -1,0 +1,123 @@
+/**
+ * `edgenode pull NAME`: a model into the node by what it is called, as `ollama pull` does. NAME
+ * is a model already in the registry, a Hugging Face repository `hf.co/{user}/{repo}[:{quant}]`
+ * or a URL (model_names.ts resolves it); the record is created once, by the same download every
+ * pull uses (model_transfers.ts), and the node fetches the files with its progress drawn here.
+ * `edgenode run NAME` pulls the same way before it chats ({@link ensurePulled}).
+ *
+ * @module
+ */
+import { ConfigError } from "../config/config_error.ts";
+import { type StoreClient, storeClient } from "../sdk/clients.ts";
+import { humanBytes } from "../sdk/human_units.ts";
+import { findModel } from "../sdk/models.ts";
+import { type Env, exactly, invocation, reach } from "./cli_context.ts";
+import type { Command } from "./command.ts";
+import { DEFAULT_VERSION, type Kind } from "./model_flags.ts";
+import { type ModelDownload, parseModelName, resolveHfName, urlDownload } from "./model_names.ts";
+import { download } from "./model_transfers.ts";
+import { printJson } from "./output.ts";
+
+/** The help lines of this command. */
+const HELP = `  edgenode pull NAME [--kind llm|vlm|embed] [--force]
+      Downloads a model into the node by name: hf.co/USER/REPO[:QUANT] (a Hugging Face GGUF
+      repository: the QUANT asked for, else Q4_K_M, else Q4_0, else the smallest file, with
+      its mmproj projector when it has one; the Hub is $HF_ENDPOINT or https://huggingface.co),
+      or a URL of a .gguf file. The record's id is the repository's name without -GGUF and the
+      quantisation, lower case (hf.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M is
+      qwen2.5-0.5b-instruct-q4_k_m); a URL's is its file's name. The kind is vlm with a
+      projector, embed when the names say "embed", else llm; --kind overrides it. A ready model
+      is left alone unless --force is given. 'edgenode run NAME' pulls the same way first.`;
+
+/** How a name that is neither on the node nor resolvable is refused (`pull` and `run`). */
+export function notOnTheNode(name: string, url: string): Error {
+  return new Error(
+    `model '${name}' is not on the node at ${url}; 'edgenode models ls' lists its models, ` +
+      `'edgenode pull hf.co/USER/REPO[:QUANT]' downloads one from Hugging Face, ` +
+      `'edgenode models pull ${name} URL' one from a URL`,
+  );
+}
+
+/** What NAME names, when it is to be downloaded; undefined for a registry id. */
+export async function downloadOf(name: string, env: Env): Promise<ModelDownload | undefined> {
+  const parsed = parseModelName(name);
+  if (parsed.source === "id") return undefined;
+  if (parsed.source === "url") return urlDownload(parsed.url);
+  return await resolveHfName(parsed, { env });
+}
+
+/** What a pull does beyond the name. */
+export interface PullOptions {
+  json: boolean;
+  force?: boolean;
+  kind?: Kind;
+  /** Report on standard error only (`run` keeps standard output for the answer). */
+  quiet?: boolean;
+}
+
+/**
+ * The registry id NAME names, its files downloaded into the node first when they are not
+ * there (or always, with `force`); `code` is the pull's exit code (0 when nothing was needed).
+ */
+export async function ensurePulled(
+  name: string,
+  store: StoreClient,
+  nodeUrl: string,
+  env: Env,
+  options: PullOptions,
+): Promise<{ id: string; code: number }> {
+  const wanted = await downloadOf(name, env);
+  const id = wanted?.id ?? name;
+  const before = await reach(findModel(store, id));
+  if (!wanted) {
+    if (!before) throw notOnTheNode(name, nodeUrl);
+    if (!before.readyToUse) {
+      throw new Error(
+        `model '${id}' has no file yet; give it one: edgenode models pull ${id} URL, ` +
+          `or edgenode models push ${id} FILE`,
+      );
+    }
+    if (options.force) {
+      throw new ConfigError(`--force needs a source: edgenode models pull ${id} URL --force`);
+    }
+  }
+  if (before?.readyToUse && !options.force) {
+    if (!options.quiet) {
+      if (options.json) printJson(before);
+      else console.log(`${id} is ready (${humanBytes(before.totalSize)}); nothing to download`);
+    }
+    return { id, code: 0 };
+  }
+  if (!options.json) console.error(`pulling ${id} from ${wanted!.from}`);
+  const record = { id, kind: options.kind ?? wanted!.kind, version: DEFAULT_VERSION };
+  const body = {
+    url: wanted!.url,
+    ...(wanted!.mmprojUrl ? { mmprojUrl: wanted!.mmprojUrl } : {}),
+    ...(options.force ? { force: true } : {}),
+  };
+  const code = await download(store, record, body, {
+    json: options.json,
+    existed: before !== undefined,
+    quiet: options.quiet,
+  });
+  return { id, code };
+}
+
+/** `edgenode pull NAME`. */
+async function pull(args: string[], env: Env): Promise<number> {
+  const { values, positionals, connection, json } = invocation(args, {
+    kind: { type: "string" },
+    force: { type: "boolean" },
+  }, env);
+  const [name] = exactly(positionals, 1, "pull NAME [--kind K] [--force] (edgenode pull --help)");
+  const kind = values.kind as Kind | undefined;
+  if (kind !== undefined && !["llm", "vlm", "embed"].includes(kind)) {
+    throw new ConfigError(`--kind takes llm, vlm or embed (got '${kind}')`);
+  }
+  const store = storeClient(connection);
+  const options = { json, force: values.force === true, kind };
+  return (await ensurePulled(name, store, connection.url, env, options)).code;
+}
+
+/** `edgenode pull`. */
+export const PULL_COMMAND: Command = { name: "pull", help: HELP, run: pull };

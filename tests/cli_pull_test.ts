@@ -1,0 +1,87 @@
+/**
+ * `edgenode pull NAME` and `edgenode run NAME` against a real node and a stand-in Hugging Face
+ * Hub (testing/hf_hub.ts, through HF_ENDPOINT): the quant asked for is downloaded into a record
+ * named by the id rule and chats; a second pull downloads nothing; `run hf.co/...` pulls first;
+ * an unknown repository or quant is a clear error naming what exists, and leaves no record.
+ */
+import assert from "node:assert/strict";
+import { edgenode } from "./helpers/cli_env.ts";
+import { ensureTestEngine } from "../testing/engine.ts";
+import { startHfHub } from "../testing/hf_hub.ts";
+import { startTestNode } from "../testing/node.ts";
+import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
+
+const KEY = "a-pull-command-test-key-0123456789";
+const SAMPLING = ["--temperature", "0", "--max-tokens", "8"];
+
+Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quants", async (t) => {
+  await ensureTestEngine();
+  await using node = await startTestNode({
+    config: { apiKey: KEY, discovery: { mdns: false } },
+  });
+  await using hub = startHfHub();
+  const model = tinyLlamaGguf();
+  hub.repository("test/tiny", {
+    "tiny-Q4_K_M.gguf": model,
+    "tiny-Q8_0.gguf": tinyLlamaGguf({ seed: 2 }),
+    "README.md": new TextEncoder().encode("# tiny"),
+  });
+  const env = { EDGENODE_NODE: node.url, EDGENODE_API_KEY: KEY, HF_ENDPOINT: hub.url };
+  const cli = (args: string[]) => edgenode(args, env);
+  const record = async (id: string) => {
+    const response = await fetch(`${node.storeUrl}/models/${id}`, { headers: node.auth() });
+    return response.status === 404 ? void await response.body?.cancel() : await response.json();
+  };
+
+  await t.step("pull downloads the quant asked for, with the id rule's name", async () => {
+    const pulled = await cli(["pull", "hf.co/test/tiny:q4_k_m"]);
+    assert.equal(pulled.code, 0, pulled.stderr);
+    assert.match(pulled.stderr, /pulling tiny-q4_k_m from test\/tiny, tiny-Q4_K_M\.gguf/);
+    assert.match(pulled.stdout, /^pulled tiny-q4_k_m: .*, ready\n$/);
+    const made = await record("tiny-q4_k_m");
+    assert.equal(made.kind, "llm");
+    assert.equal(made.readyToUse, true);
+    assert.equal(made.totalSize, model.byteLength);
+    assert.ok(
+      hub.requests.includes("/test/tiny/resolve/main/tiny-Q4_K_M.gguf"),
+      hub.requests.join(),
+    );
+  });
+
+  await t.step("a second pull downloads nothing", async () => {
+    const files = hub.requests.filter((path) => path.includes("/resolve/")).length;
+    const again = await cli(["pull", "hf.co/test/tiny:Q4_K_M"]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /tiny-q4_k_m is ready .*nothing to download/);
+    assert.equal(hub.requests.filter((path) => path.includes("/resolve/")).length, files);
+  });
+
+  await t.step("run NAME chats with the pulled model; run of a new quant pulls it", async () => {
+    const ran = await cli(["run", "hf.co/test/tiny:Q4_K_M", "hello", ...SAMPLING]);
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.ok(ran.stdout.trim().length > 0, "an answer");
+    const byId = await cli(["run", "tiny-q4_k_m", "hello", ...SAMPLING]);
+    assert.equal(byId.stdout, ran.stdout, "the same model by its id");
+    const fresh = await cli(["run", "hf.co/test/tiny:Q8_0", "hello", ...SAMPLING]);
+    assert.equal(fresh.code, 0, fresh.stderr);
+    assert.match(fresh.stderr, /pulled tiny-q8_0: .*, ready/);
+    assert.ok(fresh.stdout.trim().length > 0);
+    assert.equal((await record("tiny-q8_0")).readyToUse, true);
+  });
+
+  await t.step(
+    "an unknown repository or quant: exit non-zero, what exists, no record",
+    async () => {
+      const repo = await cli(["pull", "hf.co/test/nope"]);
+      assert.equal(repo.code, 1);
+      assert.match(repo.stderr, /no repository test\/nope on http:\/\/127\.0\.0\.1:\d+ \(404/);
+      const quant = await cli(["pull", "hf.co/test/tiny:Q2_K"]);
+      assert.equal(quant.code, 2);
+      assert.match(quant.stderr, /test\/tiny has no Q2_K file; it has: Q4_K_M, Q8_0/);
+      assert.equal(await record("tiny-q2_k"), undefined);
+      const name = await cli(["pull", "no-such-model"]);
+      assert.equal(name.code, 1);
+      assert.match(name.stderr, /edgenode pull hf\.co\/USER\/REPO\[:QUANT\]/);
+    },
+  );
+});
