@@ -2,7 +2,8 @@
  * A stand-in for the Hugging Face Hub on a free port of 127.0.0.1, answering the shapes of the
  * Hub's documented API that `edgenode pull hf.co/...` uses: `GET /api/models/{user}/{repo}` with
  * its `siblings` (`rfilename`, and `size` as `?blobs=true` gives it; 404 with an `error` for an
- * unknown repository), and the files under `/{user}/{repo}/resolve/{revision}/{file}`. Point
+ * unknown repository), and the files under `/{user}/{repo}/resolve/{revision}/{file}` (as a
+ * redirect to `/cdn/...`, the way the Hub sends its files from a content store). Point
  * the CLI at it with `HF_ENDPOINT`.
  *
  * @example
@@ -45,7 +46,15 @@ export function startHfHub(): HfHub {
       }));
       return Response.json({ id: api[1], modelId: api[1], sha: "0".repeat(40), siblings });
     }
-    const file = /^\/([^/]+\/[^/]+)\/resolve\/[^/]+\/(.+)$/.exec(path);
+    // The Hub answers a file with a redirect to its content store; so does this one.
+    const resolve = /^\/([^/]+\/[^/]+)\/resolve\/[^/]+\/(.+)$/.exec(path);
+    if (resolve && repositories.get(resolve[1])?.has(resolve[2])) {
+      const location = `/cdn/${resolve[1]}/${
+        resolve[2].split("/").map(encodeURIComponent).join("/")
+      }`;
+      return new Response(null, { status: 302, headers: { location } });
+    }
+    const file = /^\/cdn\/([^/]+\/[^/]+)\/(.+)$/.exec(path);
     const bytes = file && repositories.get(file[1])?.get(file[2]);
     if (!bytes) return new Response("Entry not found", { status: 404 });
     return new Response(bytes as Uint8Array<ArrayBuffer>, {

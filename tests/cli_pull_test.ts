@@ -67,6 +67,22 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
     assert.match(fresh.stderr, /pulled tiny-q8_0: .*, ready/);
     assert.ok(fresh.stdout.trim().length > 0);
     assert.equal((await record("tiny-q8_0")).readyToUse, true);
+    const json = await cli(["run", "hf.co/test/tiny:Q8_0", "hello", "--json", ...SAMPLING]);
+    assert.equal(json.code, 0, json.stderr);
+    assert.equal(JSON.parse(json.stdout).object, "chat.completion", "stdout is the JSON alone");
+  });
+
+  await t.step("a repository with an mmproj file: a vlm with its projector", async () => {
+    hub.repository("test/seeing-GGUF", {
+      "seeing-Q4_K_M.gguf": model,
+      "mmproj-seeing-F16.gguf": tinyLlamaGguf({ seed: 3 }),
+    });
+    const pulled = await cli(["pull", "hf.co/test/seeing-GGUF"]);
+    assert.equal(pulled.code, 0, pulled.stderr);
+    const made = await record("seeing-q4_k_m");
+    assert.equal(made.kind, "vlm");
+    assert.ok(made.mmproj, JSON.stringify(made));
+    assert.ok(hub.requests.includes("/test/seeing-GGUF/resolve/main/mmproj-seeing-F16.gguf"));
   });
 
   await t.step(

@@ -266,7 +266,10 @@ async function run(args: string[], env: Env): Promise<number> {
   // A Hugging Face name or a URL is pulled first (nothing is downloaded when it is ready).
   const pulled = parseModelName(name).source === "id"
     ? { id: name, code: 0 }
-    : await ensurePulled(name, storeClient(connection), connection.url, env, { json, quiet: true });
+    : await ensurePulled(name, storeClient(connection), connection.url, env, {
+      json: false,
+      quiet: true,
+    });
   if (pulled.code !== 0) return pulled.code;
   const model = pulled.id;
   const fetcher = nodeFetch(connection.url);
