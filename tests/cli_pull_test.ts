@@ -86,6 +86,20 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
   });
 
   await t.step(
+    "a URL: pull names the record after its file; models pull, the same kind",
+    async () => {
+      hub.repository("test/vectors", { "nomic-embed-text-Q4_0.gguf": tinyLlamaGguf({ seed: 5 }) });
+      const url = `${hub.url}/test/vectors/resolve/main/nomic-embed-text-Q4_0.gguf`;
+      const pulled = await cli(["pull", url]);
+      assert.equal(pulled.code, 0, pulled.stderr);
+      assert.equal((await record("nomic-embed-text-q4_0")).kind, "embed");
+      const named = await cli(["models", "pull", "vectors", url]);
+      assert.equal(named.code, 0, named.stderr);
+      assert.equal((await record("vectors")).kind, "embed");
+    },
+  );
+
+  await t.step(
     "an unknown repository or quant: exit non-zero, what exists, no record",
     async () => {
       const repo = await cli(["pull", "hf.co/test/nope"]);

@@ -19,6 +19,7 @@ import { nodeError, nodeFetch } from "../sdk/node_errors.ts";
 import { answer, clientError, exactly, reach } from "./cli_context.ts";
 import { printJson, Progress } from "./output.ts";
 import { configOf, DEFAULT_VERSION, givenRecordFlags, type Kind } from "./model_flags.ts";
+import { kindOf } from "./model_names.ts";
 import { openUserFile } from "./user_files.ts";
 
 /** What the transfer commands are given. */
@@ -116,7 +117,9 @@ export async function pull({ positionals, values, store, json }: TransferInvocat
         `change ${them} with 'edgenode models set ${id}'`,
     );
   }
-  const kind = (values.kind ?? (values.mmproj ? "vlm" : "llm")) as Kind;
+  // The one rule of `edgenode pull NAME` too: vlm with a projector, embed by name, else llm.
+  const file = new URL(url).pathname.split("/").pop() ?? "";
+  const kind = (values.kind ?? kindOf([decodeURIComponent(file)], Boolean(values.mmproj))) as Kind;
   const version = (values.version as string | undefined) ?? DEFAULT_VERSION;
   const body = {
     url,

@@ -35,7 +35,8 @@ const HELP = `  edgenode models ls [--kind K] [--ready]
       Creates a record (version 1.0.0 unless given); an existing one is changed with 'set'.
   edgenode models push ID FILE [--sha256 HEX]          uploads the file, with progress
   edgenode models pull ID URL [--mmproj URL] [--sha256 HEX] [--kind K] [--version V] [--force]
-      Downloads into the node (creating the record, kind llm by default), with progress;
+      Downloads into the node (creating the record: kind vlm with --mmproj, embed when the
+      file's name says "embed", else llm, as 'edgenode pull' decides), with progress;
       Ctrl-C cancels it, and a record the pull created goes when it fails or is cancelled.
       A ready model keeps its file unless --force is given. With --sha256 the node first
       fetches the file from a node of its account on the LAN that holds it (inference.mesh),
