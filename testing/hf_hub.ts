@@ -1,6 +1,7 @@
 /**
  * A stand-in for the Hugging Face Hub on a free port of 127.0.0.1, answering the shapes of the
- * Hub's documented API that `edgenode pull hf.co/...` uses: `GET /api/models/{user}/{repo}` with
+ * Hub's documented API that `edgenode pull hf.co/...` uses: `GET /api/models/{user}/{repo}`
+ * (or `.../revision/{revision}`, every revision the same files here) with
  * its `siblings` (`rfilename`, and `size` as `?blobs=true` gives it; 404 with an `error` for an
  * unknown repository), and the files under `/{user}/{repo}/resolve/{revision}/{file}` (as a
  * redirect to `/cdn/...`, the way the Hub sends its files from a content store). Point
@@ -36,7 +37,7 @@ export function startHfHub(): HfHub {
   const http = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
     const path = decodeURIComponent(new URL(request.url).pathname);
     requests.push(path);
-    const api = /^\/api\/models\/([^/]+\/[^/]+)$/.exec(path);
+    const api = /^\/api\/models\/([^/]+\/[^/]+)(?:\/revision\/[^/]+)?$/.exec(path);
     if (api) {
       const files = repositories.get(api[1]);
       if (!files) return Response.json({ error: "Repository not found" }, { status: 404 });

@@ -72,18 +72,22 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
     assert.equal(JSON.parse(json.stdout).object, "chat.completion", "stdout is the JSON alone");
   });
 
-  await t.step("a repository with an mmproj file: a vlm with its projector", async () => {
-    hub.repository("test/seeing-GGUF", {
-      "seeing-Q4_K_M.gguf": model,
-      "mmproj-seeing-F16.gguf": tinyLlamaGguf({ seed: 3 }),
-    });
-    const pulled = await cli(["pull", "hf.co/test/seeing-GGUF"]);
-    assert.equal(pulled.code, 0, pulled.stderr);
-    const made = await record("seeing-q4_k_m");
-    assert.equal(made.kind, "vlm");
-    assert.ok(made.mmproj, JSON.stringify(made));
-    assert.ok(hub.requests.includes("/test/seeing-GGUF/resolve/main/mmproj-seeing-F16.gguf"));
-  });
+  await t.step(
+    "a repository with an mmproj file: a vlm with its projector; --revision",
+    async () => {
+      hub.repository("test/seeing-GGUF", {
+        "seeing-Q4_K_M.gguf": model,
+        "mmproj-seeing-F16.gguf": tinyLlamaGguf({ seed: 3 }),
+      });
+      const pulled = await cli(["pull", "hf.co/test/seeing-GGUF", "--revision", "v2"]);
+      assert.equal(pulled.code, 0, pulled.stderr);
+      const made = await record("seeing-q4_k_m");
+      assert.equal(made.kind, "vlm");
+      assert.ok(made.mmproj, JSON.stringify(made));
+      assert.ok(hub.requests.includes("/api/models/test/seeing-GGUF/revision/v2"));
+      assert.ok(hub.requests.includes("/test/seeing-GGUF/resolve/v2/mmproj-seeing-F16.gguf"));
+    },
+  );
 
   await t.step(
     "a URL: pull names the record after its file; models pull, the same kind",
@@ -109,6 +113,9 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
       assert.equal(quant.code, 2);
       assert.match(quant.stderr, /test\/tiny has no Q2_K file; it has: Q4_K_M, Q8_0/);
       assert.equal(await record("tiny-q2_k"), undefined);
+      const url = await cli(["pull", "http://h/x.gguf", "--revision", "v1"]);
+      assert.equal(url.code, 2);
+      assert.match(url.stderr, /--revision is for a Hugging Face name/);
       const name = await cli(["pull", "no-such-model"]);
       assert.equal(name.code, 1);
       assert.match(name.stderr, /edgenode pull hf\.co\/USER\/REPO\[:QUANT\]/);

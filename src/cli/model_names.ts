@@ -46,6 +46,8 @@ export interface ModelDownload {
 /** How a name is resolved: the environment (HF_ENDPOINT) and the fetch that reaches the Hub. */
 export interface Resolving {
   env: (name: string) => string | undefined;
+  /** A branch, tag or commit of the repository (default main). */
+  revision?: string;
   fetch?: typeof fetch;
 }
 
@@ -100,8 +102,15 @@ interface Sibling {
 }
 
 /** The repository's files, from the Hub's API; an unknown repository is a clear error. */
-async function siblings(endpoint: string, user: string, repo: string, fetcher: typeof fetch) {
-  const url = `${endpoint}/api/models/${encodeURIComponent(user)}/${encodeURIComponent(repo)}`;
+async function siblings(
+  endpoint: string,
+  user: string,
+  repo: string,
+  revision: string | undefined,
+  fetcher: typeof fetch,
+) {
+  const url = `${endpoint}/api/models/${encodeURIComponent(user)}/${encodeURIComponent(repo)}` +
+    (revision ? `/revision/${encodeURIComponent(revision)}` : "");
   let response: Response;
   try {
     response = await fetcher(`${url}?blobs=true`);
@@ -113,7 +122,8 @@ async function siblings(endpoint: string, user: string, repo: string, fetcher: t
   const body = await response.json().catch(() => undefined);
   if (response.status === 401 || response.status === 404) {
     throw new Error(
-      `no repository ${user}/${repo} on ${endpoint} (${response.status}; a private or gated ` +
+      `no repository ${user}/${repo}${revision ? ` at revision ${revision}` : ""} on ` +
+        `${endpoint} (${response.status}; a private or gated ` +
         "one cannot be pulled by name: give the node a URL with 'edgenode models pull ID URL')",
     );
   }
@@ -142,9 +152,10 @@ function chooseFile(files: Sibling[], quant: string | undefined, where: string):
 }
 
 /** A repository file's download URL on the Hub. */
-function resolveUrl(endpoint: string, user: string, repo: string, file: string): string {
+function resolveUrl(endpoint: string, user: string, repo: string, revision: string, file: string) {
   const path = file.split("/").map(encodeURIComponent).join("/");
-  return `${endpoint}/${encodeURIComponent(user)}/${encodeURIComponent(repo)}/resolve/main/${path}`;
+  return `${endpoint}/${encodeURIComponent(user)}/${encodeURIComponent(repo)}/resolve/` +
+    `${encodeURIComponent(revision)}/${path}`;
 }
 
 /** A Hugging Face name resolved through the Hub's API to the files to download. */
@@ -155,7 +166,9 @@ export async function resolveHfName(
   const endpoint = (resolving.env("HF_ENDPOINT") || HF_DEFAULT_ENDPOINT).replace(/\/+$/, "");
   const { user, repo } = name;
   const where = `${user}/${repo}`;
-  const all = await siblings(endpoint, user, repo, resolving.fetch ?? fetch);
+  const { revision } = resolving;
+  const all = await siblings(endpoint, user, repo, revision, resolving.fetch ?? fetch);
+  const at = (file: string) => resolveUrl(endpoint, user, repo, revision ?? "main", file);
   const ggufs = all.filter((f) => /\.gguf$/i.test(f.rfilename));
   const projectors = ggufs.filter((f) => /mmproj/i.test(f.rfilename));
   const models = ggufs.filter((f) => !/mmproj/i.test(f.rfilename));
@@ -175,8 +188,8 @@ export async function resolveHfName(
   return {
     id: hfModelId(repo, file.rfilename),
     kind: kindOf([repo, file.rfilename], projector !== undefined),
-    url: resolveUrl(endpoint, user, repo, file.rfilename),
-    ...(projector ? { mmprojUrl: resolveUrl(endpoint, user, repo, projector.rfilename) } : {}),
+    url: at(file.rfilename),
+    ...(projector ? { mmprojUrl: at(projector.rfilename) } : {}),
     from: `${where}, ${file.rfilename}${projector ? ` with ${projector.rfilename}` : ""}`,
   };
 }

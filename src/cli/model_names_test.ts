@@ -79,6 +79,15 @@ Deno.test("resolveHfName: the quant asked, the defaults, the smallest, the proje
   });
   assert.equal(vision.kind, "vlm");
   assert.equal(vision.mmprojUrl, "https://hub.test/u/r/resolve/main/mmproj-r-F16.gguf");
+  const tagged = await resolveHfName({ source: "hf", user: "u", repo: "r" }, {
+    env,
+    revision: "v1.0",
+    fetch: (input) =>
+      String(input).startsWith("https://hub.test/api/models/u/r/revision/v1.0?")
+        ? hub(files)("https://hub.test/api/models/u/r?blobs=true")
+        : Promise.resolve(new Response(null, { status: 404 })),
+  });
+  assert.equal(tagged.url, "https://hub.test/u/r/resolve/v1.0/r-Q4_K_M.gguf");
   await assert.rejects(resolve("Q2_K"), /u\/r has no Q2_K file; it has: Q8_0, Q4_0, Q4_K_M/);
   await assert.rejects(resolve(undefined, { "README.md": 1 }), /has no GGUF model file/);
   await assert.rejects(

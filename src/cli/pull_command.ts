@@ -19,7 +19,7 @@ import { download } from "./model_transfers.ts";
 import { printJson } from "./output.ts";
 
 /** The help lines of this command. */
-const HELP = `  edgenode pull NAME [--kind llm|vlm|embed] [--force]
+const HELP = `  edgenode pull NAME [--kind llm|vlm|embed] [--revision REV] [--force]
       Downloads a model into the node by name: hf.co/USER/REPO[:QUANT] (a Hugging Face GGUF
       repository: the QUANT asked for, else Q4_K_M, else Q4_0, else the smallest file, with
       its mmproj projector when it has one; the Hub is $HF_ENDPOINT or https://huggingface.co),
@@ -27,7 +27,8 @@ const HELP = `  edgenode pull NAME [--kind llm|vlm|embed] [--force]
       quantisation, lower case (hf.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M is
       qwen2.5-0.5b-instruct-q4_k_m); a URL's is its file's name. The kind is vlm with a
       projector, embed when the names say "embed", else llm; --kind overrides it. A ready model
-      is left alone unless --force is given. 'edgenode run NAME' pulls the same way first.`;
+      is left alone unless --force is given. --revision takes a branch, tag or commit of the
+      repository (default main). 'edgenode run NAME' pulls the same way first.`;
 
 /** How a name that is neither on the node nor resolvable is refused (`pull` and `run`). */
 export function notOnTheNode(name: string, url: string): Error {
@@ -39,11 +40,18 @@ export function notOnTheNode(name: string, url: string): Error {
 }
 
 /** What NAME names, when it is to be downloaded; undefined for a registry id. */
-export async function downloadOf(name: string, env: Env): Promise<ModelDownload | undefined> {
+export async function downloadOf(
+  name: string,
+  env: Env,
+  revision?: string,
+): Promise<ModelDownload | undefined> {
   const parsed = parseModelName(name);
+  if (revision !== undefined && parsed.source !== "hf") {
+    throw new ConfigError("--revision is for a Hugging Face name: hf.co/USER/REPO[:QUANT]");
+  }
   if (parsed.source === "id") return undefined;
   if (parsed.source === "url") return urlDownload(parsed.url);
-  return await resolveHfName(parsed, { env });
+  return await resolveHfName(parsed, { env, revision });
 }
 
 /** What a pull does beyond the name. */
@@ -51,6 +59,8 @@ export interface PullOptions {
   json: boolean;
   force?: boolean;
   kind?: Kind;
+  /** The repository's branch, tag or commit (hf.co names; default main). */
+  revision?: string;
   /** Report on standard error only (`run` keeps standard output for the answer). */
   quiet?: boolean;
 }
@@ -66,7 +76,7 @@ export async function ensurePulled(
   env: Env,
   options: PullOptions,
 ): Promise<{ id: string; code: number }> {
-  const wanted = await downloadOf(name, env);
+  const wanted = await downloadOf(name, env, options.revision);
   const id = wanted?.id ?? name;
   const before = await reach(findModel(store, id));
   if (!wanted) {
@@ -108,14 +118,20 @@ async function pull(args: string[], env: Env): Promise<number> {
   const { values, positionals, connection, json } = invocation(args, {
     kind: { type: "string" },
     force: { type: "boolean" },
+    revision: { type: "string" },
   }, env);
-  const [name] = exactly(positionals, 1, "pull NAME [--kind K] [--force] (edgenode pull --help)");
+  const [name] = exactly(
+    positionals,
+    1,
+    "pull NAME [--kind K] [--revision REV] [--force] (edgenode pull --help)",
+  );
   const kind = values.kind as Kind | undefined;
   if (kind !== undefined && !["llm", "vlm", "embed"].includes(kind)) {
     throw new ConfigError(`--kind takes llm, vlm or embed (got '${kind}')`);
   }
   const store = storeClient(connection);
-  const options = { json, force: values.force === true, kind };
+  const revision = values.revision as string | undefined;
+  const options = { json, force: values.force === true, kind, revision };
   return (await ensurePulled(name, store, connection.url, env, options)).code;
 }
 
