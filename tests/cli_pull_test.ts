@@ -49,11 +49,11 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
   });
 
   await t.step("a second pull downloads nothing", async () => {
-    const files = hub.requests.filter((path) => path.includes("/resolve/")).length;
+    const files = hub.requests.filter((path) => path.startsWith("/cdn/")).length;
     const again = await cli(["pull", "hf.co/test/tiny:Q4_K_M"]);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /tiny-q4_k_m is ready .*nothing to download/);
-    assert.equal(hub.requests.filter((path) => path.includes("/resolve/")).length, files);
+    assert.equal(hub.requests.filter((path) => path.startsWith("/cdn/")).length, files);
   });
 
   await t.step("run NAME chats with the pulled model; run of a new quant pulls it", async () => {

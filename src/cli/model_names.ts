@@ -18,6 +18,7 @@
  * @module
  */
 import { ConfigError } from "../config/config_error.ts";
+import { embedsByHead, fetchGgufHead } from "./gguf_head.ts";
 import type { Kind } from "./model_flags.ts";
 
 /** The Hub's address when HF_ENDPOINT is not set (the Hub's own clients' convention). */
@@ -36,6 +37,7 @@ export type ModelName =
 export interface ModelDownload {
   /** The registry id the record gets. */
   id: string;
+  /** The kind its names give ({@link kindOfDownload} reads the file's header too). */
   kind: Kind;
   url: string;
   mmprojUrl?: string;
@@ -93,6 +95,19 @@ export function hfModelId(repo: string, file: string): string {
 export function kindOf(names: string[], hasProjector: boolean): Kind {
   if (hasProjector) return "vlm";
   return names.some((name) => /embed/i.test(name)) ? "embed" : "llm";
+}
+
+/**
+ * The kind of a download's record: the one its names give (vlm with a projector, embed by
+ * name), and embed too when an llm's file header says so (an encoder's architecture, or pooling
+ * declared: gguf_head.ts), read with one Range request. Asked only when a record is created.
+ */
+export async function kindOfDownload(
+  download: ModelDownload,
+  fetcher: typeof fetch = fetch,
+): Promise<Kind> {
+  if (download.kind !== "llm") return download.kind;
+  return embedsByHead(await fetchGgufHead(download.url, fetcher)) ? "embed" : "llm";
 }
 
 /** A file of a repository as the Hub lists it (`size` with `?blobs=true`). */

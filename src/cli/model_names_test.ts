@@ -3,12 +3,15 @@ import {
   hfModelId,
   idOf,
   kindOf,
+  kindOfDownload,
   parseModelName,
   quantOf,
   resolveHfName,
   urlDownload,
 } from "./model_names.ts";
 import { ConfigError } from "../config/config_error.ts";
+import { GgufWriter } from "../../testing/gguf_writer.ts";
+import { tinyLlamaGguf } from "../../testing/tiny_llama.ts";
 
 Deno.test("parseModelName: a registry id, a Hugging Face repository, a URL", () => {
   const cases: [string, unknown][] = [
@@ -94,4 +97,14 @@ Deno.test("resolveHfName: the quant asked, the defaults, the smallest, the proje
     resolveHfName({ source: "hf", user: "u", repo: "nope" }, { env, fetch: hub(files) }),
     /no repository u\/nope on https:\/\/hub.test \(404/,
   );
+});
+
+Deno.test("kindOfDownload: an llm whose header is an encoder's is embed", async () => {
+  const serving = (bytes: Uint8Array): typeof fetch => () =>
+    Promise.resolve(new Response(bytes as Uint8Array<ArrayBuffer>, { status: 206 }));
+  const bert = new GgufWriter().string("general.architecture", "bert").bytes();
+  const download = { id: "m", kind: "llm" as const, url: "http://h/m.gguf", from: "" };
+  assert.equal(await kindOfDownload(download, serving(bert)), "embed");
+  assert.equal(await kindOfDownload(download, serving(tinyLlamaGguf())), "llm");
+  assert.equal(await kindOfDownload({ ...download, kind: "vlm" }, serving(bert)), "vlm");
 });

@@ -14,7 +14,13 @@ import { findModel } from "../sdk/models.ts";
 import { type Env, exactly, invocation, reach } from "./cli_context.ts";
 import type { Command } from "./command.ts";
 import { DEFAULT_VERSION, type Kind } from "./model_flags.ts";
-import { type ModelDownload, parseModelName, resolveHfName, urlDownload } from "./model_names.ts";
+import {
+  kindOfDownload,
+  type ModelDownload,
+  parseModelName,
+  resolveHfName,
+  urlDownload,
+} from "./model_names.ts";
 import { download } from "./model_transfers.ts";
 import { printJson } from "./output.ts";
 
@@ -26,7 +32,8 @@ const HELP = `  edgenode pull NAME [--kind llm|vlm|embed] [--revision REV] [--fo
       or a URL of a .gguf file. The record's id is the repository's name without -GGUF and the
       quantisation, lower case (hf.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M is
       qwen2.5-0.5b-instruct-q4_k_m); a URL's is its file's name. The kind is vlm with a
-      projector, embed when the names say "embed", else llm; --kind overrides it. A ready model
+      projector, embed when the names say "embed" or the file's header does (an encoder
+      architecture, or pooling declared), else llm; --kind overrides it. A ready model
       is left alone unless --force is given. --revision takes a branch, tag or commit of the
       repository (default main). 'edgenode run NAME' pulls the same way first.`;
 
@@ -99,7 +106,9 @@ export async function ensurePulled(
     return { id, code: 0 };
   }
   if (!options.json) console.error(`pulling ${id} from ${wanted!.from}`);
-  const record = { id, kind: options.kind ?? wanted!.kind, version: DEFAULT_VERSION };
+  // The kind matters only to a record made now: an existing one keeps its own.
+  const kind = options.kind ?? before?.kind ?? await kindOfDownload(wanted!);
+  const record = { id, kind, version: DEFAULT_VERSION };
   const body = {
     url: wanted!.url,
     ...(wanted!.mmprojUrl ? { mmprojUrl: wanted!.mmprojUrl } : {}),
