@@ -62,6 +62,13 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
     assert.ok(ran.stdout.trim().length > 0, "an answer");
     const byId = await cli(["run", "tiny-q4_k_m", "hello", ...SAMPLING]);
     assert.equal(byId.stdout, ran.stdout, "the same model by its id");
+    // Pulled once, it runs without the Hub, as an edge node offline does.
+    const offline = await edgenode(["run", "hf.co/test/tiny:Q4_K_M", "hello", ...SAMPLING], {
+      ...env,
+      HF_ENDPOINT: "http://127.0.0.1:9",
+    });
+    assert.equal(offline.code, 0, offline.stderr);
+    assert.equal(offline.stdout, ran.stdout);
     const fresh = await cli(["run", "hf.co/test/tiny:Q8_0", "hello", ...SAMPLING]);
     assert.equal(fresh.code, 0, fresh.stderr);
     assert.match(fresh.stderr, /pulled tiny-q8_0: .*, ready/);

@@ -91,6 +91,15 @@ export function hfModelId(repo: string, file: string): string {
   return idOf(`${repo.replace(/[-_.]gguf$/i, "")}-${quant}`);
 }
 
+/**
+ * The id a Hugging Face name with a quant gets without asking the Hub (the id of the file whose
+ * quantisation is the one asked, the usual case), so a model pulled before runs offline.
+ */
+export function expectedHfId(name: ModelName): string | undefined {
+  if (name.source !== "hf" || !name.quant) return undefined;
+  return idOf(`${name.repo.replace(/[-_.]gguf$/i, "")}-${name.quant}`);
+}
+
 /** The kind of a model file: vlm with a projector, embed when its names say so, else llm. */
 export function kindOf(names: string[], hasProjector: boolean): Kind {
   if (hasProjector) return "vlm";

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  expectedHfId,
   hfModelId,
   idOf,
   kindOf,
@@ -37,6 +38,8 @@ Deno.test("the id and kind rules", () => {
   );
   assert.equal(hfModelId("tiny", "sub/tiny-IQ4_XS.gguf"), "tiny-iq4_xs");
   assert.equal(hfModelId("tiny", "model.gguf"), "tiny-model");
+  assert.equal(expectedHfId(parseModelName("hf.co/Q/Qwen2-GGUF:Q4_K_M")), "qwen2-q4_k_m");
+  assert.equal(expectedHfId(parseModelName("hf.co/Q/Qwen2-GGUF")), undefined);
   assert.equal(quantOf("x.Q5_K_S.gguf"), "Q5_K_S");
   assert.equal(quantOf("x-f16.gguf"), "F16");
   assert.equal(quantOf("model.gguf"), undefined);

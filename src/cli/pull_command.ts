@@ -10,11 +10,12 @@
 import { ConfigError } from "../config/config_error.ts";
 import { type StoreClient, storeClient } from "../sdk/clients.ts";
 import { humanBytes } from "../sdk/human_units.ts";
-import { findModel } from "../sdk/models.ts";
+import { findModel, type Model } from "../sdk/models.ts";
 import { type Env, exactly, invocation, reach } from "./cli_context.ts";
 import type { Command } from "./command.ts";
 import { DEFAULT_VERSION, type Kind } from "./model_flags.ts";
 import {
+  expectedHfId,
   kindOfDownload,
   type ModelDownload,
   parseModelName,
@@ -61,6 +62,15 @@ export async function downloadOf(
   return await resolveHfName(parsed, { env, revision });
 }
 
+/** A pull of a model that is ready already: said, and nothing downloaded. */
+function alreadyReady(model: Model, options: PullOptions): { id: string; code: number } {
+  if (!options.quiet) {
+    if (options.json) printJson(model);
+    else console.log(`${model.id} is ready (${humanBytes(model.totalSize)}); nothing to download`);
+  }
+  return { id: model.id, code: 0 };
+}
+
 /** What a pull does beyond the name. */
 export interface PullOptions {
   json: boolean;
@@ -83,6 +93,12 @@ export async function ensurePulled(
   env: Env,
   options: PullOptions,
 ): Promise<{ id: string; code: number }> {
+  // A model pulled before is found without the Hub: it runs offline, as edge nodes often are.
+  const expected = options.force || options.revision
+    ? undefined
+    : expectedHfId(parseModelName(name));
+  const ready = expected && await reach(findModel(store, expected));
+  if (ready && ready.readyToUse) return alreadyReady(ready, options);
   const wanted = await downloadOf(name, env, options.revision);
   const id = wanted?.id ?? name;
   const before = await reach(findModel(store, id));
@@ -98,13 +114,7 @@ export async function ensurePulled(
       throw new ConfigError(`--force needs a source: edgenode models pull ${id} URL --force`);
     }
   }
-  if (before?.readyToUse && !options.force) {
-    if (!options.quiet) {
-      if (options.json) printJson(before);
-      else console.log(`${id} is ready (${humanBytes(before.totalSize)}); nothing to download`);
-    }
-    return { id, code: 0 };
-  }
+  if (before?.readyToUse && !options.force) return alreadyReady(before, options);
   if (!options.json) console.error(`pulling ${id} from ${wanted!.from}`);
   // The kind matters only to a record made now: an existing one keeps its own.
   const kind = options.kind ?? before?.kind ?? await kindOfDownload(wanted!);
