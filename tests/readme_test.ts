@@ -17,6 +17,7 @@ import { NodeConfigSchema } from "../gen/config/validators.ts";
 import { DENO_DIR } from "./helpers/cli_env.ts";
 import { startFileServer } from "../testing/file_server.ts";
 import { ggufBytes, withTempDir } from "../testing/node.ts";
+import { startHfHub } from "../testing/hf_hub.ts";
 import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 import { ensureTestEngine, TEST_ENGINE_DIR } from "../testing/engine.ts";
 import { type ShellBlock, shellBlocks, walkthroughScript } from "./helpers/readme_blocks.ts";
@@ -140,7 +141,15 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
     }
     await ensureTestEngine();
     await using source = startFileServer();
+    // `edgenode pull hf.co/USER/REPO:QUANT` asks the stand-in Hub (HF_ENDPOINT), which serves the
+    // tiny model as that repository's file of that quantisation.
+    await using hfHub = startHfHub();
     const chosen = blocks.filter(blockChosen);
+    for (const block of chosen) {
+      for (const [, repo, quant] of block.text.matchAll(/hf\.co\/([\w.-]+\/[\w.-]+):(\w+)/g)) {
+        hfHub.repository(repo, { [`${repo.split("/")[1]}-${quant}.gguf`]: tinyLlamaGguf() });
+      }
+    }
     for (const block of chosen) {
       for (const match of block.text.matchAll(/https:\/\/huggingface\.co(\/[^"'\s]+)/g)) {
         // A real model, however large the one named: the walkthrough chats with it.
@@ -171,6 +180,7 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
         DENO_DIR, // the cache in use: a fresh HOME does not download every package again
         // Likewise the inference engine (npm, 85 MB): the one the tests share.
         EDGENODE_ENGINE_DIR: TEST_ENGINE_DIR,
+        HF_ENDPOINT: hfHub.url,
         DENO: Deno.execPath(),
         REPO,
         WORK: work,
@@ -184,6 +194,12 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
       stderr: "piped",
     }).output();
     const out = new TextDecoder().decode(run.stdout) + new TextDecoder().decode(run.stderr);
+    if (chosen.some((block) => /edgenode pull hf\.co\//.test(block.text))) {
+      assert.ok(
+        hfHub.requests.some((path) => path.includes("/resolve/")),
+        `no pull reached the Hub:\n${out}`,
+      );
+    }
     // The failing command's line, then its callers' (a failure inside a harness function).
     const failedAt = /::failed at script lines ([\d ]+): (.*)/.exec(out);
     const readmeLine = failedAt?.[1].trim().split(/\s+/).map((n) => walkthrough.readmeLine(+n))
