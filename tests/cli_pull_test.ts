@@ -36,9 +36,9 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
   await t.step("pull downloads the quant asked for, with the id rule's name", async () => {
     const pulled = await cli(["pull", "hf.co/test/tiny:q4_k_m"]);
     assert.equal(pulled.code, 0, pulled.stderr);
-    assert.match(pulled.stderr, /pulling tiny-q4_k_m from test\/tiny, tiny-Q4_K_M\.gguf/);
-    assert.match(pulled.stdout, /^pulled tiny-q4_k_m: .*, ready\n$/);
-    const made = await record("tiny-q4_k_m");
+    assert.match(pulled.stderr, /pulling test--tiny-q4_k_m from test\/tiny, tiny-Q4_K_M\.gguf/);
+    assert.match(pulled.stdout, /^pulled test--tiny-q4_k_m: .*, ready\n$/);
+    const made = await record("test--tiny-q4_k_m");
     assert.equal(made.kind, "llm");
     assert.equal(made.readyToUse, true);
     assert.equal(made.totalSize, model.byteLength);
@@ -52,7 +52,7 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
     const files = hub.requests.filter((path) => path.startsWith("/cdn/")).length;
     const again = await cli(["pull", "hf.co/test/tiny:Q4_K_M"]);
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stdout, /tiny-q4_k_m is ready .*nothing to download/);
+    assert.match(again.stdout, /test--tiny-q4_k_m is ready .*nothing to download/);
     assert.equal(hub.requests.filter((path) => path.startsWith("/cdn/")).length, files);
   });
 
@@ -60,7 +60,7 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
     const ran = await cli(["run", "hf.co/test/tiny:Q4_K_M", "hello", ...SAMPLING]);
     assert.equal(ran.code, 0, ran.stderr);
     assert.ok(ran.stdout.trim().length > 0, "an answer");
-    const byId = await cli(["run", "tiny-q4_k_m", "hello", ...SAMPLING]);
+    const byId = await cli(["run", "test--tiny-q4_k_m", "hello", ...SAMPLING]);
     assert.equal(byId.stdout, ran.stdout, "the same model by its id");
     // Pulled once, it runs without the Hub, as an edge node offline does.
     const offline = await edgenode(["run", "hf.co/test/tiny:Q4_K_M", "hello", ...SAMPLING], {
@@ -71,9 +71,9 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
     assert.equal(offline.stdout, ran.stdout);
     const fresh = await cli(["run", "hf.co/test/tiny:Q8_0", "hello", ...SAMPLING]);
     assert.equal(fresh.code, 0, fresh.stderr);
-    assert.match(fresh.stderr, /pulled tiny-q8_0: .*, ready/);
+    assert.match(fresh.stderr, /pulled test--tiny-q8_0: .*, ready/);
     assert.ok(fresh.stdout.trim().length > 0);
-    assert.equal((await record("tiny-q8_0")).readyToUse, true);
+    assert.equal((await record("test--tiny-q8_0")).readyToUse, true);
     const json = await cli(["run", "hf.co/test/tiny:Q8_0", "hello", "--json", ...SAMPLING]);
     assert.equal(json.code, 0, json.stderr);
     assert.equal(JSON.parse(json.stdout).object, "chat.completion", "stdout is the JSON alone");
@@ -88,7 +88,7 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
       });
       const pulled = await cli(["pull", "hf.co/test/seeing-GGUF", "--revision", "v2"]);
       assert.equal(pulled.code, 0, pulled.stderr);
-      const made = await record("seeing-q4_k_m");
+      const made = await record("test--seeing-q4_k_m");
       assert.equal(made.kind, "vlm");
       assert.ok(made.mmproj, JSON.stringify(made));
       assert.ok(hub.requests.includes("/api/models/test/seeing-GGUF/revision/v2"));
@@ -96,10 +96,21 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
     },
   );
 
+  await t.step("two users' repositories of one name are two models", async () => {
+    hub.repository("other/tiny", { "tiny-Q4_K_M.gguf": tinyLlamaGguf({ seed: 4 }) });
+    const pulled = await cli(["pull", "hf.co/other/tiny:Q4_K_M"]);
+    assert.equal(pulled.code, 0, pulled.stderr);
+    assert.match(pulled.stdout, /^pulled other--tiny-q4_k_m: .*, ready\n$/);
+    assert.ok(hub.requests.includes("/other/tiny/resolve/main/tiny-Q4_K_M.gguf"));
+    assert.equal((await record("other--tiny-q4_k_m")).readyToUse, true);
+    assert.equal((await record("test--tiny-q4_k_m")).readyToUse, true, "the first one kept");
+  });
+
   await t.step(
-    "a URL: pull names the record after its file; models pull, the same kind",
+    "a URL (a Hub file's too): pull names the record after its file; models pull, the same kind",
     async () => {
       hub.repository("test/vectors", { "nomic-embed-text-Q4_0.gguf": tinyLlamaGguf({ seed: 5 }) });
+      // The stand-in Hub's resolve URL stands for https://huggingface.co/USER/REPO/resolve/...
       const url = `${hub.url}/test/vectors/resolve/main/nomic-embed-text-Q4_0.gguf`;
       const pulled = await cli(["pull", url]);
       assert.equal(pulled.code, 0, pulled.stderr);
@@ -107,6 +118,15 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
       const named = await cli(["models", "pull", "vectors", url]);
       assert.equal(named.code, 0, named.stderr);
       assert.equal((await record("vectors")).kind, "embed");
+      // Another file of the same name: refused, not answered "ready" with the first one.
+      hub.repository("else/vectors", { "nomic-embed-text-Q4_0.gguf": tinyLlamaGguf({ seed: 6 }) });
+      const other = `${hub.url}/else/vectors/resolve/main/nomic-embed-text-Q4_0.gguf`;
+      const refused = await cli(["pull", other]);
+      assert.equal(refused.code, 2);
+      assert.match(refused.stderr, /'nomic-embed-text-q4_0' is on the node already.*--force/);
+      const forced = await cli(["pull", other, "--force"]);
+      assert.equal(forced.code, 0, forced.stderr);
+      assert.ok(hub.requests.includes("/else/vectors/resolve/main/nomic-embed-text-Q4_0.gguf"));
     },
   );
 
@@ -119,7 +139,7 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
       const quant = await cli(["pull", "hf.co/test/tiny:Q2_K"]);
       assert.equal(quant.code, 2);
       assert.match(quant.stderr, /test\/tiny has no Q2_K file; it has: Q4_K_M, Q8_0/);
-      assert.equal(await record("tiny-q2_k"), undefined);
+      assert.equal(await record("test--tiny-q2_k"), undefined);
       const url = await cli(["pull", "http://h/x.gguf", "--revision", "v1"]);
       assert.equal(url.code, 2);
       assert.match(url.stderr, /--revision is for a Hugging Face name/);

@@ -53,15 +53,17 @@ export interface Resolving {
   fetch?: typeof fetch;
 }
 
-/** How a Hugging Face repository is written. */
-const HF_NAME =
-  /^(?:https?:\/\/)?(?:hf\.co|huggingface\.co)\/([^/:\s]+)\/([^/:\s]+?)(?::([^/:\s]+))?\/?$/i;
+/** How a Hugging Face repository is written: without a scheme (with one, it is a URL). */
+const HF_NAME = /^(?:hf\.co|huggingface\.co)\/([^/:\s]+)\/([^/:\s]+?)(?::([^/:\s]+))?\/?$/i;
 
-/** Reads a name as written; a malformed Hugging Face name is a ConfigError. */
+/**
+ * Reads a name as written; a malformed Hugging Face name is a ConfigError. An http(s) address is
+ * a URL, even on the Hub (`https://huggingface.co/U/R/resolve/main/x.gguf` is a file's URL).
+ */
 export function parseModelName(name: string): ModelName {
   const hf = HF_NAME.exec(name);
   if (hf) return { source: "hf", user: hf[1], repo: hf[2], ...(hf[3] ? { quant: hf[3] } : {}) };
-  if (/^(?:https?:\/\/)?(?:hf\.co|huggingface\.co)\//i.test(name)) {
+  if (/^(?:hf\.co|huggingface\.co)\//i.test(name)) {
     throw new ConfigError(`'${name}' is not a Hugging Face name: write hf.co/USER/REPO[:QUANT]`);
   }
   if (/^https?:\/\//i.test(name)) return { source: "url", url: name };
@@ -82,13 +84,19 @@ export function quantOf(file: string): string | undefined {
 }
 
 /**
- * The id of a repository's file: the repository's name without a `-GGUF` ending, then the
- * file's quantisation (else the file's name), lower case: `Qwen2.5-0.5B-Instruct-GGUF` with
- * `...-q4_k_m.gguf` is `qwen2.5-0.5b-instruct-q4_k_m`.
+ * The id of a repository's file: the Hub user, `--`, the repository's name without a `-GGUF`
+ * ending, then the file's quantisation (else the file's name), lower case:
+ * `Qwen/Qwen2.5-0.5B-Instruct-GGUF` with `...-q4_k_m.gguf` is
+ * `qwen--qwen2.5-0.5b-instruct-q4_k_m`. The user is part of it because many users publish the
+ * same model (bartowski's and unsloth's quants of one repository name are different files).
  */
-export function hfModelId(repo: string, file: string): string {
-  const quant = quantOf(file) ?? file.split("/").pop()!.replace(/\.gguf$/i, "");
-  return idOf(`${repo.replace(/[-_.]gguf$/i, "")}-${quant}`);
+export function hfModelId(user: string, repo: string, file: string): string {
+  return repositoryId(user, repo, quantOf(file) ?? file.split("/").pop()!.replace(/\.gguf$/i, ""));
+}
+
+/** `{user}--{repo without -GGUF}-{quant}` as a registry id. */
+function repositoryId(user: string, repo: string, quant: string): string {
+  return idOf(`${idOf(user)}--${repo.replace(/[-_.]gguf$/i, "")}-${quant}`);
 }
 
 /**
@@ -97,7 +105,7 @@ export function hfModelId(repo: string, file: string): string {
  */
 export function expectedHfId(name: ModelName): string | undefined {
   if (name.source !== "hf" || !name.quant) return undefined;
-  return idOf(`${name.repo.replace(/[-_.]gguf$/i, "")}-${name.quant}`);
+  return repositoryId(name.user, name.repo, name.quant);
 }
 
 /** The kind of a model file: vlm with a projector, embed when its names say so, else llm. */
@@ -210,7 +218,7 @@ export async function resolveHfName(
   // A projector of the same precision as the model is not given by the Hub: prefer F16's.
   const projector = projectors.find((f) => quantOf(f.rfilename) === "F16") ?? projectors[0];
   return {
-    id: hfModelId(repo, file.rfilename),
+    id: hfModelId(user, repo, file.rfilename),
     kind: kindOf([repo, file.rfilename], projector !== undefined),
     url: at(file.rfilename),
     ...(projector ? { mmprojUrl: at(projector.rfilename) } : {}),

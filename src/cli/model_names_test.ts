@@ -24,8 +24,14 @@ Deno.test("parseModelName: a registry id, a Hugging Face repository, a URL", () 
       repo: "Qwen2.5-0.5B-Instruct-GGUF",
       quant: "q4_k_m",
     }],
-    ["https://huggingface.co/a/b:Q8_0", { source: "hf", user: "a", repo: "b", quant: "Q8_0" }],
+    ["huggingface.co/a/b:Q8_0", { source: "hf", user: "a", repo: "b", quant: "Q8_0" }],
     ["http://h/m.gguf", { source: "url", url: "http://h/m.gguf" }],
+    // With a scheme, an address on the Hub is a URL: a file's, as often copied from its page.
+    ["https://huggingface.co/a/b/resolve/main/x.gguf", {
+      source: "url",
+      url: "https://huggingface.co/a/b/resolve/main/x.gguf",
+    }],
+    ["https://hf.co/a/b:Q8_0", { source: "url", url: "https://hf.co/a/b:Q8_0" }],
   ];
   for (const [given, want] of cases) assert.deepEqual(parseModelName(given), want, given);
   assert.throws(() => parseModelName("hf.co/only-user"), ConfigError);
@@ -33,12 +39,17 @@ Deno.test("parseModelName: a registry id, a Hugging Face repository, a URL", () 
 
 Deno.test("the id and kind rules", () => {
   assert.equal(
-    hfModelId("Qwen2.5-0.5B-Instruct-GGUF", "qwen2.5-0.5b-instruct-q4_k_m.gguf"),
-    "qwen2.5-0.5b-instruct-q4_k_m",
+    hfModelId("Qwen", "Qwen2.5-0.5B-Instruct-GGUF", "qwen2.5-0.5b-instruct-q4_k_m.gguf"),
+    "qwen--qwen2.5-0.5b-instruct-q4_k_m",
   );
-  assert.equal(hfModelId("tiny", "sub/tiny-IQ4_XS.gguf"), "tiny-iq4_xs");
-  assert.equal(hfModelId("tiny", "model.gguf"), "tiny-model");
-  assert.equal(expectedHfId(parseModelName("hf.co/Q/Qwen2-GGUF:Q4_K_M")), "qwen2-q4_k_m");
+  assert.equal(hfModelId("t", "tiny", "sub/tiny-IQ4_XS.gguf"), "t--tiny-iq4_xs");
+  assert.equal(hfModelId("t", "tiny", "model.gguf"), "t--tiny-model");
+  // Two users' quants of one repository name are two models.
+  const bartowski = expectedHfId(parseModelName("hf.co/bartowski/X-GGUF:Q4_K_M"));
+  assert.equal(bartowski, "bartowski--x-q4_k_m");
+  assert.notEqual(expectedHfId(parseModelName("hf.co/unsloth/X-GGUF:Q4_K_M")), bartowski);
+  assert.equal(hfModelId("bartowski", "X-GGUF", "X-Q4_K_M.gguf"), bartowski);
+  assert.equal(expectedHfId(parseModelName("hf.co/Q/Qwen2-GGUF:Q4_K_M")), "q--qwen2-q4_k_m");
   assert.equal(expectedHfId(parseModelName("hf.co/Q/Qwen2-GGUF")), undefined);
   assert.equal(quantOf("x.Q5_K_S.gguf"), "Q5_K_S");
   assert.equal(quantOf("x-f16.gguf"), "F16");
@@ -74,10 +85,16 @@ Deno.test("resolveHfName: the quant asked, the defaults, the smallest, the proje
     resolveHfName({ source: "hf", user: "u", repo: "r", quant }, { env, fetch: hub(f) });
   const asked = await resolve("q8_0");
   assert.equal(asked.url, "https://hub.test/u/r/resolve/main/r-Q8_0.gguf");
-  assert.equal(asked.id, "r-q8_0");
-  assert.equal((await resolve(undefined)).id, "r-q4_k_m");
-  assert.equal((await resolve(undefined, { "r-Q8_0.gguf": 8, "r-Q4_0.gguf": 4 })).id, "r-q4_0");
-  assert.equal((await resolve(undefined, { "r-Q8_0.gguf": 8, "r-Q6_K.gguf": 6 })).id, "r-q6_k");
+  assert.equal(asked.id, "u--r-q8_0");
+  assert.equal((await resolve(undefined)).id, "u--r-q4_k_m");
+  assert.equal(
+    (await resolve(undefined, { "r-Q8_0.gguf": 8, "r-Q4_0.gguf": 4 })).id,
+    "u--r-q4_0",
+  );
+  assert.equal(
+    (await resolve(undefined, { "r-Q8_0.gguf": 8, "r-Q6_K.gguf": 6 })).id,
+    "u--r-q6_k",
+  );
   const vision = await resolve(undefined, {
     "r-Q4_K_M.gguf": 5,
     "mmproj-r-Q8_0.gguf": 2,

@@ -30,13 +30,14 @@ const HELP = `  edgenode pull NAME [--kind llm|vlm|embed] [--revision REV] [--fo
       Downloads a model into the node by name: hf.co/USER/REPO[:QUANT] (a Hugging Face GGUF
       repository: the QUANT asked for, else Q4_K_M, else Q4_0, else the smallest file, with
       its mmproj projector when it has one; the Hub is $HF_ENDPOINT or https://huggingface.co),
-      or a URL of a .gguf file. The record's id is the repository's name without -GGUF and the
-      quantisation, lower case (hf.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M is
-      qwen2.5-0.5b-instruct-q4_k_m); a URL's is its file's name. The kind is vlm with a
+      or a URL of a .gguf file. The record's id is the user, '--', the repository's name without
+      -GGUF and the quantisation, lower case (hf.co/Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M is
+      qwen--qwen2.5-0.5b-instruct-q4_k_m); a URL's is its file's name. The kind is vlm with a
       projector, embed when the names say "embed" or the file's header does (an encoder
-      architecture, or pooling declared), else llm; --kind overrides it. A ready model
-      is left alone unless --force is given. --revision takes a branch, tag or commit of the
-      repository (default main). 'edgenode run NAME' pulls the same way first.`;
+      architecture, or pooling declared), else llm; --kind overrides it. A ready model is left
+      alone unless --force is given; a URL whose id a ready model has is refused without
+      --force. --revision takes a branch, tag or commit of the repository (default main).
+      'edgenode run NAME' pulls the same way first.`;
 
 /** How a name that is neither on the node nor resolvable is refused (`pull` and `run`). */
 export function notOnTheNode(name: string, url: string): Error {
@@ -69,6 +70,15 @@ function alreadyReady(model: Model, options: PullOptions): { id: string; code: n
     else console.log(`${model.id} is ready (${humanBytes(model.totalSize)}); nothing to download`);
   }
   return { id: model.id, code: 0 };
+}
+
+/** A URL pull whose id is taken by a ready record: refused, with the ways on. */
+function readyUnderUrlId(id: string, url: string): Error {
+  return new ConfigError(
+    `a model '${id}' is on the node already; a URL's id is its file's name, so it may be ` +
+      `another file: 'edgenode pull ${url} --force' replaces it, ` +
+      `'edgenode models pull OTHER-ID ${url}' keeps both`,
+  );
 }
 
 /** What a pull does beyond the name. */
@@ -114,7 +124,12 @@ export async function ensurePulled(
       throw new ConfigError(`--force needs a source: edgenode models pull ${id} URL --force`);
     }
   }
-  if (before?.readyToUse && !options.force) return alreadyReady(before, options);
+  if (before?.readyToUse && !options.force) {
+    // A URL's id is only its file's name: many files share one, so a ready record of that id
+    // may hold another file's weights. Said, rather than answered "ready" with the wrong model.
+    if (parseModelName(name).source === "url") throw readyUnderUrlId(id, name);
+    return alreadyReady(before, options);
+  }
   if (!options.json) console.error(`pulling ${id} from ${wanted!.from}`);
   // The kind matters only to a record made now: an existing one keeps its own.
   const kind = options.kind ?? before?.kind ?? await kindOfDownload(wanted!);
