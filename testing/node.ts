@@ -31,6 +31,11 @@ export interface TestNodeOptions {
   args?: string[];
   /** Written to `<dataDir>/config.json` before the start. */
   config?: Record<string, unknown>;
+  /**
+   * Leave a given data directory without a config, to test the node's own first start (it
+   * makes one, on the default discovery group); else one with a private group is written.
+   */
+  firstStart?: boolean;
   /** A command that runs the node, such as `["ip", "netns", "exec", "ns1"]`. */
   wrapper?: string[];
   /** The address to listen on; 127.0.0.1 by default. */
@@ -91,6 +96,16 @@ export function withPrivateGroup(config: Record<string, unknown>): Record<string
   return { ...config, discovery: { port: randomMdnsPort(), ...discovery } };
 }
 
+/** Whether `path` exists (a broken link or an unreadable parent counts as existing). */
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (error) {
+    return !(error instanceof Deno.errors.NotFound);
+  }
+}
+
 /** A random API key, as a node makes for itself on its first start. */
 function testApiKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
@@ -101,9 +116,12 @@ function testApiKey(): string {
 export async function startTestNode(options: TestNodeOptions = {}): Promise<TestNode> {
   const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "edgenode-test-" });
   if (!options.dataDir) madeDataDirs.add(dataDir);
-  // A fresh data directory gets a config too, so that its node joins a private group; a given
-  // directory keeps what it holds (a restart, or a test of the first start itself).
-  const written = options.config ?? (options.dataDir ? undefined : { apiKey: testApiKey() });
+  // A data directory without a config gets one too, so that its node joins a private group; one
+  // with a config keeps it (a restart), and a test of the first start itself asks for none.
+  const written = options.config ??
+    (options.firstStart || await exists(`${dataDir}/config.json`)
+      ? undefined
+      : { apiKey: testApiKey() });
   if (written) {
     await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify(withPrivateGroup(written)), {
       mode: 0o600,

@@ -15,7 +15,7 @@ Deno.test("a fresh data directory gets a 0600 config with a random key, printed 
   withTempDir(async (dataDir) => {
     let key: string;
     {
-      await using node = await startTestNode({ dataDir });
+      await using node = await startTestNode({ dataDir, firstStart: true });
       const printed = /Generated a new API key \(saved in (\S+), shown only now\):\n {2}(\S+)/.exec(
         node.output(),
       );

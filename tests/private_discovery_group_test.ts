@@ -3,7 +3,7 @@
  * user's node on the same machine or LAN, whose log then names every one of them (issue 40).
  */
 import assert from "node:assert/strict";
-import { startTestNode, withPrivateGroup } from "../testing/node.ts";
+import { startTestNode, withPrivateGroup, withTempDir } from "../testing/node.ts";
 
 const DEFAULT_MDNS_PORT = 5353;
 
@@ -19,6 +19,13 @@ Deno.test("a test node without a config gets a private mDNS port", async () => {
   // The node announces there: its own listing works as before.
   assert.equal((await fetch(`${node.url}/mds/v1/nodes?ping=true`)).status, 200);
 });
+
+Deno.test("a test's own empty data directory gets a private mDNS port too", () =>
+  withTempDir(async (dataDir) => {
+    await using node = await startTestNode({ dataDir });
+    const { port } = await discoveryOf(dataDir);
+    assert.ok(port !== undefined && port !== DEFAULT_MDNS_PORT, `port ${port}`);
+  }));
 
 Deno.test("a test node's config without a discovery port gets a private one", async () => {
   await using node = await startTestNode({ config: { apiKey: "a-test-key-of-enough-length" } });
