@@ -34,13 +34,15 @@ const FIXED: Record<number, number> = {
   11: 8,
   12: 8,
 };
+const UINT32 = 4;
+const INT32 = 5;
 const STRING = 8;
 const ARRAY = 9;
 
 /** What the header's first key/values say; undefined for a header that is not GGUF. */
 export interface GgufHead {
   architecture?: string;
-  /** `{arch}.pooling_type` is declared. */
+  /** `{arch}.pooling_type` is declared as mean, cls or last (1..3). */
   pooling: boolean;
 }
 
@@ -90,10 +92,13 @@ export function readGgufHead(bytes: Uint8Array): GgufHead | undefined {
       const type = view.getUint32(at, true);
       at += 4;
       if (key === "general.architecture" && type === STRING) head.architecture = string();
-      else {
-        if (key.endsWith(".pooling_type")) head.pooling = true;
-        skip(type);
-      }
+      else if (key.endsWith(".pooling_type") && (type === UINT32 || type === INT32)) {
+        need(4);
+        // 0 is none and -1 unspecified (llama.cpp): only mean, cls and last pool embeddings.
+        const pooling = type === UINT32 ? view.getUint32(at, true) : view.getInt32(at, true);
+        if (pooling >= 1 && pooling <= 3) head.pooling = true;
+        at += 4;
+      } else skip(type);
     }
   } catch { /* The prefix ends inside the header: what was read stands. */ }
   return head;
@@ -108,28 +113,53 @@ export function embedsByHead(head: GgufHead | undefined): boolean {
 /** How much of a file is asked for: the general.* keys come first, before the vocabulary. */
 const PREFIX = 256 * 1024;
 
+/** How long a source or the Hub may take to answer the CLI before it gives up on it. */
+export const SOURCE_TIMEOUT_MS = 15_000;
+
+/**
+ * The first bytes of `body`, at most `limit` (a server that sends more, as one that ignores a
+ * Range header does, is cut off there); `more` says whether it had more.
+ */
+export async function readUpTo(
+  body: ReadableStream<Uint8Array>,
+  limit: number,
+): Promise<{ bytes: Uint8Array; more: boolean }> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let more = false;
+  while (true) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    if (size + value.byteLength > limit) {
+      chunks.push(value.subarray(0, limit - size));
+      size = limit;
+      more = true;
+      break;
+    }
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  await reader.cancel();
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) bytes.set(chunk, (offset += chunk.byteLength) - chunk.byteLength);
+  return { bytes, more };
+}
+
 /** The head of the GGUF file at `url` (one Range request); undefined when it cannot be read. */
 export async function fetchGgufHead(
   url: string,
   fetcher: typeof fetch = fetch,
+  timeoutMs = SOURCE_TIMEOUT_MS,
 ): Promise<GgufHead | undefined> {
   try {
-    const response = await fetcher(url, { headers: { Range: `bytes=0-${PREFIX - 1}` } });
+    const response = await fetcher(url, {
+      headers: { Range: `bytes=0-${PREFIX - 1}` },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     if (!response.ok || !response.body) return void await response.body?.cancel();
-    const reader = response.body.getReader();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    while (size < PREFIX) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
-    await reader.cancel();
-    const bytes = new Uint8Array(size);
-    let offset = 0;
-    for (const chunk of chunks) bytes.set(chunk, (offset += chunk.byteLength) - chunk.byteLength);
-    return readGgufHead(bytes);
+    return readGgufHead((await readUpTo(response.body, PREFIX)).bytes);
   } catch {
     return undefined; // The node's own download says what is wrong with the source.
   }

@@ -40,3 +40,16 @@ Deno.test("fetchGgufHead: one Range request; a failing source is no answer", asy
   const refused: typeof fetch = () => Promise.reject(new TypeError("refused"));
   assert.equal(await fetchGgufHead("http://h/m.gguf", refused), undefined);
 });
+
+Deno.test("pooling embeds only as mean, cls or last (1..3); the Range read has a time limit", async () => {
+  for (const [value, embeds] of [[0, false], [-1, false], [1, true], [3, true], [4, false]]) {
+    const head = readGgufHead(header("qwen3", (w) => w.i32("qwen3.pooling_type", value as number)));
+    assert.equal(embedsByHead(head), embeds, `pooling_type ${value}`);
+  }
+  let signal: AbortSignal | null | undefined;
+  const served: typeof fetch = (_input, init) => (
+    signal = init?.signal, Promise.resolve(new Response(header("llama") as Uint8Array<ArrayBuffer>))
+  );
+  assert.equal((await fetchGgufHead("http://h/m.gguf", served))?.architecture, "llama");
+  assert.ok(signal instanceof AbortSignal);
+});

@@ -18,11 +18,14 @@
  * @module
  */
 import { ConfigError } from "../config/config_error.ts";
-import { embedsByHead, fetchGgufHead } from "./gguf_head.ts";
+import { embedsByHead, fetchGgufHead, readUpTo, SOURCE_TIMEOUT_MS } from "./gguf_head.ts";
 import type { Kind } from "./model_flags.ts";
 
 /** The Hub's address when HF_ENDPOINT is not set (the Hub's own clients' convention). */
 export const HF_DEFAULT_ENDPOINT = "https://huggingface.co";
+
+/** The most of the Hub's answer read: a repository's listing is a few kB, a large one 1 MB. */
+const API_BODY_LIMIT = 4 * 1024 * 1024;
 
 /** The quantisations chosen when none is asked for, best first; then the smallest file. */
 const DEFAULT_QUANTS = ["Q4_K_M", "Q4_0"];
@@ -133,6 +136,24 @@ interface Sibling {
   size?: number;
 }
 
+/** The Hub's JSON answer, read up to a limit; undefined when it is not JSON or too long. */
+async function apiBody(response: Response): Promise<{ siblings?: unknown } | undefined> {
+  if (!response.body) return undefined;
+  const { bytes, more } = await readUpTo(response.body, API_BODY_LIMIT);
+  if (more) return undefined;
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+/** `names`, at most 20 of them, then how many more. */
+export function listed(names: string[]): string {
+  const shown = names.slice(0, 20).join(", ");
+  return names.length > 20 ? `${shown} and ${names.length - 20} more` : shown;
+}
+
 /** The repository's files, from the Hub's API; an unknown repository is a clear error. */
 async function siblings(
   endpoint: string,
@@ -144,14 +165,17 @@ async function siblings(
   const url = `${endpoint}/api/models/${encodeURIComponent(user)}/${encodeURIComponent(repo)}` +
     (revision ? `/revision/${encodeURIComponent(revision)}` : "");
   let response: Response;
+  let body;
   try {
-    response = await fetcher(`${url}?blobs=true`);
+    response = await fetcher(`${url}?blobs=true`, {
+      signal: AbortSignal.timeout(SOURCE_TIMEOUT_MS),
+    });
+    body = await apiBody(response);
   } catch (error) {
     throw new Error(
       `cannot reach the Hugging Face Hub at ${endpoint}: ${(error as Error).message}`,
     );
   }
-  const body = await response.json().catch(() => undefined);
   if (response.status === 401 || response.status === 404) {
     throw new Error(
       `no repository ${user}/${repo}${revision ? ` at revision ${revision}` : ""} on ` +
@@ -174,7 +198,7 @@ function chooseFile(files: Sibling[], quant: string | undefined, where: string):
     const found = withQuant(quant);
     if (found) return found;
     const there = files.map((f) => quantOf(f.rfilename) ?? f.rfilename);
-    throw new ConfigError(`${where} has no ${quant} file; it has: ${there.join(", ")}`);
+    throw new ConfigError(`${where} has no ${quant} file; it has: ${listed(there)}`);
   }
   for (const q of DEFAULT_QUANTS) {
     const found = withQuant(q);
@@ -207,7 +231,7 @@ export async function resolveHfName(
   if (models.length === 0) {
     throw new Error(
       `${where} has no GGUF model file (its files: ${
-        all.map((f) => f.rfilename).join(", ") || "none"
+        listed(all.map((f) => f.rfilename)) || "none"
       }); edgenode runs GGUF models: look for a repository whose name ends in -GGUF`,
     );
   }

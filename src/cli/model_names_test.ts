@@ -128,3 +128,34 @@ Deno.test("kindOfDownload: an llm whose header is an encoder's is embed", async 
   assert.equal(await kindOfDownload(download, serving(tinyLlamaGguf())), "llm");
   assert.equal(await kindOfDownload({ ...download, kind: "vlm" }, serving(bert)), "vlm");
 });
+
+Deno.test("the Hub: asked with a time limit, its answer read up to a limit, names listed to 20", async () => {
+  const env = (name: string) => name === "HF_ENDPOINT" ? "https://hub.test" : undefined;
+  const signals: (AbortSignal | null | undefined)[] = [];
+  const files = Object.fromEntries(Array.from({ length: 25 }, (_, i) => [`r-${i}.bin`, 1]));
+  const listing = hub(files);
+  const resolving = {
+    env,
+    fetch: ((input, init) => (signals.push(init?.signal), listing(input, init))) as typeof fetch,
+  };
+  await assert.rejects(
+    resolveHfName({ source: "hf", user: "u", repo: "r" }, resolving),
+    /its files: r-0\.bin, .*, r-19\.bin and 5 more\)/,
+  );
+  assert.ok(signals[0] instanceof AbortSignal, "a time limit");
+  // An answer of more than the limit is not parsed (nor held): the Hub is said to be wrong.
+  const huge: typeof fetch = () =>
+    Promise.resolve(
+      new Response(
+        new ReadableStream({
+          pull(controller) {
+            controller.enqueue(new Uint8Array(1024 * 1024).fill(32));
+          },
+        }),
+      ),
+    );
+  await assert.rejects(
+    resolveHfName({ source: "hf", user: "u", repo: "r" }, { env, fetch: huge }),
+    /the Hub at https:\/\/hub\.test answered 200 for u\/r/,
+  );
+});
