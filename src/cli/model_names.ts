@@ -186,25 +186,49 @@ async function siblings(
   if (!response.ok || !Array.isArray(body?.siblings)) {
     throw new Error(`the Hub at ${endpoint} answered ${response.status} for ${user}/${repo}`);
   }
-  return body.siblings as Sibling[];
+  return (body.siblings as unknown[]).filter(isSibling);
 }
 
-/** The file of `files` chosen for `quant` (asked, else the defaults, else the smallest). */
+/**
+ * Whether the Hub's entry is a file name safe to put in a URL's path: a string, not empty, not
+ * absolute, no empty, `.`, `..` or `\\` segment (a hostile or broken Hub's names are left out).
+ */
+function isSibling(entry: unknown): entry is Sibling {
+  const name = (entry as Sibling | null)?.rfilename;
+  if (typeof name !== "string" || name === "" || name.startsWith("/")) return false;
+  return name.split("/").every((part) =>
+    part !== "" && part !== "." && part !== ".." &&
+    !part.includes("\\")
+  );
+}
+
+/** A part of a split model, or a file of the vocabulary alone: never chosen as the smallest. */
+const NOT_A_MODEL = /-\d{5}-of-\d{5}\.gguf$|vocab/i;
+
+/**
+ * The file of `files` chosen for `quant` (asked, else the defaults, else the smallest whole
+ * model). A name that merely contains a quant counts only when no file's quantisation is one
+ * sought exactly (`x-IQ4_K_M.gguf` is not taken for Q4_K_M when there is a Q4_0 file).
+ */
 function chooseFile(files: Sibling[], quant: string | undefined, where: string): Sibling {
-  const withQuant = (q: string) =>
-    files.find((f) => quantOf(f.rfilename) === q.toUpperCase()) ??
-      files.find((f) => f.rfilename.toLowerCase().includes(q.toLowerCase()));
+  const exactly = (q: string) => files.find((f) => quantOf(f.rfilename) === q.toUpperCase());
+  const containing = (q: string) =>
+    files.find((f) => f.rfilename.toLowerCase().includes(q.toLowerCase()));
   if (quant) {
-    const found = withQuant(quant);
+    const found = exactly(quant) ?? containing(quant);
     if (found) return found;
     const there = files.map((f) => quantOf(f.rfilename) ?? f.rfilename);
     throw new ConfigError(`${where} has no ${quant} file; it has: ${listed(there)}`);
   }
-  for (const q of DEFAULT_QUANTS) {
-    const found = withQuant(q);
-    if (found) return found;
+  for (const find of [exactly, containing]) {
+    for (const q of DEFAULT_QUANTS) {
+      const found = find(q);
+      if (found) return found;
+    }
   }
-  return files.reduce((a, b) => (b.size ?? Infinity) < (a.size ?? Infinity) ? b : a);
+  const whole = files.filter((f) => !NOT_A_MODEL.test(f.rfilename.split("/").pop()!));
+  return (whole.length > 0 ? whole : files)
+    .reduce((a, b) => (b.size ?? Infinity) < (a.size ?? Infinity) ? b : a);
 }
 
 /** A repository file's download URL on the Hub. */

@@ -159,3 +159,36 @@ Deno.test("the Hub: asked with a time limit, its answer read up to a limit, name
     /the Hub at https:\/\/hub\.test answered 200 for u\/r/,
   );
 });
+
+Deno.test("resolveHfName: unsafe names left out; exact quants first; no part or vocab as smallest", async () => {
+  const env = (name: string) => name === "HF_ENDPOINT" ? "https://hub.test" : undefined;
+  const answering = (siblings: unknown[]): typeof fetch => () =>
+    Promise.resolve(Response.json({ siblings }));
+  const resolve = (siblings: unknown[], quant?: string) =>
+    resolveHfName({ source: "hf", user: "u", repo: "r", quant }, {
+      env,
+      fetch: answering(siblings),
+    });
+  const unsafe = [
+    { rfilename: 7 },
+    null,
+    { rfilename: "" },
+    { rfilename: "/etc/x-Q4_K_M.gguf" },
+    { rfilename: "../x-Q4_K_M.gguf" },
+    { rfilename: "a/./x-Q4_K_M.gguf" },
+    { rfilename: "a//x-Q4_K_M.gguf" },
+    { rfilename: "a\\x-Q4_K_M.gguf" },
+  ];
+  const safe = await resolve([...unsafe, { rfilename: "d/r-Q8_0.gguf", size: 8 }]);
+  assert.equal(safe.url, "https://hub.test/u/r/resolve/main/d/r-Q8_0.gguf");
+  // A name containing the quant loses to a file that is a default quant exactly.
+  const exact = await resolve([{ rfilename: "r-IQ4_K_M.gguf" }, { rfilename: "r-Q4_0.gguf" }]);
+  assert.equal(exact.id, "u--r-q4_0");
+  const smallest = await resolve([
+    { rfilename: "r-F16-00001-of-00002.gguf", size: 1 },
+    { rfilename: "ggml-vocab-r.gguf", size: 2 },
+    { rfilename: "r-Q8_0.gguf", size: 8 },
+    { rfilename: "r-F16.gguf", size: 16 },
+  ]);
+  assert.equal(smallest.id, "u--r-q8_0");
+});
