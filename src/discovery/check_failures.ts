@@ -17,10 +17,16 @@ export const WINDOW_MS = 60_000;
 /** Peers remembered (a LAN has far fewer; past it the memory starts again). */
 const MAX_REMEMBERED = 1024;
 
-/** The innermost message of an error and its causes. */
+/** How deep the causes of an error are followed (a cycle of causes would never end). */
+const CAUSE_DEPTH = 5;
+
+/** The innermost message of an error and its causes, at most CAUSE_DEPTH deep. */
 function innermost(error: unknown): string {
   let current = error;
-  while (current instanceof Error && current.cause !== undefined) current = current.cause;
+  for (let depth = 0; depth < CAUSE_DEPTH; depth++) {
+    if (!(current instanceof Error) || current.cause === undefined) break;
+    current = current.cause;
+  }
   return current instanceof Error ? current.message : String(current);
 }
 
@@ -88,9 +94,24 @@ export class CheckFailureLog {
   /** A check of `peer` succeeded: its next failure is news. */
   succeeded(peer: string): void {
     this.#said.delete(peer);
+    this.checking();
   }
 
-  /** Prints the count of the failures the ending window left unsaid, if any; starts a new one. */
+  /**
+   * A check starts: a window that ended with failures left unsaid prints their count now, not
+   * only when a failure comes next (which may be never, or hours later).
+   */
+  checking(): void {
+    const now = this.#now();
+    if (this.#window.unsaid > 0 && now - this.#window.startedAt >= WINDOW_MS) {
+      this.#newWindow(-Infinity);
+    }
+  }
+
+  /**
+   * Prints the count of the failures the ending window left unsaid, if any; starts a new one at
+   * `now` (-Infinity: at the next failure).
+   */
   #newWindow(now: number): void {
     const { unsaid, causes } = this.#window;
     if (unsaid > 0) {

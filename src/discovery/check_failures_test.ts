@@ -83,3 +83,37 @@ Deno.test("many failing peers print a few lines and then a count", () => {
   );
   assert.match(lines.at(-1)!, /not listing peer101 .*: connection refused/);
 });
+
+Deno.test("the count of a window's unsaid failures is printed on the next check or success", () => {
+  const lines: string[] = [];
+  let now = 0;
+  const log = new CheckFailureLog({ print: (line) => lines.push(line), now: () => now });
+  for (let peer = 0; peer <= LINES_PER_WINDOW; peer++) {
+    log.failed(`peer${peer}`, "DNS lookup failed");
+  }
+  log.checking();
+  assert.equal(lines.length, LINES_PER_WINDOW, "the window has not ended");
+  now += WINDOW_MS;
+  log.succeeded("peer0");
+  assert.equal(lines.length, LINES_PER_WINDOW + 1);
+  assert.match(lines.at(-1)!, /^discovery: 1 more peer check failed .*\(1 DNS lookup failed\)/);
+  log.checking();
+  assert.equal(lines.length, LINES_PER_WINDOW + 1, "said once");
+  now += 1;
+  log.failed("peer9", "connection refused");
+  assert.match(lines.at(-1)!, /not listing peer9: connection refused/);
+});
+
+Deno.test("a cycle of causes ends: at most five deep", () => {
+  const looped = new Error("outer");
+  let current = looped;
+  for (let i = 0; i < 10; i++) {
+    const next = new Error(`cause ${i}`);
+    current.cause = next;
+    current = next;
+  }
+  assert.equal(checkFailureCause(looped), "cause 4");
+  const cycle = new Error("a");
+  cycle.cause = new Error("b", { cause: cycle });
+  assert.match(checkFailureCause(cycle), /^[ab]$/);
+});

@@ -334,6 +334,7 @@ export class LinkLocal {
     const goodbye = ttlMs === 0;
     const key = `${claimedId ?? "peer"} at ${url}`;
     this.#checks.add(key, async () => {
+      this.#failures.checking();
       try {
         const node = await checkPeer(url, claimedId);
         this.#failures.succeeded(key);
