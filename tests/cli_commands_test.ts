@@ -22,3 +22,11 @@ Deno.test("each command's help is usage blocks of that command only", () => {
     }
   }
 });
+
+Deno.test("help lines fit a 100-column terminal", () => {
+  for (const command of COMMANDS) {
+    for (const line of command.help?.split("\n") ?? []) {
+      assert.ok(line.length <= 100, `${command.name}: ${line.length} columns: ${line}`);
+    }
+  }
+});

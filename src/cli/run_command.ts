@@ -30,11 +30,11 @@ import type { Command } from "./command.ts";
 const HELP =
   `  edgenode run MODEL [PROMPT] [--system TEXT] [--temperature T] [--max-tokens N] [--interactive]
       Chats with a model of the node, the answer streamed as it comes; a MODEL named
-      hf.co/USER/REPO[:QUANT] or by URL is pulled first when the node lacks it (edgenode pull). With a PROMPT or piped
-      input (stdin, then PROMPT) it answers once; on a terminal without one it holds a chat:
-      /clear forgets it, /bye or Ctrl-D ends it, Ctrl-C stops an answer. --interactive chats
-      on piped lines too (a PROMPT is then the first question); --json answers once with the
-      API's whole chat.completion.`;
+      hf.co/USER/REPO[:QUANT] or by URL is pulled first when the node lacks it (edgenode pull).
+      With a PROMPT or piped input (stdin, then PROMPT) it answers once; on a terminal without
+      one it holds a chat: /clear forgets it, /bye or Ctrl-D ends it, Ctrl-C stops an answer.
+      --interactive chats on piped lines too (a PROMPT is then the first question); --json
+      answers once with the API's whole chat.completion.`;
 
 /** Where the OpenAI-compatible API may be: the short prefix, then the reference's. */
 const PREFIXES = ["/v1", "/mimik-ai/openai/v1"];

@@ -219,8 +219,8 @@ export async function forwardToMesh(
     const route = await routeTo(sender, candidate, request);
     if (!route) continue;
     const lan = candidate.via === "lan";
-    // Not the client's signal itself: Deno aborts it once this node's answer is delivered too,
-    // which must not stop the stream being passed through.
+    // A controller of its own: the upstream request stops when the client leaves, and also
+    // when the peer is lost while its answer's head is awaited (whileThere, below).
     const upstream = new AbortController();
     const leave = () => upstream.abort(request.signal.reason);
     request.signal.addEventListener("abort", leave, { once: true });

@@ -148,8 +148,8 @@ export function inferenceHandlers(
       const stream = eventStream(() => abort.abort());
       const started = Promise.withResolvers<void>();
       // Until the stream starts, a client that goes away (while its request waits for its turn)
-      // is heard through the request's signal; after, through the stream's cancel. (Deno aborts
-      // that signal once a response is delivered, too, so it must not stop a running stream.)
+      // is heard through the request's signal; after, through the stream's cancel, the one
+      // place a streamed answer's end is heard, so the listener goes once the stream starts.
       const leave = () => abort.abort();
       request.signal.addEventListener("abort", leave, { once: true });
       const chat = service.chat(body.model, job, {

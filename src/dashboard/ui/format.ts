@@ -24,14 +24,14 @@ export function duration(seconds: number): string {
  * 260_000 → "260 K". (In billions alone, every model under 50 M read "0.0 B".)
  */
 export function parameters(count: number): string {
-  const units: [number, string][] = [[1e12, "T"], [1e9, "B"], [1e6, "M"], [1e3, "K"]];
-  for (const [size, unit] of units) {
-    if (count >= size) {
-      const value = count / size;
-      return `${value >= 100 ? Math.round(value) : value.toFixed(1)} ${unit}`;
-    }
-  }
-  return String(count);
+  const units: [number, string][] = [[1e3, "K"], [1e6, "M"], [1e9, "B"], [1e12, "T"]];
+  // One decimal under 100, none above; 99.95 is "100", not "100.0".
+  const shown = (value: number) => value >= 99.95 ? String(Math.round(value)) : value.toFixed(1);
+  let at = units.findLastIndex(([size]) => count >= size);
+  if (at < 0) return String(count);
+  // 999_950 rounds to 1000 K: it reads as 1.0 M.
+  if (Number(shown(count / units[at][0])) >= 1000 && at < units.length - 1) at++;
+  return `${shown(count / units[at][0])} ${units[at][1]}`;
 }
 
 /** A time in ms as "2026-11-22 08:30" (UTC). */

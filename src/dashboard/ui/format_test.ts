@@ -11,6 +11,11 @@ Deno.test("parameter counts read in the unit that fits", () => {
     [260_000, "260 K"],
     [4_600, "4.6 K"],
     [812, "812"],
+    // Rounding up to the next unit: that unit, as people say it.
+    [999_950, "1.0 M"],
+    [999_960_000, "1.0 B"],
+    [99_960_000, "100 M"],
+    [999_400, "999 K"],
   ];
   for (const [count, want] of table) assert.equal(parameters(count), want, `${count}`);
 });
