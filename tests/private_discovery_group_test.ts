@@ -25,6 +25,7 @@ Deno.test("a test's own empty data directory gets a private mDNS port too", () =
     await using node = await startTestNode({ dataDir });
     const { port } = await discoveryOf(dataDir);
     assert.ok(port !== undefined && port !== DEFAULT_MDNS_PORT, `port ${port}`);
+    assert.equal((await fetch(`${node.url}/mds/v1/nodes?ping=true`)).status, 200);
   }));
 
 Deno.test("a test node's config without a discovery port gets a private one", async () => {
