@@ -12,10 +12,10 @@
  */
 import { startTestNode, type TestNode } from "../../testing/node.ts";
 import { childPids, deployHello, median, run, workerdBinary } from "./tools.ts";
+import { startWorkerd } from "./request_servers.ts";
 
 const ROUNDS = 3;
 const SECONDS = 4;
-const BASELINES = new URL("./baselines/", import.meta.url).pathname;
 /** Linux's clock ticks per second (USER_HZ), in which /proc's CPU times are counted. */
 const TICKS_PER_SECOND = 100;
 
@@ -93,44 +93,12 @@ async function measure(target: Target, warmup: number) {
   return { rate, micros };
 }
 
-/** Starts workerd with workerd_hello.capnp on core 0; its URL, pid and stop. */
-async function startWorkerd(): Promise<Target & { version: string; stop(): Promise<void> }> {
+/** workerd serving the same body on core 0 (request_servers.ts), with its version. */
+async function startWorkerdHello() {
   const binary = await workerdBinary();
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = listener.addr.port;
-  listener.close();
-  // Started on core 0 (as request_path.ts does): workerd sizes itself by the cores it may use.
-  const child = new Deno.Command("taskset", {
-    args: [
-      "-c",
-      "0",
-      binary.path,
-      "serve",
-      `${BASELINES}workerd_hello.capnp`,
-      "--socket-addr",
-      `http=127.0.0.1:${port}`,
-    ],
-    stdin: "null",
-    stdout: "null",
-    stderr: "null",
-  }).spawn();
-  const stop = async () => {
-    try {
-      child.kill();
-    } catch { /* already exited */ }
-    await child.status;
-  };
-  const url = `http://127.0.0.1:${port}/`;
-  for (let tries = 0; tries < 300; tries++) {
-    try {
-      if ((await (await fetch(url)).text()) === "hello") {
-        return { url, pid: child.pid, version: binary.version, stop };
-      }
-    } catch { /* not listening yet */ }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  await stop();
-  throw new Error("workerd did not answer");
+  const server = await startWorkerd(binary.path);
+  // wrk asks for the root: the URL names it, as the nodes' do.
+  return { ...server, url: `${server.url}/`, version: binary.version };
 }
 
 /** A node of `mode` serving the trivial microservice, all its processes on core 0. */
@@ -169,7 +137,7 @@ export async function routeRows(): Promise<string[][]> {
   const dir = await Deno.makeTempDir({ prefix: "edgenode-bench-route-" });
   const stops: (() => Promise<unknown>)[] = [];
   try {
-    const workerd = await startWorkerd();
+    const workerd = await startWorkerdHello();
     stops.push(workerd.stop);
     const modes = ["per-client", "per-container"] as const;
     const nodes = [];
