@@ -51,8 +51,11 @@ export async function launchHub(flags: HubFlags, env: EnvReader): Promise<number
 
 /** The child side of `hub` (`__hub`): runs the hub until a signal or its launcher goes away. */
 export async function runHub(): Promise<number> {
-  const hub = await startHub(await launcherSettings<HubSettings>());
-  const url = `http://${netAddress(hub.hostname, hub.port)}`;
-  console.log(`edgenode hub ${meta.version} listening on ${url} (pid ${Deno.pid})`);
-  return await runUntilStopped(hub.shutdown);
+  const settings = await launcherSettings<HubSettings>();
+  return await runUntilStopped(async () => {
+    const hub = await startHub(settings);
+    const url = `http://${netAddress(hub.hostname, hub.port)}`;
+    console.log(`edgenode hub ${meta.version} listening on ${url} (pid ${Deno.pid})`);
+    return hub;
+  });
 }

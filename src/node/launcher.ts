@@ -105,12 +105,14 @@ export async function runNode(): Promise<number> {
   if (settings.apiKey.length < 16) {
     console.warn("warning: the API key is shorter than 16 characters; anyone nearby may guess it");
   }
-  const node = await startNode(settings);
-  const url = `http://${netAddress(node.hostname, node.port)}`;
-  console.log(`edgenode ${meta.version} listening on ${url} (pid ${Deno.pid})`);
-  if (settings.dashboard.enabled) {
-    const addresses = browserAddresses(node.hostname, node.port, interfaceAddresses());
-    console.log(dashboardLine(addresses, settings.dashboard.path));
-  }
-  return await runUntilStopped(node.shutdown);
+  return await runUntilStopped(async () => {
+    const node = await startNode(settings);
+    const url = `http://${netAddress(node.hostname, node.port)}`;
+    console.log(`edgenode ${meta.version} listening on ${url} (pid ${Deno.pid})`);
+    if (settings.dashboard.enabled) {
+      const addresses = browserAddresses(node.hostname, node.port, interfaceAddresses());
+      console.log(dashboardLine(addresses, settings.dashboard.path));
+    }
+    return node;
+  });
 }

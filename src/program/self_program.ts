@@ -225,12 +225,18 @@ export function stopRequested(): Promise<string> {
 }
 
 /**
- * Waits until the launcher asks to stop (stopRequested), then runs `shutdown`: the node's or the
- * hub's last step. Requests in flight get 10 s; a long transfer must not keep the process up
- * forever.
+ * Starts the node or hub with `start`, waits until the launcher asks to stop (stopRequested),
+ * then runs its `shutdown`. The signals are heard before the start: a SIGTERM that comes while
+ * it starts (systemd stopping a slow start, a test that stops at once) waits for the start and
+ * then shuts down cleanly, instead of killing the process with its database open. Requests in
+ * flight get 10 s; a long transfer must not keep the process up forever.
  */
-export async function runUntilStopped(shutdown: () => Promise<void>): Promise<number> {
-  const reason = await stopRequested();
+export async function runUntilStopped(
+  start: () => Promise<{ shutdown: () => Promise<void> }>,
+): Promise<number> {
+  const stop = stopRequested();
+  const { shutdown } = await start();
+  const reason = await stop;
   console.log(`stopping (${reason})`);
   const grace = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 10_000));
   if (await Promise.race([shutdown(), grace]) === "timeout") {
