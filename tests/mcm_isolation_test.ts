@@ -167,11 +167,11 @@ Deno.test("CPU burnt after the response is bounded: the container is stopped and
     ] as const
   ) {
     await waitFor(async () => (await container(node, c.id)).state === "started", "up", 10_000);
-    const started = Date.now();
     assert.equal(await (await fetch(`${url}${path}`)).text(), "answered");
-    await waitFor(async () => (await container(node, c.id)).restarts >= restarts, path, 15_000);
-    const seconds = (Date.now() - started) / 1000;
-    assert.ok(seconds < 10, `${path}: stopped after ${seconds} s`);
+    // The budget is CPU time (10% of a core, 2 s at once), not wall time: about 3 s on an idle
+    // machine, longer where the loop gets a small share of a loaded one. The reason below is
+    // what says which limit stopped it.
+    await waitFor(async () => (await container(node, c.id)).restarts >= restarts, path, 30_000);
     const { lastError } = await container(node, c.id);
     assert.match(lastError ?? "", reason, `${path}: ${lastError}`);
   }
