@@ -1,15 +1,17 @@
 /**
- * The README runs as written: every ```sh block (and ```ts block, with Deno), in order, in one
- * bash session with a fresh HOME, against the node its first block starts
- * (`npx -y deno@2.9.6 task start`), with the `edgenode` command its install step puts on the PATH. The harness only
- * points the README at this machine: the model source and the hub's public name become servers
- * the test starts, and where port 8083 is taken the node uses another (and the text follows).
- * `edgenode serve` and `edgenode hub` in a block (re)start that process in the background. A
- * block that cannot run here is listed below with the reason; a new block runs unless it is
- * listed, and a listed block that no longer exists fails the test.
+ * The README and docs/ run as written: every ```sh block (and ```ts block, with Deno) of each
+ * file of WALKTHROUGH_FILES, in order, each file in a bash of its own (so no snippet can lean on
+ * a variable another file set) with a fresh HOME, against the node the README's first block
+ * starts (`npx -y deno@2.9.6 task start`), with the `edgenode` command its install step puts on
+ * the PATH. The harness only points the docs at this machine: the model source and the hub's
+ * public name become servers the test starts, and where port 8083 is taken the node uses another
+ * (and the text follows). `edgenode serve` and `edgenode hub` in a block (re)start that process
+ * in the background; it keeps running for the next files. A block that cannot run here is listed
+ * below with the reason; a new block runs unless it is listed, and a listed block that no longer
+ * exists fails the test.
  *
  * A request answered 5xx fails the walkthrough; one answered 4xx fails it unless the block
- * says that status in a comment (the README's own "409 while a container uses it").
+ * says that status in a comment (the microservices page's "409 while a container uses it").
  */
 import assert from "node:assert/strict";
 import * as v from "valibot";
@@ -20,7 +22,13 @@ import { ggufBytes, withTempDir } from "../testing/node.ts";
 import { startHfHub } from "../testing/hf_hub.ts";
 import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 import { ensureTestEngine, TEST_ENGINE_DIR } from "../testing/engine.ts";
-import { type ShellBlock, shellBlocks, walkthroughScript } from "./helpers/readme_blocks.ts";
+import {
+  type ShellBlock,
+  shellBlocks,
+  WALKTHROUGH_FILES,
+  type WalkthroughScript,
+  walkthroughScript,
+} from "./helpers/readme_blocks.ts";
 
 const REPO = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -40,71 +48,15 @@ const NOT_RUN: { containing: string; why: string }[] = [
       "--nats, their health, deploy/haproxy-hub.cfg in front)",
   },
   {
+    containing: "sudo userdel edgenode",
+    why:
+      "removes a system service: tests/deploy_test.ts installs one, as root in a mount namespace",
+  },
+  {
     containing: "deno task bundle                       # writes",
     why: "tests/bundle_test.ts runs the bundle with exactly these flags, offline",
   },
 ];
-
-/** What the harness defines before the README's blocks. */
-const PRELUDE = String.raw`set -eEuo pipefail
-trap 'echo "::failed at script lines $LINENO ${"${BASH_LINENO[*]}"}: $BASH_COMMAND" >&2' ERR
-curl() {
-  local headers rc=0
-  headers=$(mktemp)
-  command curl -D "$headers" "$@" || rc=$?
-  awk -v l="${"${BASH_LINENO[0]}"}" 'toupper($1) ~ /^HTTP\// {s=$2} END {if (s) print l, s}' \
-    "$headers" >> "$STATUSES"
-  rm -f "$headers"
-  return $rc
-}
-__wait_for() { # URL PID: until the URL answers, while the process lives
-  for _ in $(seq 1 300); do
-    command curl -s -o /dev/null "$1" && return 0
-    kill -0 "$2" 2>/dev/null || { echo "it exited before answering at $1" >&2; return 1; }
-    sleep 0.1
-  done
-  echo "nothing answers at $1" >&2; return 1
-}
-__stop() { # a process group started by __start
-  [ -n "${"${1:-}"}" ] || return 0
-  kill -TERM -- "-$1" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 -- "-$1" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL -- "-$1" 2>/dev/null || true
-}
-__node_pid=""
-__hub_pid=""
-__serve() {
-  __stop "$__node_pid"
-  setsid "$@" --host 127.0.0.1 --port "$PORT" >> "$WORK/node.log" 2>&1 &
-  __node_pid=$!
-  __wait_for "http://127.0.0.1:$PORT/mds/v1/nodes?ping=true" "$__node_pid"
-}
-__hub() {
-  __stop "$__hub_pid"
-  setsid "$@" --host 127.0.0.1 --port "$HUB_PORT" >> "$WORK/hub.log" 2>&1 &
-  __hub_pid=$!
-  __wait_for "http://127.0.0.1:$HUB_PORT/" "$__hub_pid"
-}
-trap '__stop "$__node_pid"; __stop "$__hub_pid"' EXIT
-npx() { # "npx -y deno@2.9.6 task T", as typed in the checkout
-  case "$*" in
-    "-y deno@2.9.6 task start"*) shift 4; __serve "$DENO" task --config "$REPO/deno.json" start "$@" ;;
-    "-y deno@2.9.6 task test"*) echo "(the test suite itself: not run from inside it)" ;;
-    "-y deno@2.9.6 task "*) shift 3; "$DENO" task --config "$REPO/deno.json" "$@" ;;
-    *) command npx "$@" ;;
-  esac
-}
-runTs() { # the SDK as a program beside the checkout imports it (by its package name)
-  "$DENO" run --no-prompt --config "$REPO/deno.json" --allow-net --allow-env --allow-read "$1"
-}
-edgenode() {
-  case "${"${1:-}"}" in
-    serve) shift; __serve "$(command -v edgenode)" serve "$@" ;;
-    hub) shift; __hub "$(command -v edgenode)" hub "$@" ;;
-    *) command edgenode "$@" ;;
-  esac
-}
-cd "$WORK/cwd"`;
 
 /** Where the README's URLs that leave this machine go instead. */
 function substitutions(port: number, modelSource: string, hubPort: number) {
@@ -132,9 +84,79 @@ function blockChosen(block: ShellBlock): boolean {
   return !NOT_RUN.some((skip) => block.text.includes(skip.containing));
 }
 
-Deno.test("the README's shell blocks run as written, in order, against a fresh node", () =>
+/** Every block of the walkthrough's files, in their order. */
+async function allBlocks(): Promise<ShellBlock[]> {
+  const blocks: ShellBlock[] = [];
+  for (const file of WALKTHROUGH_FILES) {
+    blocks.push(...shellBlocks(await Deno.readTextFile(`${REPO}/${file}`), file));
+  }
+  return blocks;
+}
+
+/** What a file's run printed, and which of its requests were answered with what. */
+interface FileRun {
+  file: string;
+  code: number;
+  out: string;
+  walkthrough: WalkthroughScript;
+  statuses: string;
+}
+
+/** The first line of the file that a failure report points at (`docs/hub.md:21: CMD`). */
+function failedWhere(run: FileRun): string {
+  // The failing command's line, then its callers' (a failure inside a harness function).
+  const failedAt = /::failed at script lines ([\d ]+): (.*)/.exec(run.out);
+  const line = failedAt?.[1].trim().split(/\s+/).map((n) => run.walkthrough.readmeLine(+n))
+    .find((n) => n !== undefined);
+  return `${run.file}:${line ?? "?"}${failedAt ? `: ${failedAt[2]}` : ""}`;
+}
+
+/** Requests answered 5xx, or 4xx where the block does not say that status. */
+async function refusedRequests(run: FileRun): Promise<string[]> {
+  const refused: string[] = [];
+  for (const line of (await Deno.readTextFile(run.statuses)).trim().split("\n").filter(Boolean)) {
+    const [scriptLine, status] = line.split(" ").map(Number);
+    const block = run.walkthrough.blockOf(scriptLine);
+    const said = block?.text.split("\n").some((text) =>
+      text.includes("#") && text.slice(text.indexOf("#")).includes(String(status))
+    );
+    if (status >= 500 || (status >= 400 && !said)) {
+      refused.push(`${run.file}:${run.walkthrough.readmeLine(scriptLine)}: answered ${status}`);
+    }
+  }
+  return refused;
+}
+
+/** A comment that is a whole JSON value, nothing abridged ("..."), is what the command prints. */
+function checkShownJson(blocks: ShellBlock[], out: string) {
+  for (const block of blocks) {
+    for (const shown of block.text.matchAll(/^# (\{.*\})$/gm)) {
+      if (shown[1].includes("...")) continue;
+      const value = (() => {
+        try {
+          return JSON.stringify(JSON.parse(shown[1]));
+        } catch {
+          return undefined; // abridged ("...") or annotated: only shows the shape
+        }
+      })();
+      if (value) assert.ok(out.includes(value), `${block.file}:${block.line}ff shows ${value}`);
+    }
+  }
+}
+
+Deno.test("every page of docs/ is in the walkthrough's list, and every listed file exists", async () => {
+  const pages = [];
+  for await (const entry of Deno.readDir(`${REPO}/docs`)) {
+    if (entry.name.endsWith(".md")) pages.push(`docs/${entry.name}`);
+  }
+  const unlisted = pages.filter((page) => !WALKTHROUGH_FILES.includes(page));
+  assert.deepEqual(unlisted, [], "add these to WALKTHROUGH_FILES (tests/helpers/readme_blocks.ts)");
+  for (const file of WALKTHROUGH_FILES) await Deno.stat(`${REPO}/${file}`);
+});
+
+Deno.test("the README's and docs' shell blocks run as written, in order, against a fresh node", () =>
   withTempDir(async (work) => {
-    const blocks = shellBlocks(await Deno.readTextFile(`${REPO}/README.md`));
+    const blocks = await allBlocks();
     for (const skip of NOT_RUN) {
       const found = blocks.filter((block) => block.text.includes(skip.containing));
       assert.equal(found.length, 1, `NOT_RUN entry '${skip.containing}' matches ${found.length}`);
@@ -149,8 +171,6 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
       for (const [, repo, quant] of block.text.matchAll(/hf\.co\/([\w.-]+\/[\w.-]+):(\w+)/g)) {
         hfHub.repository(repo, { [`${repo.split("/")[1]}-${quant}.gguf`]: tinyLlamaGguf() });
       }
-    }
-    for (const block of chosen) {
       for (const match of block.text.matchAll(/https:\/\/huggingface\.co(\/[^"'\s]+)/g)) {
         // A real model, however large the one named: the walkthrough chats with it.
         source.serve(match[1], tinyLlamaGguf());
@@ -164,89 +184,83 @@ Deno.test("the README's shell blocks run as written, in order, against a fresh n
     const port = freePort(8083);
     if (port !== 8083) console.log(`port 8083 is taken: the walkthrough's node uses ${port}`);
     const hubPort = freePort();
-    const walkthrough = walkthroughScript(
-      PRELUDE,
-      chosen,
-      substitutions(port, source.url, hubPort),
+    const prelude = await Deno.readTextFile(
+      new URL("./helpers/walkthrough_prelude.sh", import.meta.url),
     );
-    await Deno.writeTextFile(`${work}/walkthrough.sh`, walkthrough.script);
-    const statuses = `${work}/statuses`;
-    await Deno.writeTextFile(statuses, "");
-    const run = await new Deno.Command("bash", {
-      args: [`${work}/walkthrough.sh`],
-      env: {
-        HOME: `${work}/home`,
-        PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", // the README's install step adds edgenode
-        DENO_DIR, // the cache in use: a fresh HOME does not download every package again
-        // Likewise the inference engine (npm, 85 MB): the one the tests share.
-        EDGENODE_ENGINE_DIR: TEST_ENGINE_DIR,
-        HF_ENDPOINT: hfHub.url,
-        DENO: Deno.execPath(),
-        REPO,
-        WORK: work,
-        PORT: String(port),
-        HUB_PORT: String(hubPort),
-        STATUSES: statuses,
-        NO_COLOR: "1",
-        ...(port === 8083 ? {} : { EDGENODE_NODE: `http://127.0.0.1:${port}` }),
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const out = new TextDecoder().decode(run.stdout) + new TextDecoder().decode(run.stderr);
+    const env = {
+      HOME: `${work}/home`,
+      // The README's install step puts edgenode in ~/.local/bin: on the PATH of every later file.
+      PATH: `${work}/home/.local/bin:${Deno.env.get("PATH") ?? "/usr/bin:/bin"}`,
+      DENO_DIR, // the cache in use: a fresh HOME does not download every package again
+      // Likewise the inference engine (npm, 85 MB): the one the tests share.
+      EDGENODE_ENGINE_DIR: TEST_ENGINE_DIR,
+      HF_ENDPOINT: hfHub.url,
+      DENO: Deno.execPath(),
+      REPO,
+      WORK: work,
+      PORT: String(port),
+      HUB_PORT: String(hubPort),
+      NO_COLOR: "1",
+      ...(port === 8083 ? {} : { EDGENODE_NODE: `http://127.0.0.1:${port}` }),
+    };
+    const runs: FileRun[] = [];
+    try {
+      for (const [i, file] of WALKTHROUGH_FILES.entries()) {
+        const own = chosen.filter((block) => block.file === file);
+        const walkthrough = walkthroughScript(
+          prelude,
+          own,
+          substitutions(port, source.url, hubPort),
+        );
+        await Deno.writeTextFile(`${work}/walkthrough-${i}.sh`, walkthrough.script);
+        const statuses = `${work}/statuses-${i}`;
+        await Deno.writeTextFile(statuses, "");
+        const run = await new Deno.Command("bash", {
+          args: [`${work}/walkthrough-${i}.sh`],
+          env: { ...env, STATUSES: statuses },
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const out = new TextDecoder().decode(run.stdout) + new TextDecoder().decode(run.stderr);
+        const fileRun = { file, code: run.code, out, walkthrough, statuses };
+        runs.push(fileRun);
+        const log = await Deno.readTextFile(`${work}/node.log`).catch(() => "(none)");
+        assert.equal(
+          run.code,
+          0,
+          `the walkthrough stopped at ${failedWhere(fileRun)}\n--- output (end)\n` +
+            `${out.slice(-6000)}\n--- node log (end)\n${log.slice(-3000)}`,
+        );
+        assert.deepEqual(
+          await refusedRequests(fileRun),
+          [],
+          `requests ${file} does not expect to fail:\n${out}`,
+        );
+        checkShownJson(own, out);
+      }
+    } finally {
+      await new Deno.Command("bash", {
+        args: ["-c", `${prelude}\n__stop_all`],
+        env: { ...env, STATUSES: "/dev/null" },
+      }).output();
+    }
     if (chosen.some((block) => /edgenode pull hf\.co\//.test(block.text))) {
       assert.ok(
         hfHub.requests.some((path) => path.includes("/resolve/")),
-        `no pull reached the Hub:\n${out}`,
+        `no pull reached the Hub:\n${runs.map((run) => run.out).join("\n")}`,
       );
-    }
-    // The failing command's line, then its callers' (a failure inside a harness function).
-    const failedAt = /::failed at script lines ([\d ]+): (.*)/.exec(out);
-    const readmeLine = failedAt?.[1].trim().split(/\s+/).map((n) => walkthrough.readmeLine(+n))
-      .find((n) => n !== undefined);
-    const where = failedAt && `README.md:${readmeLine ?? "?"}: ${failedAt[2]}`;
-    const logs = async (name: string) =>
-      await Deno.readTextFile(`${work}/${name}`).catch(() => "(none)");
-    assert.equal(
-      run.code,
-      0,
-      `the walkthrough stopped at ${where ?? "?"}\n--- output (end)\n${out.slice(-6000)}\n` +
-        `--- node log (end)\n${(await logs("node.log")).slice(-3000)}`,
-    );
-    const refused: string[] = [];
-    for (const line of (await Deno.readTextFile(statuses)).trim().split("\n").filter(Boolean)) {
-      const [scriptLine, status] = line.split(" ").map(Number);
-      const block = walkthrough.blockOf(scriptLine);
-      const said = block?.text.split("\n").some((text) =>
-        text.includes("#") && text.slice(text.indexOf("#")).includes(String(status))
-      );
-      if (status >= 500 || (status >= 400 && !said)) {
-        refused.push(`README.md:${walkthrough.readmeLine(scriptLine)}: answered ${status}`);
-      }
-    }
-    assert.deepEqual(refused, [], `requests the README does not expect to fail:\n${out}`);
-    // A comment that is a whole JSON value, nothing abridged ("..."), is what the command prints.
-    for (const block of chosen) {
-      for (const shown of block.text.matchAll(/^# (\{.*\})$/gm)) {
-        if (shown[1].includes("...")) continue;
-        const value = (() => {
-          try {
-            return JSON.stringify(JSON.parse(shown[1]));
-          } catch {
-            return undefined; // abridged ("...") or annotated: only shows the shape
-          }
-        })();
-        if (value) assert.ok(out.includes(value), `README.md:${block.line}ff shows ${value}`);
-      }
     }
   }));
 
-Deno.test("the README's config.json examples are valid config files", async () => {
-  const markdown = await Deno.readTextFile(`${REPO}/README.md`);
-  const examples = [...markdown.matchAll(/```json\n([\s\S]*?)\n```/g)].map((m) => m[1]);
-  assert.ok(examples.length > 0, "the README shows a config.json");
-  for (const example of examples) {
-    const result = v.safeParse(NodeConfigSchema, JSON.parse(example));
-    assert.ok(result.success, `${example}\n${JSON.stringify(result.issues)}`);
+Deno.test("the docs' config.json examples are valid config files", async () => {
+  let examples = 0;
+  for (const file of WALKTHROUGH_FILES) {
+    const markdown = await Deno.readTextFile(`${REPO}/${file}`);
+    for (const [, example] of markdown.matchAll(/```json\n([\s\S]*?)\n```/g)) {
+      examples++;
+      const result = v.safeParse(NodeConfigSchema, JSON.parse(example));
+      assert.ok(result.success, `${file}: ${example}\n${JSON.stringify(result.issues)}`);
+    }
   }
+  assert.ok(examples > 0, "the docs show a config.json");
 });

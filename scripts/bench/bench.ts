@@ -29,7 +29,7 @@
  * Needs curl and wrk (`apt-get install -y wrk`). Flags: `--size-mib N` (default 1024),
  * `--only requests|store|discovery|mesh|hub|cluster|mcm|inference`, `--quick [--record]`
  * (quick.ts: the ratios in under a minute, checked against recorded.json), `--readme` (a full
- * run writes its table into README.md: readme.ts).
+ * run writes its table into docs/benchmarks.md: readme.ts).
  *
  * @module
  */
@@ -46,7 +46,7 @@ import { densityRows } from "./mcm_density.ts";
 import { mcmDownloadRows } from "./mcm_download.ts";
 import { spareRows } from "./mcm_spares.ts";
 import { quickBench } from "./quick.ts";
-import { benchTable, replaceBenchTable } from "./readme.ts";
+import { BENCH_PAGE, benchTable, replaceBenchTable } from "./readme.ts";
 import { requestPathRows } from "./request_path.ts";
 import { storeRows } from "./store.ts";
 import { run } from "./tools.ts";
@@ -67,7 +67,7 @@ const USAGE = `deno task bench [--size-mib N] [--only PART] [--quick [--record]]
   --only PART   one part: requests|store|discovery|mesh|hub|cluster|mcm|inference
   --quick       the ratios in under a minute, checked against scripts/bench/recorded.json;
                 with --record, writes them anew
-  --readme      a full run writes its table into README.md
+  --readme      a full run writes its table into docs/benchmarks.md
 Needs curl, wrk and taskset (apt-get install -y curl wrk util-linux).`;
 const SIZE_MIB = Number(values["size-mib"] ?? 1024);
 const SMALL_MIB = Math.max(1, Math.round(SIZE_MIB / 4));
@@ -124,11 +124,11 @@ async function main() {
   });
   console.log(`\n${table}`);
   if (values.readme) {
-    const readme = new URL("../../README.md", import.meta.url);
+    const readme = new URL(`../../${BENCH_PAGE}`, import.meta.url);
     await Deno.writeTextFile(readme, replaceBenchTable(await Deno.readTextFile(readme), table));
     // Aligned as `deno fmt --check` (CI) wants the table.
     await run(Deno.execPath(), ["fmt", "--quiet", fromFileUrl(readme)]);
-    console.log("bench: README.md's table written");
+    console.log(`bench: ${BENCH_PAGE}'s table written`);
   }
 }
 

@@ -1,12 +1,15 @@
 /**
- * The benchmark table as the README shows it: `deno task bench --readme` writes a full run's
- * table, with the line that says when and where it ran, between the README's markers, so every
- * figure in it comes from one command and one run.
+ * The benchmark table as docs/benchmarks.md shows it: `deno task bench --readme` writes a full
+ * run's table, with the line that says when and where it ran, between that page's markers, so
+ * every figure in it comes from one command and one run.
  *
  * @module
  */
 
-/** Where the table starts and ends in README.md. */
+/** The page the table is written into, relative to the repository. */
+export const BENCH_PAGE = "docs/benchmarks.md";
+
+/** Where the table starts and ends in BENCH_PAGE. */
 export const TABLE_BEGIN = "<!-- bench-table:begin (deno task bench --readme) -->";
 export const TABLE_END = "<!-- bench-table:end -->";
 
@@ -32,12 +35,14 @@ export function benchTable(rows: string[][], run: RunInfo): string {
   ].join("\n");
 }
 
-/** `readme` with the text between the markers replaced by `block`; throws when they are missing. */
-export function replaceBenchTable(readme: string, block: string): string {
-  const begin = readme.indexOf(TABLE_BEGIN);
-  const end = readme.indexOf(TABLE_END);
+/** `page` with the text between the markers replaced by `block`; throws when they are missing. */
+export function replaceBenchTable(page: string, block: string): string {
+  const begin = page.indexOf(TABLE_BEGIN);
+  const end = page.indexOf(TABLE_END);
   if (begin < 0 || end < begin) {
-    throw new Error(`README.md has no ${TABLE_BEGIN} ... ${TABLE_END} markers to write between`);
+    throw new Error(
+      `${BENCH_PAGE} has no ${TABLE_BEGIN} ... ${TABLE_END} markers to write between`,
+    );
   }
-  return `${readme.slice(0, begin + TABLE_BEGIN.length)}\n\n${block}\n\n${readme.slice(end)}`;
+  return `${page.slice(0, begin + TABLE_BEGIN.length)}\n\n${block}\n\n${page.slice(end)}`;
 }

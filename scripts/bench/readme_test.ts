@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { benchTable, replaceBenchTable, TABLE_BEGIN, TABLE_END } from "./readme.ts";
+import { BENCH_PAGE, benchTable, replaceBenchTable, TABLE_BEGIN, TABLE_END } from "./readme.ts";
 
 const run = {
   date: "2026-11-25",
@@ -24,13 +24,16 @@ Deno.test("bench --readme: the table between the markers is replaced, the rest k
   assert.equal(replaceBenchTable(written, block), written);
 });
 
-Deno.test("bench --readme: a README without the markers is refused, not appended to", () => {
-  assert.throws(() => replaceBenchTable("# x\n", "t"), /no <!-- bench-table:begin/);
+Deno.test("bench --readme: a page without the markers is refused, not appended to", () => {
+  assert.throws(
+    () => replaceBenchTable("# x\n", "t"),
+    /docs\/benchmarks\.md has no <!-- bench-table:begin/,
+  );
 });
 
-Deno.test("bench --readme: the project's README has the markers", async () => {
+Deno.test("bench --readme: the project's benchmarks page has the markers, the README none", async () => {
+  const page = await Deno.readTextFile(new URL(`../../${BENCH_PAGE}`, import.meta.url));
+  assert.ok(page.indexOf(TABLE_BEGIN) >= 0 && page.indexOf(TABLE_END) > page.indexOf(TABLE_BEGIN));
   const readme = await Deno.readTextFile(new URL("../../README.md", import.meta.url));
-  assert.ok(
-    readme.indexOf(TABLE_BEGIN) >= 0 && readme.indexOf(TABLE_END) > readme.indexOf(TABLE_BEGIN),
-  );
+  assert.ok(!readme.includes(TABLE_BEGIN), "the table moved to docs/benchmarks.md");
 });

@@ -1,15 +1,45 @@
 /**
- * The README's shell blocks, read as a user reads them, and turned into one bash script that
- * runs them in order (variables set in one block are used by the next, as in a terminal).
+ * The shell blocks of the README and of docs/, read as a user reads them, and turned into one
+ * bash script per file that runs its blocks in order (variables set in one block are used by the
+ * next, as in a terminal; never by another file's).
  *
  * @module
  */
 
-/** A fenced ```sh (or ```ts) block of the README. */
+/**
+ * The files the walkthrough runs, in this order: the README first (its first block starts the
+ * node the others use), then every page of docs/ (a page not listed fails the test, so none is
+ * left unrun). Uninstall is last: it removes what the others use.
+ */
+export const WALKTHROUGH_FILES = [
+  "README.md",
+  "docs/README.md",
+  "docs/model-registry.md",
+  "docs/models-api.md",
+  "docs/identity-and-accounts.md",
+  "docs/insight.md",
+  "docs/discovery.md",
+  "docs/hub.md",
+  "docs/microservices.md",
+  "docs/dashboard.md",
+  "docs/cli.md",
+  "docs/sdk.md",
+  "docs/configuration.md",
+  "docs/security.md",
+  "docs/operations.md",
+  "docs/troubleshooting.md",
+  "docs/benchmarks.md",
+  "docs/development.md",
+  "docs/uninstall.md",
+];
+
+/** A fenced ```sh (or ```ts) block of a Markdown file. */
 export interface ShellBlock {
+  /** The file it is in, relative to the repository (`docs/hub.md`). */
+  file: string;
   /** `sh`, or `ts` for TypeScript run with Deno. */
   lang: "sh" | "ts";
-  /** The README line of its first command line (1-based). */
+  /** The file's line of its first command line (1-based). */
   line: number;
   /** The heading it stands under. */
   heading: string;
@@ -17,8 +47,8 @@ export interface ShellBlock {
   text: string;
 }
 
-/** Every ```sh and ```ts block of a Markdown text. */
-export function shellBlocks(markdown: string): ShellBlock[] {
+/** Every ```sh and ```ts block of a Markdown text, the text of `file`. */
+export function shellBlocks(markdown: string, file = "README.md"): ShellBlock[] {
   const blocks: ShellBlock[] = [];
   let heading = "";
   let open: { line: number; lang: string; lines: string[] } | undefined;
@@ -26,7 +56,13 @@ export function shellBlocks(markdown: string): ShellBlock[] {
     if (open) {
       if (text.trim() === "```") {
         if (open.lang === "sh" || open.lang === "ts") {
-          blocks.push({ line: open.line, lang: open.lang, heading, text: open.lines.join("\n") });
+          blocks.push({
+            file,
+            line: open.line,
+            lang: open.lang,
+            heading,
+            text: open.lines.join("\n"),
+          });
         }
         open = undefined;
       } else open.lines.push(text);
@@ -53,10 +89,10 @@ export interface Substitution {
   to: string;
 }
 
-/** The generated script and how its lines map back to the README. */
+/** The generated script and how its lines map back to its file. */
 export interface WalkthroughScript {
   script: string;
-  /** The README line of a script line (1-based both), for lines that come from the README. */
+  /** The file's line of a script line (1-based both), for lines that come from the file. */
   readmeLine(scriptLine: number): number | undefined;
   /** The block a script line belongs to. */
   blockOf(scriptLine: number): ShellBlock | undefined;
