@@ -25,6 +25,7 @@ import { ensureTestEngine, TEST_ENGINE_DIR } from "../testing/engine.ts";
 import {
   type ShellBlock,
   shellBlocks,
+  type Substitution,
   WALKTHROUGH_FILES,
   type WalkthroughScript,
   walkthroughScript,
@@ -102,10 +103,58 @@ interface FileRun {
   statuses: string;
 }
 
+/** What runFile needs: the walkthrough's folder, prelude and environment, and one file's blocks. */
+interface FileToRun {
+  work: string;
+  prelude: string;
+  env: Record<string, string>;
+  file: string;
+  blocks: ShellBlock[];
+  subs: Substitution[];
+  index: number;
+}
+
+/** One file's blocks as one script, run by a bash of its own (nothing of another file's shell). */
+async function runFile(
+  { work, prelude, env, file, blocks, subs, index }: FileToRun,
+): Promise<FileRun> {
+  const walkthrough = walkthroughScript(prelude, blocks, subs);
+  await Deno.writeTextFile(`${work}/walkthrough-${index}.sh`, walkthrough.script);
+  const statuses = `${work}/statuses-${index}`;
+  await Deno.writeTextFile(statuses, "");
+  const run = await new Deno.Command("bash", {
+    args: [`${work}/walkthrough-${index}.sh`],
+    env: { ...env, STATUSES: statuses },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const out = new TextDecoder().decode(run.stdout) + new TextDecoder().decode(run.stderr);
+  return { file, code: run.code, out, walkthrough, statuses };
+}
+
+Deno.test("a file's blocks never see a variable another file set: the failure names file and line", () =>
+  withTempDir(async (work) => {
+    await Deno.mkdir(`${work}/cwd`);
+    const prelude = await Deno.readTextFile(
+      new URL("./helpers/walkthrough_prelude.sh", import.meta.url),
+    );
+    const env = { PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin", WORK: work };
+    const run = (file: string, markdown: string, index: number) =>
+      runFile({ work, prelude, env, file, blocks: shellBlocks(markdown, file), subs: [], index });
+    const first = await run("docs/a.md", '# A\n\n```sh\nexport N=1 && M=2\necho "$N$M"\n```\n', 0);
+    assert.equal(first.code, 0, first.out);
+    const second = await run("docs/b.md", '# B\n\n```sh\ntrue\necho "$N"\n```\n', 1);
+    assert.notEqual(second.code, 0);
+    assert.match(second.out, /N: unbound variable/);
+    assert.match(failedWhere(second), /^docs\/b\.md:5/);
+  }));
+
 /** The first line of the file that a failure report points at (`docs/hub.md:21: CMD`). */
 function failedWhere(run: FileRun): string {
-  // The failing command's line, then its callers' (a failure inside a harness function).
-  const failedAt = /::failed at script lines ([\d ]+): (.*)/.exec(run.out);
+  // The failing command's line, then its callers' (a failure inside a harness function); or
+  // where bash itself stopped the script, which no ERR trap sees (an unset variable under -u).
+  const failedAt = /::failed at script lines ([\d ]+): (.*)/.exec(run.out) ??
+    /walkthrough-\d+\.sh: line (\d+): (.*)/.exec(run.out);
   const line = failedAt?.[1].trim().split(/\s+/).map((n) => run.walkthrough.readmeLine(+n))
     .find((n) => n !== undefined);
   return `${run.file}:${line ?? "?"}${failedAt ? `: ${failedAt[2]}` : ""}`;
@@ -207,26 +256,13 @@ Deno.test("the README's and docs' shell blocks run as written, in order, against
     try {
       for (const [i, file] of WALKTHROUGH_FILES.entries()) {
         const own = chosen.filter((block) => block.file === file);
-        const walkthrough = walkthroughScript(
-          prelude,
-          own,
-          substitutions(port, source.url, hubPort),
-        );
-        await Deno.writeTextFile(`${work}/walkthrough-${i}.sh`, walkthrough.script);
-        const statuses = `${work}/statuses-${i}`;
-        await Deno.writeTextFile(statuses, "");
-        const run = await new Deno.Command("bash", {
-          args: [`${work}/walkthrough-${i}.sh`],
-          env: { ...env, STATUSES: statuses },
-          stdout: "piped",
-          stderr: "piped",
-        }).output();
-        const out = new TextDecoder().decode(run.stdout) + new TextDecoder().decode(run.stderr);
-        const fileRun = { file, code: run.code, out, walkthrough, statuses };
+        const subs = substitutions(port, source.url, hubPort);
+        const fileRun = await runFile({ work, prelude, env, file, blocks: own, subs, index: i });
+        const { out } = fileRun;
         runs.push(fileRun);
         const log = await Deno.readTextFile(`${work}/node.log`).catch(() => "(none)");
         assert.equal(
-          run.code,
+          fileRun.code,
           0,
           `the walkthrough stopped at ${failedWhere(fileRun)}\n--- output (end)\n` +
             `${out.slice(-6000)}\n--- node log (end)\n${log.slice(-3000)}`,
