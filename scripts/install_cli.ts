@@ -1,6 +1,6 @@
 /**
  * `deno task install-cli [--bin-dir DIR]`: puts an `edgenode` command on the PATH that runs this
- * checkout, so that `edgenode …` works as the README writes it instead of `npx -y deno@2.9.6
+ * checkout, so that `edgenode …` works as the README and docs/ write it instead of `npx -y deno@2.9.6
  * task edgenode …`. The command is a small shell script in DIR (default ~/.local/bin) that runs
  * `deno task edgenode`'s own command line (deno.json) with this deno, or with `npx -y
  * deno@2.9.6` should this deno be gone (npx's cache is not kept forever). Running it again

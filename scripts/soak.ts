@@ -7,7 +7,7 @@
  * - abuse: two hostile clients run every attack on a node for EDGENODE_ABUSE_SECONDS (default
  *   120) while a bystander's microservice and the key holder's chats keep p99 within 3× of idle.
  * `--abuse` runs the abuse part alone.
- * Each part's figures are printed at the end, for the README.
+ * Each part's figures are printed at the end, for docs/benchmarks.md and docs/security.md.
  *
  * @module
  */

@@ -1,7 +1,7 @@
 /**
  * The microservice commands of the CLI, run as users run them against a real node:
  * `containers`, `images`, `deploy` (the env a redeploy keeps or drops, the key kept out of every
- * output), and a missing file. (The README's walkthrough runs in tests/readme_test.ts.)
+ * output), and a missing file. (The README's and docs/' walkthrough runs in tests/readme_test.ts.)
  */
 import assert from "node:assert/strict";
 import { edgenode } from "./helpers/cli_env.ts";

@@ -129,8 +129,8 @@ export interface components {
              */
             idleUnloadSeconds?: number;
             /**
-             * @description Which nodes serve this node's models and this node theirs (README, "The mesh serves
-             *     models"): `lan`, the verified peers of the LAN whose description names this node's
+             * @description Which nodes serve this node's models and this node theirs (docs/models-api.md, "The
+             *     mesh serves models"): `lan`, the verified peers of the LAN whose description names this node's
              *     account; `account`, those and the account's nodes connected to the hub (requests
              *     through its tunnel); `off`, none: a request for a model this node cannot serve is
              *     answered here, and no node's request or model download is served. Default `lan`.

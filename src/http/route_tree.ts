@@ -2,7 +2,7 @@
  * A tree of path patterns (`/models/:id/upload`), matched segment by segment. A lookup walks one
  * branch per segment, static names before parameters, so its cost grows with the path's depth,
  * not with the number of routes; itty-router's list of regular expressions, tried in order,
- * grows with both (see the closing note of the request pipeline in README "Request pipeline").
+ * grows with both (see the closing note of the request pipeline in docs/development.md, "Request pipeline").
  *
  * @example
  * ```ts

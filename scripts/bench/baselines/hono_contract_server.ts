@@ -1,7 +1,7 @@
 /**
  * A baseline of `deno task bench --only requests` (scripts/bench/request_path.ts): the two JSON
  * routes of hono_server.ts in Hono on Deno.serve, written as a user would who wants the node's
- * contract (README "Benchmarks", issue 39), with Hono's own means:
+ * contract (docs/benchmarks.md, issue 39), with Hono's own means:
  * - every answer carries `Access-Control-Allow-Origin: *` (hono/cors, with the node's preflight);
  * - `GET /ai/store/v1/models/:id` checks the id as the registry's spec says (400), answers the
  *   record in MODEL.json or the node's 404;
