@@ -4,9 +4,15 @@
  * output), and a missing file. (The README's and docs/' walkthrough runs in tests/readme_test.ts.)
  */
 import assert from "node:assert/strict";
-import { edgenode } from "./helpers/cli_env.ts";
+import { DENO_DIR, edgenode } from "./helpers/cli_env.ts";
 import { EXAMPLES, getJson, mcm } from "../testing/mcm.ts";
-import { startTestNode, type TestNode, withTempDir } from "../testing/node.ts";
+import {
+  LAUNCHER_PERMISSIONS,
+  MAIN,
+  startTestNode,
+  type TestNode,
+  withTempDir,
+} from "../testing/node.ts";
 
 const KEY = "a-deployment-key-nobody-may-see";
 const CONFIG = { apiKey: KEY, discovery: { mdns: false } };
@@ -17,6 +23,56 @@ function withKey(node: TestNode) {
     const result = await edgenode(args, { EDGENODE_NODE: node.url, EDGENODE_KEY: KEY });
     assert.equal(result.code, expectedCode, `${args.join(" ")}:\n${result.stdout}${result.stderr}`);
     return result;
+  };
+}
+
+/** The lines of a byte stream, as they come. */
+async function* linesOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  let pending = "";
+  for await (const text of stream.pipeThrough(new TextDecoderStream())) {
+    const parts = (pending + text).split("\n");
+    pending = parts.pop()!;
+    yield* parts;
+  }
+  if (pending) yield pending;
+}
+
+/**
+ * `edgenode ARGS` left running (as cli_env.ts's edgenode runs it), its output read line by line
+ * as it comes: `until(pattern)` resolves with the first stdout line that matches.
+ */
+function running(args: string[], env: Record<string, string>) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, ...args],
+    clearEnv: true,
+    env: {
+      NO_COLOR: "1",
+      HOME: "/nonexistent",
+      DENO_DIR,
+      PATH: Deno.env.get("PATH") ?? "",
+      ...env,
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const lines = linesOf(child.stdout);
+  const seen: string[] = [];
+  return {
+    seen,
+    async until(pattern: RegExp): Promise<string> {
+      for (let next = await lines.next(); !next.done; next = await lines.next()) {
+        seen.push(next.value);
+        if (pattern.test(next.value)) return next.value;
+      }
+      throw new Error(`the output ended without ${pattern}:\n${seen.join("\n")}`);
+    },
+    async end() {
+      for (let next = await lines.next(); !next.done; next = await lines.next()) {
+        seen.push(next.value);
+      }
+      const stderr = await new Response(child.stderr).text();
+      return { code: (await child.status).code, stderr };
+    },
   };
 }
 
@@ -231,3 +287,59 @@ Deno.test("a missing file: one line naming it, exit 2", async () => {
     "edgenode: cannot read /nonexist.key: no such file\n",
   ]);
 });
+
+Deno.test("containers stop, restart and logs -f: the log followed until the container is removed", () =>
+  withTempDir(async (dir) => {
+    await using node = await startTestNode({ config: CONFIG });
+    const cli = withKey(node);
+    const tar = await helloImage(dir);
+    const deployed = await cli(["deploy", tar, "--name", "greeter", "--base-path", "/g/v1"]);
+    const url = /^serving at (\S+)$/m.exec(deployed.stdout)![1];
+    const follower = running(["containers", "logs", "greeter", "-f"], {
+      EDGENODE_NODE: node.url,
+      EDGENODE_KEY: KEY,
+    });
+    await follower.until(/ {2}node {3}started in \d+ ms/);
+    await getJson(`${url}sayHello/Follow`);
+    await follower.until(/ {2}info {3}GET \/sayHello\/Follow$/);
+
+    assert.equal(
+      (await cli(["containers", "stop", "greeter"])).stdout,
+      "stopped greeter (api-greeter); 'edgenode containers restart greeter' starts it again\n",
+    );
+    await follower.until(/ {2}node {3}stopped$/);
+    const stopped = await getJson(`${url}sayHello/Ada`);
+    assert.equal(stopped.status, 503);
+    assert.match(stopped.body.error.message, /container api-greeter is stopped/);
+    const table = (await cli(["containers", "ls"])).stdout.trimEnd().split("\n");
+    assert.equal(table[1].split(/\s+/)[3], "stopped");
+
+    assert.equal(
+      (await cli(["containers", "restart", "greeter"])).stdout,
+      "restarted greeter (api-greeter): started\n",
+    );
+    await follower.until(/ {2}node {3}started in \d+ ms/);
+    assert.equal((await getJson(`${url}sayHello/Ada`)).status, 200);
+    const again = JSON.parse(
+      (await cli(["containers", "restart", "api-greeter", "--json"])).stdout,
+    );
+    assert.deepEqual([again.id, again.state, again.restarts], ["api-greeter", "started", 0]);
+
+    await cli(["containers", "rm", "greeter"]);
+    const ended = await follower.end();
+    assert.deepEqual(ended, {
+      code: 0,
+      stderr: "edgenode: container api-greeter was removed; the log ends here\n",
+    });
+
+    const usage = await cli(["containers", "stop"], 2);
+    assert.equal(usage.stderr, "edgenode: usage: edgenode containers stop NAME|ID\n");
+    const unknown = await cli(["containers", "restart", "nobody"], 1);
+    assert.match(unknown.stderr, /^edgenode: restarting container nobody: 404 .*nobody/);
+    const gone = await cli(["containers", "logs", "nobody", "--follow"], 1);
+    assert.match(gone.stderr, /^edgenode: following the logs of nobody: 404 .*nobody/);
+    const help = (await cli(["containers", "--help"])).stdout;
+    for (const usageLine of ["logs NAME|ID [-f|--follow]", "stop NAME|ID", "restart NAME|ID"]) {
+      assert.ok(help.includes(`edgenode containers ${usageLine}`), help);
+    }
+  }));

@@ -113,6 +113,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcm/v1/containers/{id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["ObjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop a container's process and keep the container (state stopped) */
+        post: operations["stopContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcm/v1/containers/{id}/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["ObjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop a container if it runs, and start it again (a stopped one is started) */
+        post: operations["restartContainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcm/v1/mims/{id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["ObjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The same as POST /mcm/v1/containers/{id}/stop */
+        post: operations["stopMim"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcm/v1/mims/{id}/restart": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["ObjectId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The same as POST /mcm/v1/containers/{id}/restart */
+        post: operations["restartMim"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcm/v1/containers/{id}/logs": {
         parameters: {
             query?: never;
@@ -122,7 +198,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** The container's recent log lines, oldest first */
+        /** The container's recent log lines, oldest first (and, with follow, new ones) */
         get: operations["containerLogs"];
         put?: never;
         post?: never;
@@ -240,6 +316,13 @@ export interface components {
         };
         LogList: {
             data: components["schemas"]["LogLine"][];
+        };
+        /** @description One `data:` message of a followed log: a line, or the last message, which says why the stream ends (the container was removed, or the node is stopping). */
+        LogFollowMessage: components["schemas"]["LogLine"] | {
+            /** @enum {string} */
+            end: "removed" | "node_stopping";
+            /** @description What ended it, for people. */
+            message: string;
         };
         /** @description The container process loaded the code and serves requests. */
         ContainerReady: {
@@ -667,7 +750,7 @@ export interface operations {
             404: components["responses"]["Error"];
         };
     };
-    containerLogs: {
+    stopContainer: {
         parameters: {
             query?: never;
             header?: never;
@@ -678,13 +761,119 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The lines. */
+            /** @description The container, state `stopped`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Container"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    restartContainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["ObjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The container, started. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Container"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            422: components["responses"]["Error"];
+        };
+    };
+    stopMim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["ObjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The container, state `stopped`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Container"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    restartMim: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["ObjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The container, started. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Container"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            422: components["responses"]["Error"];
+        };
+    };
+    containerLogs: {
+        parameters: {
+            query?: {
+                /** @description Stream the lines as `text/event-stream` (LogFollowMessage messages) and keep the stream open for new ones. */
+                follow?: boolean;
+            };
+            header?: never;
+            path: {
+                id: components["schemas"]["ObjectId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lines (a stream of them with `follow`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["LogList"];
+                    "text/event-stream": string;
                 };
             };
             401: components["responses"]["Error"];

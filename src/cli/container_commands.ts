@@ -1,20 +1,25 @@
 /**
- * `edgenode containers ls|logs|rm`: the microservices running on a node (/mcm/v1/containers),
- * with the deployment credential.
+ * `edgenode containers ls|logs|stop|restart|rm`: the microservices running on a node
+ * (/mcm/v1/containers), with the deployment credential. `logs` is container_logs.ts.
  *
  * @module
  */
-import type { Container, LogLine } from "../../gen/mcm/validators.ts";
+import type { Container } from "../../gen/mcm/validators.ts";
 import { answer, type Env, subcommandsOf } from "./cli_context.ts";
 import { printJson, printTable } from "./output.ts";
 import type { Command } from "./command.ts";
+import { LOGS_HELP, logsCommand } from "./container_logs.ts";
 import { deploymentInvocation } from "./deployment_target.ts";
 
 /** The help lines of these commands. */
 const HELP = `  edgenode containers ls
       The containers: name, id, image, state, restarts, URL (with deploy's credential).
-  edgenode containers logs NAME|ID
-      The container's recent log lines (its console.* and the node's notes on it), oldest first.
+${LOGS_HELP}
+  edgenode containers stop NAME|ID
+      Stops a container and keeps it (state stopped; its URL answers 503 until it is started
+      again, also after a node restart).
+  edgenode containers restart NAME|ID
+      Stops a container if it runs and starts it again (a stopped one is started).
   edgenode containers rm NAME|ID [--purge]
       Stops and removes a container; its storage is kept for a later deploy unless --purge.`;
 
@@ -28,13 +33,6 @@ function row(node: string, container: Container): string[] {
     String(container.restarts),
     `${node}${container.env["MCM.BASE_API_PATH"]}/`,
   ];
-}
-
-/** A log line as people read it: local date and time to the millisecond, level, message. */
-function logText(line: LogLine): string {
-  const time = new Date(line.time - new Date(line.time).getTimezoneOffset() * 60_000)
-    .toISOString().slice(0, 23).replace("T", " ");
-  return `${time}  ${line.level.padEnd(5)}  ${line.message}`;
 }
 
 async function list(args: string[], env: Env): Promise<number> {
@@ -54,20 +52,30 @@ async function list(args: string[], env: Env): Promise<number> {
   return 0;
 }
 
-async function logs(args: string[], env: Env): Promise<number> {
-  const { positionals, target, json } = await deploymentInvocation(args, env, {
-    positionals: 1,
-    usage: "containers logs NAME|ID",
-  });
-  const lines = await answer(
-    target.client.GET("/mcm/v1/containers/{id}/logs", {
-      params: { path: { id: positionals[0] } },
-    }),
-    `reading the logs of ${positionals[0]}`,
-  );
-  if (json) printJson(lines);
-  else for (const line of lines.data) console.log(logText(line));
-  return 0;
+/** `containers stop` and `containers restart`: the same call but for its last path segment. */
+function stateChange(verb: "stop" | "restart") {
+  return async (args: string[], env: Env): Promise<number> => {
+    const { positionals, target, json } = await deploymentInvocation(args, env, {
+      positionals: 1,
+      usage: `containers ${verb} NAME|ID`,
+    });
+    const container = await answer(
+      target.client.POST(`/mcm/v1/containers/{id}/${verb}`, {
+        params: { path: { id: positionals[0] } },
+      }),
+      `${verb === "stop" ? "stopping" : "restarting"} container ${positionals[0]}`,
+    );
+    if (json) printJson(container);
+    else {
+      console.log(
+        verb === "stop"
+          ? `stopped ${container.name} (${container.id}); ` +
+            `'edgenode containers restart ${container.name}' starts it again`
+          : `restarted ${container.name} (${container.id}): ${container.state}`,
+      );
+    }
+    return 0;
+  };
 }
 
 async function remove(args: string[], env: Env): Promise<number> {
@@ -95,7 +103,9 @@ async function remove(args: string[], env: Env): Promise<number> {
 
 const SUBCOMMANDS = new Map<string, (args: string[], env: Env) => Promise<number>>([
   ["ls", list],
-  ["logs", logs],
+  ["logs", logsCommand],
+  ["stop", stateChange("stop")],
+  ["restart", stateChange("restart")],
   ["rm", remove],
 ]);
 
@@ -106,6 +116,6 @@ export const CONTAINERS_COMMAND: Command = {
   run: subcommandsOf(
     "containers",
     SUBCOMMANDS,
-    "usage: edgenode containers ls|logs NAME|rm NAME [--purge]",
+    "usage: edgenode containers ls|logs NAME [-f]|stop NAME|restart NAME|rm NAME [--purge]",
   ),
 };

@@ -21,6 +21,8 @@ import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
 import { plannedContainer } from "./planned_container.ts";
 import type { NetworkClass } from "./sandbox/channel_protocol.ts";
 import { SparePool } from "./runtime/spare_pool.ts";
+import type { LogLine as KeptLine } from "./runtime/container_log.ts";
+import { type LogFollower, LogFollowers } from "./runtime/log_followers.ts";
 import {
   type ContainerPlacement,
   ProcessPerClient,
@@ -81,6 +83,7 @@ export class Deployments {
   readonly #lock = new KeyedLock();
   readonly #spares: SparePool | undefined;
   readonly #placement: ContainerPlacement;
+  readonly #followers = new LogFollowers();
 
   constructor(
     records: McmRecords,
@@ -136,6 +139,12 @@ export class Deployments {
     for (const record of records) {
       const runtime = this.#runtimeFor(record);
       this.#mount(record, runtime);
+      if (record.stopped) {
+        // Stopped on purpose before the node stopped: it stays so until restarted.
+        runtime.log("node", "kept stopped: it was stopped before the node restarted");
+        void runtime.stop();
+        continue;
+      }
       this.#files.storageDir(record.id).then(() => runtime.start()).catch((error) => {
         if (!(error instanceof LoadError)) runtime.retry();
       });
@@ -143,8 +152,17 @@ export class Deployments {
     if (records.length > 0) this.#spares?.start();
   }
 
+  /**
+   * Ends every followed log (the node shuts down): before the server stops, which waits for
+   * its open answers.
+   */
+  endFollowers(): void {
+    this.#followers.end(undefined, { end: "node_stopping", message: "the node is stopping" });
+  }
+
   /** Stops every container, every client's process and every spare (the node shuts down). */
   async stopAll(): Promise<void> {
+    this.endFollowers();
     await Promise.all([
       ...[...this.#runtimes.values()].map((runtime) => runtime.stop()),
       this.#spares?.close(),
@@ -216,6 +234,10 @@ export class Deployments {
       // Only while it is the container's deployment: a redeploy's record starts afresh.
       onQuarantine: () => {
         if (this.#runtimes.get(record.id) === runtime) this.#records.quarantine(record.id);
+      },
+      // The deployment that serves the id speaks to its followers, not one being replaced.
+      onLogLine: (line) => {
+        if (this.#runtimes.get(record.id) === runtime) this.#followers.line(record.id, line);
       },
     });
     return runtime;
@@ -316,6 +338,55 @@ export class Deployments {
     return this.#runtimes.get(this.#find(caller, id).id)?.logs() ?? [];
   }
 
+  /**
+   * Follows a container's log: its recent lines, and `follower` told each new one until the
+   * container is removed or the node stops (or `unfollow`).
+   */
+  followLogs(
+    caller: Caller,
+    idOrName: string,
+    follower: LogFollower,
+  ): { recent: KeptLine[]; unfollow(): void } {
+    const id = this.#find(caller, idOrName).id;
+    return {
+      recent: this.#runtimes.get(id)?.logs() ?? [],
+      unfollow: this.#followers.add(id, follower),
+    };
+  }
+
+  /** Stops a container's process and keeps it, stopped (a node restart keeps it so). */
+  stop(caller: Caller, idOrName: string): Promise<Container> {
+    const id = this.#find(caller, idOrName).id;
+    return this.#lock.exclusive(id, async () => {
+      const record = this.#find(caller, id);
+      this.#records.setStopped(id, true);
+      await this.#runtimes.get(id)?.stop();
+      return this.#view({ ...record, stopped: true });
+    });
+  }
+
+  /**
+   * Stops a container if it runs and starts the same deployment again (a stopped one is just
+   * started); Unprocessable (and state `failed`) when its code does not load.
+   */
+  restart(caller: Caller, idOrName: string): Promise<Container> {
+    const id = this.#find(caller, idOrName).id;
+    return this.#lock.exclusive(id, async () => {
+      const record = this.#find(caller, id);
+      const runtime = this.#runtimes.get(id);
+      if (!runtime) throw new NotFound(`container '${id}' is not deployed on this node`);
+      await runtime.stop();
+      this.#records.setStopped(id, false);
+      await this.#files.storageDir(id);
+      try {
+        await runtime.start();
+      } catch (error) {
+        throw new Unprocessable(`the microservice did not start: ${(error as Error).message}`);
+      }
+      return this.#view({ ...record, stopped: false });
+    });
+  }
+
   /** Stops and removes a container; its storage too when `purge`. */
   delete(caller: Caller, idOrName: string, purge: boolean): Promise<Container> {
     const id = this.#find(caller, idOrName).id;
@@ -328,6 +399,7 @@ export class Deployments {
       this.#node.forgetContainer?.(id);
       await this.#images.dropBundle(record.bundle);
       if (purge) await this.#files.removeStorage(id);
+      this.#followers.end(id, { end: "removed", message: `container ${id} was removed` });
       return { ...this.#view(record), state: "stopped" };
     });
   }

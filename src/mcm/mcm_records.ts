@@ -44,6 +44,11 @@ export interface ContainerRecord {
    * until it is redeployed (a redeploy's record starts without it).
    */
   quarantined?: boolean;
+  /**
+   * Stopped on purpose (POST .../stop): a node restart keeps it stopped; a restart or a
+   * redeploy (putContainer) clears it.
+   */
+  stopped?: boolean;
 }
 
 type Row = Record<string, unknown>;
@@ -60,6 +65,7 @@ const containerOf = (row: Row): ContainerRecord => ({
   alias: row.alias as string | null,
   created: Number(row.created),
   ...(row.quarantined ? { quarantined: true } : {}),
+  ...(row.stopped ? { stopped: true } : {}),
 });
 
 const imageOf = (row: Row): ImageRecord => ({
@@ -97,6 +103,9 @@ export class McmRecords {
     const containerColumns = db.prepare("PRAGMA table_info(mcm_containers)").all() as Row[];
     if (!containerColumns.some((column) => column.name === "quarantined")) {
       db.exec("ALTER TABLE mcm_containers ADD COLUMN quarantined INTEGER NOT NULL DEFAULT 0");
+    }
+    if (!containerColumns.some((column) => column.name === "stopped")) {
+      db.exec("ALTER TABLE mcm_containers ADD COLUMN stopped INTEGER NOT NULL DEFAULT 0");
     }
   }
 
@@ -206,6 +215,11 @@ export class McmRecords {
    */
   quarantine(id: string): void {
     this.#db.prepare("UPDATE mcm_containers SET quarantined = 1 WHERE id = ?").run(id);
+  }
+
+  /** Marks a container as stopped on purpose, or not (it survives node restarts). */
+  setStopped(id: string, stopped: boolean): void {
+    this.#db.prepare("UPDATE mcm_containers SET stopped = ? WHERE id = ?").run(stopped ? 1 : 0, id);
   }
 
   deleteContainer(id: string): void {

@@ -5,7 +5,7 @@
  */
 import { mcmRoutes } from "../../gen/mcm/routes.ts";
 import type { StartContainerRequest } from "../../gen/mcm/validators.ts";
-import { json } from "../http/reply.ts";
+import { json, raw } from "../http/reply.ts";
 import { uploadBody } from "../http/upload_body.ts";
 import type { RequestContext } from "../http/pipeline.ts";
 import type { Handlers } from "../http/routes.ts";
@@ -13,6 +13,7 @@ import type { Identity } from "../identity/identity.ts";
 import { authorizeCaller, type Caller } from "./caller.ts";
 import type { Deployments } from "./deployments.ts";
 import type { Images } from "./images/images.ts";
+import { followedLogResponse } from "./log_stream.ts";
 
 export { mcmRoutes };
 
@@ -46,6 +47,11 @@ export function mcmHandlers(
         input.query.purge === true,
       ),
     );
+  // Shared by /containers/{id}/stop|restart and the /mims aliases.
+  const stop = async ({ auth, params }: { auth: Caller; params: { id: string } }) =>
+    json(200, await deployments.stop(auth, params.id));
+  const restart = async ({ auth, params }: { auth: Caller; params: { id: string } }) =>
+    json(200, await deployments.restart(auth, params.id));
   return {
     listImages: ({ auth }) => json(200, { data: images.list(auth) }),
     uploadImage: async ({ auth, request, query }) =>
@@ -55,7 +61,19 @@ export function mcmHandlers(
     listContainers: list,
     getContainer: ({ auth, params }) => json(200, deployments.get(auth, params.id)),
     deleteContainer: remove,
-    containerLogs: ({ auth, params }) => json(200, { data: deployments.logs(auth, params.id) }),
+    stopContainer: stop,
+    restartContainer: restart,
+    stopMim: stop,
+    restartMim: restart,
+    containerLogs: ({ auth, params, query }) => {
+      if (!query.follow) return json(200, { data: deployments.logs(auth, params.id) });
+      // Checked before the stream opens: an unknown container is a 404, not an empty stream.
+      deployments.get(auth, params.id);
+      return raw(
+        followedLogResponse((follower) => deployments.followLogs(auth, params.id, follower)),
+        [200],
+      );
+    },
     startMim: start,
     listMims: list,
     deleteMim: remove,

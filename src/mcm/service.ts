@@ -36,5 +36,7 @@ export function mcmService(deps: McmDependencies, settings: { apiKey: string }):
     // Its containers stop after the server (the node's own stack), not here: requests to them
     // finish first.
     start: () => deps.deployments.restore(),
+    // Followed logs are open answers the server's shutdown would wait for: ended first.
+    [Symbol.asyncDispose]: () => Promise.resolve(deps.deployments.endFollowers()),
   };
 }

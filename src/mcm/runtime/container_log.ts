@@ -41,9 +41,12 @@ export class ContainerLog {
   readonly #id: string;
   readonly #lines: LogLine[] = [];
   readonly #rate = new LogRate();
+  readonly #onLine: ((line: LogLine) => void) | undefined;
 
-  constructor(id: string) {
+  /** The log of container `id`; `onLine` is told each line kept (followers: log_followers.ts). */
+  constructor(id: string, onLine?: (line: LogLine) => void) {
     this.#id = id;
+    this.#onLine = onLine;
   }
 
   /** The kept lines, oldest first. */
@@ -62,8 +65,10 @@ export class ContainerLog {
   }
 
   #keep(time: number, level: string, message: string): void {
-    this.#lines.push({ time, level: level as LogLine["level"], message });
+    const line = { time, level: level as LogLine["level"], message };
+    this.#lines.push(line);
     if (this.#lines.length > KEPT_LINES) this.#lines.shift();
+    this.#onLine?.(line);
     if (level === "node" || level === "error" || level === "warn") {
       console.log(`[container ${this.#id}] ${message}`);
     }

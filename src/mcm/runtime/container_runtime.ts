@@ -41,6 +41,8 @@ export interface RuntimeOptions extends Omit<ChannelOptions, "onLog" | "onBrough
   quarantined?: boolean;
   /** It was just quarantined: the record keeps it. */
   onQuarantine?(): void;
+  /** Each line its log keeps, as it is kept (followers of the log). */
+  onLogLine?(line: LogLine): void;
 }
 
 /** A container's process, kept alive. */
@@ -68,7 +70,7 @@ export class ContainerRuntime {
   constructor(options: RuntimeOptions) {
     this.#options = options;
     this.#alone = options.quarantined === true;
-    this.#log = new ContainerLog(options.id);
+    this.#log = new ContainerLog(options.id, options.onLogLine);
   }
 
   get state(): ContainerState {
@@ -219,6 +221,15 @@ export class ContainerRuntime {
   /** Passes a request to the microservice; 503 while it is not running. */
   forward(request: Request, path: string, port: number): Promise<Response> {
     const channel = this.#channel;
+    if (this.#state === "stopped") {
+      // Stopped on purpose (POST .../stop): no Retry-After, it will not come back by itself.
+      return Promise.reject(
+        new Unavailable(
+          `container ${this.#options.id} is stopped ('edgenode containers restart ` +
+            `${this.#options.id}' starts it)`,
+        ),
+      );
+    }
     if (!channel || this.#state !== "started") {
       const retry = this.#state === "restarting" || this.#state === "starting";
       return Promise.reject(
@@ -246,7 +257,7 @@ export class ContainerRuntime {
     }
   }
 
-  /** Stops the process for good. */
+  /** Stops the process (for good, unless start is called again: a restart). */
   async stop(): Promise<void> {
     this.#state = "stopped";
     clearTimeout(this.#timer);

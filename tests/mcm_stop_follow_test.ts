@@ -1,0 +1,106 @@
+/**
+ * Stopping, restarting and following a container (spec/mcm.yaml: POST /containers/{id}/stop
+ * and /restart, GET /containers/{id}/logs?follow=true) on a real node: a stopped container's
+ * base path answers 503 naming it, a node restart keeps it stopped, and a followed log streams
+ * new lines and ends when the container is removed.
+ */
+import assert from "node:assert/strict";
+import { EventSourceParserStream } from "eventsource-parser/stream";
+import * as v from "valibot";
+import { ContainerSchema, LogFollowMessageSchema } from "../gen/mcm/validators.ts";
+import { expectError, expectJson } from "../testing/contract.ts";
+import { deployExample, getJson, mcm } from "../testing/mcm.ts";
+import { startTestNode, waitFor, withTempDir } from "../testing/node.ts";
+
+const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
+
+/** POST /mcm/v1/containers/{id}/{verb}, checked against the spec. */
+async function change(node: Parameters<typeof mcm>[0], id: string, verb: "stop" | "restart") {
+  return await expectJson(
+    await mcm(node, `/containers/${id}/${verb}`, { method: "POST" }),
+    200,
+    ContainerSchema,
+  );
+}
+
+Deno.test("a stopped container answers 503 naming it, stays stopped over a node restart, and restarts", () =>
+  withTempDir(async (dataDir) => {
+    await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify(CONFIG), { mode: 0o600 });
+    let url: string;
+    {
+      await using node = await startTestNode({ dataDir });
+      const deployed = await deployExample(node, "hello-mim", "pausable");
+      url = deployed.url;
+      assert.equal((await change(node, "pausable", "stop")).state, "stopped");
+      const stopped = await fetch(`${url}/`);
+      assert.equal(stopped.headers.get("retry-after"), null, "it will not come back by itself");
+      await expectError(stopped, 503, /container api-pausable is stopped/);
+      assert.equal((await change(node, "api-pausable", "stop")).state, "stopped", "a no-op");
+      await expectError(await mcm(node, "/containers/nobody/stop", { method: "POST" }), 404);
+    }
+    await using node = await startTestNode({ dataDir });
+    url = url.replace(/^http:\/\/[^/]+/, node.url);
+    const kept = await expectJson(await mcm(node, "/containers/pausable"), 200, ContainerSchema);
+    assert.equal(kept.state, "stopped", "a node restart keeps it stopped");
+    assert.equal(await fetch(`${url}/`).then((r) => r.text().then(() => r.status)), 503);
+
+    const restarted = await change(node, "pausable", "restart");
+    assert.equal(restarted.state, "started");
+    assert.equal(restarted.restarts, 0, "a restart asked for is not a crash");
+    assert.equal((await getJson(`${url}/`)).status, 200);
+    // Restarting a running one starts it afresh; through the /mims alias too.
+    assert.equal((await change(node, "pausable", "restart")).state, "started");
+    const viaMims = await mcm(node, "/mims/pausable/stop", { method: "POST" });
+    assert.equal(v.parse(ContainerSchema, await viaMims.json()).state, "stopped");
+    await expectJson(
+      await mcm(node, "/mims/pausable/restart", { method: "POST" }),
+      200,
+      ContainerSchema,
+    );
+    await node.stop();
+    // Restarted: a node restart brings it back running.
+    await using again = await startTestNode({ dataDir });
+    const back = url.replace(/^http:\/\/[^/]+/, again.url);
+    await waitFor(
+      async () => (await fetch(`${back}/`).then((r) => r.text().then(() => r.status))) === 200,
+      "the restarted container back after the node's restart",
+    );
+  }));
+
+Deno.test("a followed log streams the recent lines, new ones, and ends when the container goes", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const { url } = await deployExample(node, "hello-mim", "chatty");
+  await expectError(await mcm(node, "/containers/nobody/logs?follow=true"), 404);
+  const response = await mcm(node, "/containers/chatty/logs?follow=true");
+  assert.equal(response.status, 200);
+  assert.equal(response.headers.get("content-type"), "text/event-stream");
+  const events = response.body!.pipeThrough(new TextDecoderStream()).pipeThrough(
+    new EventSourceParserStream(),
+  )[Symbol.asyncIterator]();
+  const next = async () =>
+    v.parse(LogFollowMessageSchema, JSON.parse((await events.next()).value.data));
+  const first = await next();
+  assert.ok("level" in first && first.level === "node" && /started in/.test(first.message));
+  await getJson(`${url}/sayHello/Ada`);
+  let message = await next();
+  while ("level" in message && message.message !== "GET /sayHello/Ada") message = await next();
+  await mcm(node, "/containers/chatty", { method: "DELETE" }).then((r) => r.body?.cancel());
+  do message = await next(); while (!("end" in message));
+  assert.deepEqual(message, { end: "removed", message: "container api-chatty was removed" });
+  assert.equal((await events.next()).done, true, "the stream ends");
+});
+
+Deno.test("a followed log ends when the node stops, and does not hold the node up", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  await deployExample(node, "hello-mim", "lasting");
+  const response = await mcm(node, "/containers/lasting/logs?follow=true");
+  const text = response.text();
+  const began = Date.now();
+  await node.stop();
+  assert.ok(Date.now() - began < 10_000, `the node stopped in ${Date.now() - began} ms`);
+  const last = (await text).trimEnd().split("\n\n").at(-1);
+  assert.deepEqual(JSON.parse(last!.slice("data: ".length)), {
+    end: "node_stopping",
+    message: "the node is stopping",
+  });
+});
