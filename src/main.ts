@@ -19,10 +19,12 @@ import {
   NODE_COMMANDS,
   processEnv,
   programHelp,
+  PS_COMMAND,
   PULL_COMMAND,
   RUN_COMMAND,
   runCommandLine,
   serveCommand,
+  STATUS_COMMAND,
   versionCommand,
 } from "./cli/mod.ts";
 import { launchHub, runHub } from "./hub/hub_launcher.ts";
@@ -37,6 +39,7 @@ export const COMMANDS: readonly Command[] = [
   serveCommand(launch),
   hubCommand(launchHub),
   ...ISSUER_COMMANDS,
+  STATUS_COMMAND,
   ...NODE_COMMANDS,
   PULL_COMMAND,
   MODELS_COMMAND,
@@ -45,6 +48,7 @@ export const COMMANDS: readonly Command[] = [
   ...IMAGE_COMMANDS,
   DEPLOY_COMMAND,
   CONTAINERS_COMMAND,
+  PS_COMMAND,
   versionCommand(VERSION),
   helpCommand(() => programHelp(VERSION, COMMANDS)),
   // The processes the launchers start (src/program/self_program.ts).
