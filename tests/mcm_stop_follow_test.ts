@@ -9,7 +9,7 @@ import { EventSourceParserStream } from "eventsource-parser/stream";
 import * as v from "valibot";
 import { ContainerSchema, LogFollowMessageSchema } from "../gen/mcm/validators.ts";
 import { expectError, expectJson } from "../testing/contract.ts";
-import { deployExample, getJson, mcm } from "../testing/mcm.ts";
+import { deployExample, getJson, mcm, startContainer } from "../testing/mcm.ts";
 import { startTestNode, waitFor, withTempDir } from "../testing/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
@@ -65,6 +65,11 @@ Deno.test("a stopped container answers 503 naming it, stays stopped over a node 
       async () => (await fetch(`${back}/`).then((r) => r.text().then(() => r.status))) === 200,
       "the restarted container back after the node's restart",
     );
+    // A redeploy of a stopped container starts it.
+    assert.equal((await change(again, "pausable", "stop")).state, "stopped");
+    const redeployed = await startContainer(again, { name: "pausable", image: "pausable" }, 200);
+    assert.equal(redeployed.state, "started");
+    assert.equal((await getJson(`${back}/`)).status, 200);
   }));
 
 Deno.test("a followed log streams the recent lines, new ones, and ends when the container goes", async () => {

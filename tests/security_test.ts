@@ -64,7 +64,7 @@ Deno.test("every route that changes something refuses missing and wrong credenti
       checked++;
     }
   }
-  assert.equal(checked, 24, "every route of the four services");
+  assert.equal(checked, 28, "every route of the four services");
   // The one exception, by design: peers must reach the ping without the key.
   assert.equal(await statusOf(`${node.url}/mds/v1/nodes?ping=true`, "GET"), 200);
 });
