@@ -118,3 +118,30 @@ Deno.test("edgenode status: a node that does not answer is one line naming it, e
   assert.equal(ps.code, 1);
   assert.match(ps.stderr, /cannot reach the node at .*connection refused.*is it running\?/);
 });
+
+Deno.test("edgenode ps and status on a node without inference or dashboard: what is unknown says so", async () => {
+  await using node = await startTestNode({
+    config: { apiKey: KEY, inference: { enabled: false }, dashboard: { enabled: false } },
+  });
+  const env = { EDGENODE_NODE: node.url, EDGENODE_API_KEY: KEY };
+  const ps = await edgenode(["ps"], env);
+  assert.equal(ps.code, 0, ps.stderr);
+  assert.equal(
+    ps.stdout,
+    "models: the node serves no inference API (inference off)\n\ncontainers: none\n",
+  );
+  const status = await edgenode(["status"], env);
+  assert.equal(status.code, 0, status.stderr);
+  const me = await (await fetch(`${node.url}/jsonrpc/v1`, {
+    method: "POST",
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "getMe", params: [] }),
+  })).json();
+  const lines = status.stdout.trimEnd().split("\n");
+  assert.deepEqual(lines.slice(1, 3), [
+    `name       ${me.result.name}`,
+    `id         ${me.result.nodeId}`,
+  ]);
+  assert.equal(lines[4], "uptime     unknown (the node's dashboard is off)");
+  assert.equal(lines[6], "models     unknown (inference and the dashboard are off)");
+  assert.equal(lines[7], "containers unknown (the node's dashboard is off)");
+});

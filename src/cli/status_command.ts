@@ -105,8 +105,12 @@ function statusLines(view: NodeStatusView): string[] {
   const unknown = "unknown (the node's dashboard is off)";
   const { models, containers, disk } = view;
   const modelText = models.count === undefined
-    ? `${models.loaded ?? "?"} loaded`
-    : `${models.count} (${models.ready} ready, ${models.loaded ?? 0} loaded)`;
+    ? (models.loaded === undefined
+      ? "unknown (inference and the dashboard are off)"
+      : `${models.loaded} loaded`)
+    : models.loaded === undefined
+    ? `${models.count} (${models.ready} ready; inference off)`
+    : `${models.count} (${models.ready} ready, ${models.loaded} loaded)`;
   return [
     ["node", `up at ${view.url}`],
     ["name", view.name],
@@ -114,7 +118,7 @@ function statusLines(view: NodeStatusView): string[] {
     ["version", view.version],
     ["uptime", view.uptimeSeconds === undefined ? unknown : uptimeText(view.uptimeSeconds)],
     ["account", view.accountId || "(none)"],
-    ["models", models.loaded === undefined ? `${modelText} (inference off)` : modelText],
+    ["models", modelText],
     ["containers", containers ? `${containers.count} (${containers.running} running)` : unknown],
     [
       "peers",
