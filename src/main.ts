@@ -9,6 +9,7 @@ import meta from "../deno.json" with { type: "json" };
 import {
   ACCOUNT_TOKEN_COMMAND,
   type Command,
+  completionCommand,
   CONTAINERS_COMMAND,
   DEPLOY_COMMAND,
   helpCommand,
@@ -46,6 +47,7 @@ export const COMMANDS: readonly Command[] = [
   DEPLOY_COMMAND,
   CONTAINERS_COMMAND,
   versionCommand(VERSION),
+  completionCommand(() => COMMANDS),
   helpCommand(() => programHelp(VERSION, COMMANDS)),
   // The processes the launchers start (src/program/self_program.ts).
   { name: "__node", run: runNode },

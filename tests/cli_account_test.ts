@@ -80,7 +80,7 @@ Deno.test("the new commands: usage errors exit 2, --help shows their usage, typo
       ["containers", "rm", "a", "b"],
       /^edgenode: usage: edgenode containers rm NAME\|ID \[--purge\]\n$/,
     ],
-    [["containers", "ls", "--bogus"], /^edgenode: Unknown option '--bogus'/],
+    [["containers", "ls", "--bogus"], /^edgenode: unknown option --bogus/],
     [["images", "rm"], /^edgenode: usage: edgenode images rm NAME\|ID\n$/],
     [["images", "lx"], /^edgenode: unknown image command 'lx'; did you mean 'ls'\?/],
     [["deploy"], /^edgenode: usage: edgenode deploy DIR\|FILE\|IMAGE\.tar /],
