@@ -25,6 +25,7 @@ import {
   DEFAULT_VERSION,
   type Kind,
 } from "./model_flags.ts";
+import { load, unload } from "./model_loads.ts";
 import { cat, pull, push, requireModel, type TransferInvocation } from "./model_transfers.ts";
 
 /** The help lines of these commands. */
@@ -44,7 +45,12 @@ const HELP = `  edgenode models ls [--kind K] [--ready]
   edgenode models set ID [--version V] [--kind K] [--ctx N] [--gpu-layers N] [--template HINT]
                       [--provider P]                   changes only the given fields
   edgenode models rm ID
-  edgenode models cat ID > FILE                        writes the model file to stdout`;
+  edgenode models cat ID > FILE                        writes the model file to stdout
+  edgenode models load ID [--context N]
+      Loads the model into the node's inference engine, with progress (it also loads on first
+      use). --context sets its record's context size in tokens (as 'models set ID --ctx N')
+      and loads it again if it was loaded with another. 507 when memory cannot hold it.
+  edgenode models unload ID                            frees the memory a loaded model holds`;
 
 function row(model: Model): string[] {
   return [
@@ -162,6 +168,7 @@ const OPTIONS = {
   sha256: { type: "string" },
   mmproj: { type: "string" },
   force: { type: "boolean" },
+  context: { type: "string" },
 } as const;
 
 /** A models command: its arguments parsed, the node's registry client beside them. */
@@ -218,6 +225,8 @@ const SUBCOMMANDS: Subcommands = new Map([
   ["set", models(set)],
   ["rm", models(remove)],
   ["cat", models(cat)],
+  ["load", models(load)],
+  ["unload", models(unload)],
 ]);
 
 /** `edgenode models ARGS`. */
@@ -227,6 +236,6 @@ export const MODELS_COMMAND: Command = {
   run: subcommandsOf(
     "models",
     SUBCOMMANDS,
-    "usage: edgenode models ls|show|add|push|pull|set|rm|cat ... ('edgenode models --help')",
+    `usage: edgenode models ${[...SUBCOMMANDS.keys()].join("|")} ... ('edgenode models --help')`,
   ),
 };
