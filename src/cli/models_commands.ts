@@ -24,6 +24,7 @@ import {
   configOf,
   DEFAULT_VERSION,
   type Kind,
+  kindNeeded,
 } from "./model_flags.ts";
 import { load, unload } from "./model_loads.ts";
 import { cat, pull, push, requireModel, type TransferInvocation } from "./model_transfers.ts";
@@ -33,15 +34,19 @@ const HELP = `  edgenode models ls [--kind K] [--ready]
   edgenode models show ID
   edgenode models add ID --kind llm|vlm|embed|onnx [--version V] [--ctx N] [--gpu-layers N]
                       [--template HINT] [--provider cpu|cuda|coreml|tensorrt]
-      Creates a record (version 1.0.0 unless given); an existing one is changed with 'set'.
-  edgenode models push ID FILE [--sha256 HEX]          uploads the file, with progress
+      Creates a record without a file (version 1.0.0 unless given); an existing one is changed
+      with 'set'. Push or pull its file next, or let them create the record.
+  edgenode models push ID FILE [--sha256 HEX] [--kind K] [--version V] [--force]
+      Uploads the file, with progress.
   edgenode models pull ID URL [--mmproj URL] [--sha256 HEX] [--kind K] [--version V] [--force]
-      Downloads into the node (creating the record: kind vlm with --mmproj, embed when the
-      file's name says "embed", else llm, as 'edgenode pull' decides), with progress;
-      Ctrl-C cancels it, and a record the pull created goes when it fails or is cancelled.
-      A ready model keeps its file unless --force is given. With --sha256 the node first
+      Downloads into the node, with progress; Ctrl-C cancels it. With --sha256 the node first
       fetches the file from a node of its account on the LAN that holds it (inference.mesh),
       and uses the URL when none does; the progress says where the bytes come from.
+      push and pull create a missing record (version 1.0.0 unless given, with the settings
+      flags of 'add'), its kind read from the file: vlm with --mmproj, embed when the names
+      or the GGUF header say so, else llm; --kind overrides it, and a file that is not GGUF
+      (an ONNX model) needs it. A record they created goes when they fail. A ready model
+      keeps its file unless --force is given.
   edgenode models set ID [--version V] [--kind K] [--ctx N] [--gpu-layers N] [--template HINT]
                       [--provider P]                   changes only the given fields
   edgenode models rm ID
@@ -90,7 +95,7 @@ function printModel(model: Model): void {
 async function add({ positionals, values, store, json }: TransferInvocation) {
   const [id] = exactly(positionals, 1, `models add ID --kind K [--version V] ${CONFIG_USAGE}`);
   const kind = values.kind as Kind | undefined;
-  if (!kind) throw new ConfigError("--kind is required: llm, vlm, embed or onnx");
+  if (!kind) throw kindNeeded(`models add makes a record without a file`);
   const before = await reach(findModel(store, id));
   if (before) {
     throw new Error(
