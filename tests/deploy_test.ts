@@ -134,7 +134,8 @@ Deno.test("deploy/install.sh with only Node.js and npm; the command and the unit
 
     await t.step("the installed command runs a node", async () => {
       const version = await run(`${stage}/usr/local/bin/edgenode`, ["version"], { PATH: path });
-      assert.deepEqual(version, { code: 0, out: "0.1.0\n" });
+      assert.equal(version.code, 0, version.out);
+      assert.match(version.out, /^edgenode 0\.1\.0\ndeno {5}2\.9\.6\n/);
       await Deno.mkdir(`${dir}/data`);
       await Deno.writeTextFile(`${dir}/data/config.json`, JSON.stringify(CONFIG), { mode: 0o600 });
       const served = await startListening(`${stage}/usr/local/bin/edgenode`, [

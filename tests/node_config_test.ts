@@ -174,7 +174,7 @@ Deno.test("help and version", async () => {
     /edgenode serve \[--host H\] \[--port N\] \[--data-dir DIR\] \[--config FILE\]/,
   );
   const version = await runEdgenode(["version"]);
-  assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+  assert.match(version.stdout, /^edgenode \d+\.\d+\.\d+\n/);
 });
 
 Deno.test("the node runs with narrow permissions: its data dir, its address, no subprocesses", async () => {
