@@ -5,6 +5,7 @@
  * and "did you mean" for a mistyped flag.
  */
 import assert from "node:assert/strict";
+import meta from "../deno.json" with { type: "json" };
 import { COMMANDS } from "../src/main.ts";
 import { runEdgenode, withTempDir } from "../testing/node.ts";
 
@@ -114,3 +115,25 @@ Deno.test("serve --prot: did you mean --port, exit 2", async () => {
   assert.equal(typo.code, 2);
   assert.equal(typo.stderr, "edgenode: unknown option --prot; did you mean --port?\n");
 });
+
+Deno.test("the bundle (deno task bundle) carries the commit it was built from", () =>
+  withTempDir(async (dir) => {
+    const head = new TextDecoder().decode(
+      (await new Deno.Command("git", { args: ["rev-parse", "HEAD"], stderr: "null" }).output()
+        .catch(() => ({ stdout: new Uint8Array() }))).stdout,
+    ).trim();
+    // The task's own command, writing into the temporary folder, outside any checkout.
+    const task = meta.tasks.bundle.replace("dist/edgenode.js", `${dir}/edgenode.js`);
+    const bundled = await new Deno.Command(Deno.execPath(), {
+      args: task.split(" ").slice(1),
+      cwd: new URL("../", import.meta.url).pathname,
+      stderr: "piped",
+    }).output();
+    assert.ok(bundled.success, new TextDecoder().decode(bundled.stderr));
+    const shown = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", `${dir}/edgenode.js`, "version", "--json"],
+      cwd: dir,
+      stdout: "piped",
+    }).output();
+    assert.equal(JSON.parse(new TextDecoder().decode(shown.stdout)).commit, head || "unknown");
+  }));
