@@ -1,12 +1,18 @@
 /**
  * `edgenode models load|unload ID` against a real node running the tiny real model: the load's
- * progress as plain lines on a pipe, --json, the state the node then reports, --context (kept in
+ * progress as plain lines on a pipe and a bar on a terminal, --json, the state the node then reports, --context (kept in
  * the record, and the model loaded again with it), and each refusal as one line: an unknown
  * model (404), one the engine cannot run (400), one memory cannot hold (507, with the figures).
  */
 import assert from "node:assert/strict";
 import { ensureTestEngine } from "../testing/engine.ts";
-import { runEdgenode, startTestNode, type TestNode } from "../testing/node.ts";
+import {
+  LAUNCHER_PERMISSIONS,
+  MAIN,
+  runEdgenode,
+  startTestNode,
+  type TestNode,
+} from "../testing/node.ts";
 import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 import { createModel, uploadRaw } from "./helpers/store.ts";
 
@@ -47,6 +53,34 @@ Deno.test("models load and unload: progress, state, --context, and the refusals"
       kind: "llm",
       loaded: true,
     });
+  });
+
+  await t.step("on a terminal: the bar redrawn in place, as a pull draws it", async (t) => {
+    const hasScript = await new Deno.Command("script", { args: ["--version"], stdout: "null" })
+      .output().then((o) => o.success, () => false);
+    if (!hasScript) {
+      await t.step("skipped: no 'script' (util-linux) for a pseudo-terminal", () => {});
+      return;
+    }
+    assert.equal((await cli(node, ["models", "unload", "tiny"])).code, 0);
+    const command = [
+      Deno.execPath(),
+      "run",
+      ...LAUNCHER_PERMISSIONS,
+      MAIN,
+      "models",
+      "load",
+      "tiny",
+    ];
+    const output = await new Deno.Command("script", {
+      args: ["-qec", command.join(" "), "/dev/null"],
+      env: { EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir },
+      stdout: "piped",
+    }).output();
+    const text = new TextDecoder().decode(output.stdout);
+    assert.equal(output.code, 0, text);
+    assert.match(text, /\r\x1b\[2Kload tiny \[#{20}\] 100%/);
+    assert.ok(!/^load tiny \d+%/m.test(text), "no plain progress lines on a terminal");
   });
 
   await t.step("unload: 'unloaded', and the node says so", async () => {
