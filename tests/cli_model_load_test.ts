@@ -109,6 +109,9 @@ Deno.test("models load and unload: progress, state, --context, and the refusals"
       /^edgenode: loading tiny: 507 not enough memory [^\n]*needs about \d+ MiB with a 16384-token context[^\n]*, and \d+ MiB is available/m,
     );
     assert.equal(refused.stderr.trim().split("\n").at(-1)?.startsWith("edgenode: "), true);
+    const record = await (await fetch(`${node.storeUrl}/models/tiny`)).json();
+    assert.ok(!record.gguf?.initContextSize, "the context that failed is not kept");
+    assert.equal((await cli(node, ["models", "load", "tiny"])).code, 0, "it loads as before");
   });
 
   await t.step("--context: kept in the record, the loaded model loaded again with it", async () => {

@@ -87,23 +87,43 @@ function contextOf(value: unknown): number | undefined {
 /**
  * Sets the record's context to `context` (what every later load uses) and unloads the model
  * when the setting changed, so that this load uses it: a loaded model is otherwise kept as is.
+ * Resolves to a function that puts the old setting back (0, the default, when there was none),
+ * or undefined when nothing changed.
  */
-async function setContext(store: StoreClient, id: string, context: number): Promise<void> {
+async function setContext(store: StoreClient, id: string, context: number) {
   const before = await reach(findModel(store, id));
   if (!before) throw new Error(`loading ${id}: 404 model '${id}' does not exist`);
-  if (before.gguf?.initContextSize === context) return;
-  await answer(
-    store.PUT("/models", { body: { id, action: "update", gguf: { initContextSize: context } } }),
-    `setting ${id}'s context`,
-  );
+  const old = before.gguf?.initContextSize;
+  if (old === context) return undefined;
+  const update = (initContextSize: number) =>
+    answer(
+      store.PUT("/models", { body: { id, action: "update", gguf: { initContextSize } } }),
+      `setting ${id}'s context`,
+    );
+  await update(context);
   await answer(store.PUT("/models", { body: { id, action: "unload" } }), `unloading ${id}`);
+  return async () => void await update(old ?? 0).catch(() => {});
 }
 
 /** `models load ID [--context N]`: loads it, drawing the progress; exit 0 once loaded. */
 export async function load({ positionals, values, store, json }: TransferInvocation) {
   const [id] = exactly(positionals, 1, "models load ID [--context N]");
   const context = contextOf(values.context);
-  if (context !== undefined) await setContext(store, id, context);
+  const restore = context === undefined ? undefined : await setContext(store, id, context);
+  try {
+    const loaded = await loadWithProgress(store, id);
+    if (json) printJson(loaded);
+    else console.log(`loaded ${id}`);
+    return 0;
+  } catch (error) {
+    // A context that cannot be loaded is not left for the next use to fail on.
+    await restore?.();
+    throw error;
+  }
+}
+
+/** Loads `id` through the registry's load stream, drawing its progress; the loaded state. */
+async function loadWithProgress(store: StoreClient, id: string): Promise<LoadMessage> {
   const { response, error } = await reach(
     store.PUT("/models", { body: { id, action: "load" }, parseAs: "stream" }),
   );
@@ -113,25 +133,22 @@ export async function load({ positionals, values, store, json }: TransferInvocat
     throw clientError(nodeError(response, body, `loading ${id}`));
   }
   const progress = new LoadProgress(id);
-  for await (const message of messages(response.body)) {
-    if (message.error) {
-      progress.finish();
-      const code = typeof message.error.code === "number" ? `${message.error.code} ` : "";
-      throw new Error(`loading ${id}: ${code}${errorMessage(message)}`);
+  try {
+    for await (const message of messages(response.body)) {
+      if (message.error) {
+        const code = typeof message.error.code === "number" ? `${message.error.code} ` : "";
+        throw new Error(`loading ${id}: ${code}${errorMessage(message)}`);
+      }
+      if (message.loaded) return message;
+      const installing = installingEngineOf(message.progress);
+      const percent = /(\d+)%/.exec(message.progress ?? "")?.[1];
+      if (installing) progress.installing(installing);
+      else if (percent !== undefined) progress.loaded(Number(percent));
     }
-    if (message.loaded) {
-      progress.finish();
-      if (json) printJson(message);
-      else console.log(`loaded ${id}`);
-      return 0;
-    }
-    const installing = installingEngineOf(message.progress);
-    const percent = /(\d+)%/.exec(message.progress ?? "")?.[1];
-    if (installing) progress.installing(installing);
-    else if (percent !== undefined) progress.loaded(Number(percent));
+    throw new Error(`loading ${id}: the node ended the stream before the model was loaded`);
+  } finally {
+    progress.finish();
   }
-  progress.finish();
-  throw new Error(`loading ${id}: the node ended the stream before the model was loaded`);
 }
 
 /** `models unload ID`: frees its memory; a model that was not loaded is not an error. */

@@ -53,8 +53,9 @@ const HELP = `  edgenode models ls [--kind K] [--ready]
   edgenode models cat ID > FILE                        writes the model file to stdout
   edgenode models load ID [--context N]
       Loads the model into the node's inference engine, with progress (it also loads on first
-      use). --context sets its record's context size in tokens (as 'models set ID --ctx N')
-      and loads it again if it was loaded with another. 507 when memory cannot hold it.
+      use). --context N sets its record's context size in tokens (as 'models set ID --ctx N',
+      kept unless the load fails) and loads it again if it was loaded with another. 507 when
+      memory cannot hold it.
   edgenode models unload ID                            frees the memory a loaded model holds`;
 
 function row(model: Model): string[] {
