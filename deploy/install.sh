@@ -136,6 +136,6 @@ if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev
   systemctl daemon-reload
 fi
 
-echo "installed edgenode $("$DESTDIR$PREFIX/bin/edgenode" version) in $DESTDIR$LIB," \
+echo "installed $("$DESTDIR$PREFIX/bin/edgenode" version | head -n 1) in $DESTDIR$LIB," \
   "the command $DESTDIR$PREFIX/bin/edgenode and the unit $DESTDIR$UNIT_DIR/edgenode.service"
 [ -n "$DESTDIR" ] || echo "start it with: systemctl enable --now edgenode"

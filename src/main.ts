@@ -9,6 +9,7 @@ import meta from "../deno.json" with { type: "json" };
 import {
   ACCOUNT_TOKEN_COMMAND,
   type Command,
+  completionCommand,
   CONTAINERS_COMMAND,
   DEPLOY_COMMAND,
   helpCommand,
@@ -50,6 +51,7 @@ export const COMMANDS: readonly Command[] = [
   CONTAINERS_COMMAND,
   PS_COMMAND,
   versionCommand(VERSION),
+  completionCommand(() => COMMANDS),
   helpCommand(() => programHelp(VERSION, COMMANDS)),
   // The processes the launchers start (src/program/self_program.ts).
   { name: "__node", run: runNode },

@@ -80,7 +80,7 @@ Deno.test("the new commands: usage errors exit 2, --help shows their usage, typo
       ["containers", "rm", "a", "b"],
       /^edgenode: usage: edgenode containers rm NAME\|ID \[--purge\]\n$/,
     ],
-    [["containers", "ls", "--bogus"], /^edgenode: Unknown option '--bogus'/],
+    [["containers", "ls", "--bogus"], /^edgenode: unknown option --bogus/],
     [["images", "rm"], /^edgenode: usage: edgenode images rm NAME\|ID\n$/],
     [["images", "lx"], /^edgenode: unknown image command 'lx'; did you mean 'ls'\?/],
     [["deploy"], /^edgenode: usage: edgenode deploy DIR\|FILE\|IMAGE\.tar /],
@@ -95,7 +95,10 @@ Deno.test("the new commands: usage errors exit 2, --help shows their usage, typo
     [["containres"], /^edgenode: unknown command 'containres'; did you mean 'containers'\?/],
     [["acount-token"], /^edgenode: unknown command 'acount-token'; did you mean 'account-token'\?/],
     [["models", "lss"], /^edgenode: unknown models command 'lss'; did you mean 'ls'\?/],
-    [["models"], /^edgenode: usage: edgenode models ls\|show\|add\|push\|pull\|set\|rm\|cat /],
+    [
+      ["models"],
+      /^edgenode: usage: edgenode models ls\|show\|add\|push\|pull\|set\|rm\|cat\|load\|unload /,
+    ],
   ];
   for (const [args, expected] of cases) {
     const result = await edgenode(args, { EDGENODE_KEY: KEY });

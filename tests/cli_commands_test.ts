@@ -1,9 +1,13 @@
 /**
  * The program's one table of commands (src/main.ts) holds together: each word selects one
  * command, and each command's help holds only its own usage blocks, which `CMD --help` prints.
+ * What is made from the table runs as users run it: the shell completion scripts, `version`,
+ * and "did you mean" for a mistyped flag.
  */
 import assert from "node:assert/strict";
+import meta from "../deno.json" with { type: "json" };
 import { COMMANDS } from "../src/main.ts";
+import { runEdgenode, withTempDir } from "../testing/node.ts";
 
 Deno.test("every word of the command table selects one command", () => {
   const words = COMMANDS.flatMap((command) => [command.name, ...(command.aliases ?? [])]);
@@ -30,3 +34,106 @@ Deno.test("help lines fit a 100-column terminal", () => {
     }
   }
 });
+
+/** Whether `program` runs here (`program --version`). */
+function installed(program: string): Promise<boolean> {
+  return new Deno.Command(program, { args: ["--version"], stdout: "null", stderr: "null" })
+    .output().then((output) => output.success, () => false);
+}
+
+/** Runs `script` in bash and prints COMPREPLY after `_edgenode` for `words`. */
+async function bashCompletes(script: string, words: string[]): Promise<string[]> {
+  const program = `source ${script}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); ` +
+    `COMP_CWORD=${words.length - 1}; _edgenode; printf '%s\\n' "\${COMPREPLY[@]}"`;
+  const output = await new Deno.Command("bash", { args: ["--norc", "-c", program] }).output();
+  assert.ok(output.success, new TextDecoder().decode(output.stderr));
+  return new TextDecoder().decode(output.stdout).split("\n").filter(Boolean);
+}
+
+Deno.test("completion: bash completes commands, subcommands and flags; zsh and fish parse", () =>
+  withTempDir(async (dir) => {
+    for (const shell of ["bash", "zsh", "fish"]) {
+      const printed = await runEdgenode(["completion", shell]);
+      assert.equal(printed.code, 0, printed.stderr);
+      await Deno.writeTextFile(`${dir}/edgenode.${shell}`, printed.stdout);
+    }
+    const bash = `${dir}/edgenode.bash`;
+    assert.deepEqual(await bashCompletes(bash, ["edgenode", "con"]), ["containers"]);
+    assert.deepEqual(await bashCompletes(bash, ["edgenode", "models", "p"]), ["push", "pull"]);
+    assert.deepEqual(await bashCompletes(bash, ["edgenode", "models", "pull", "x", "--fo"]), [
+      "--force",
+    ]);
+    assert.deepEqual(await bashCompletes(bash, ["edgenode", "serve", "--p"]), ["--port"]);
+    // Every command of the table, read from its help: the new ones too.
+    const all = await bashCompletes(bash, ["edgenode", ""]);
+    for (const command of COMMANDS.filter((c) => c.help)) assert.ok(all.includes(command.name));
+    assert.ok(!all.some((word) => word.startsWith("__")), "the program's own entries stay out");
+
+    for (const [shell, check] of [["zsh", ["-n"]], ["fish", ["-n"]]] as const) {
+      if (!await installed(shell)) {
+        console.log(`skipped the ${shell} check: ${shell} is not installed`);
+        continue;
+      }
+      const parsed = await new Deno.Command(shell, { args: [...check, `${dir}/edgenode.${shell}`] })
+        .output();
+      assert.ok(parsed.success, `${shell}: ${new TextDecoder().decode(parsed.stderr)}`);
+    }
+    if (await installed("fish")) {
+      const fish = await new Deno.Command("fish", {
+        args: ["-c", `source ${dir}/edgenode.fish; complete -C 'edgenode models pu'`],
+      }).output();
+      assert.deepEqual(new TextDecoder().decode(fish.stdout).trim().split("\n"), ["pull", "push"]);
+    }
+    const wrong = await runEdgenode(["completion", "powershell"]);
+    assert.equal(wrong.code, 2);
+    assert.equal(wrong.stderr, "edgenode: usage: edgenode completion bash|zsh|fish\n");
+  }));
+
+Deno.test("version, --version and -v: edgenode, deno, the machine and the commit", async () => {
+  const head = new TextDecoder().decode(
+    (await new Deno.Command("git", { args: ["rev-parse", "HEAD"], stderr: "null" }).output()
+      .catch(() => ({ stdout: new Uint8Array() }))).stdout,
+  ).trim();
+  for (const args of [["version"], ["--version"], ["-v"]]) {
+    const shown = await runEdgenode(args);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /^edgenode \d+\.\d+\.\d+\ndeno {5}\d+\.\d+\.\d+\nos {7}\w+ \w+\n/);
+  }
+  const json = await runEdgenode(["version", "--json"]);
+  const info = JSON.parse(json.stdout);
+  assert.equal(info.deno, Deno.version.deno);
+  assert.deepEqual([info.os, info.arch], [Deno.build.os, Deno.build.arch]);
+  // This checkout's commit, read from .git without git (a worktree's .git file followed).
+  assert.equal(info.commit, head || "unknown");
+  const bad = await runEdgenode(["version", "--jsno"]);
+  assert.equal(bad.code, 2);
+  assert.equal(bad.stderr, "edgenode: unknown option --jsno; did you mean --json?\n");
+});
+
+Deno.test("serve --prot: did you mean --port, exit 2", async () => {
+  const typo = await runEdgenode(["serve", "--prot", "9000"]);
+  assert.equal(typo.code, 2);
+  assert.equal(typo.stderr, "edgenode: unknown option --prot; did you mean --port?\n");
+});
+
+Deno.test("the bundle (deno task bundle) carries the commit it was built from", () =>
+  withTempDir(async (dir) => {
+    const head = new TextDecoder().decode(
+      (await new Deno.Command("git", { args: ["rev-parse", "HEAD"], stderr: "null" }).output()
+        .catch(() => ({ stdout: new Uint8Array() }))).stdout,
+    ).trim();
+    // The task's own command, writing into the temporary folder, outside any checkout.
+    const task = meta.tasks.bundle.replace("dist/edgenode.js", `${dir}/edgenode.js`);
+    const bundled = await new Deno.Command(Deno.execPath(), {
+      args: task.split(" ").slice(1),
+      cwd: new URL("../", import.meta.url).pathname,
+      stderr: "piped",
+    }).output();
+    assert.ok(bundled.success, new TextDecoder().decode(bundled.stderr));
+    const shown = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", `${dir}/edgenode.js`, "version", "--json"],
+      cwd: dir,
+      stdout: "piped",
+    }).output();
+    assert.equal(JSON.parse(new TextDecoder().decode(shown.stdout)).commit, head || "unknown");
+  }));

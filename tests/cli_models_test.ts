@@ -1,11 +1,13 @@
 /**
  * What a new user hit with the client commands (issue 22): `models pull` of a local path or a
- * download the node refuses, `pull` into a ready model, `add` on an existing model, `push` to a
- * missing one, `set` with no flags, an unreachable node, insight's errors, `cat | head`, and
+ * download the node refuses, `pull` into a ready model, `add` on an existing model, the one
+ * rule of push and pull for a missing record (the kind read from the file) and a ready one
+ * (kept without --force), `set` with no flags, an unreachable node, insight's errors, `cat | head`, and
  * `nodes decrypt` of a missing file. Each runs the CLI as users do, against a real node.
  */
 import assert from "node:assert/strict";
 import { startFileServer } from "../testing/file_server.ts";
+import { GgufWriter } from "../testing/gguf_writer.ts";
 import {
   ggufBytes,
   LAUNCHER_PERMISSIONS,
@@ -136,20 +138,79 @@ Deno.test("models: refused and failed pulls, pull into a ready model, add, set, 
   });
 
   await t.step(
-    "push to a missing model: refused before any upload, with the add hint",
+    "push and pull make a missing record, the kind read from the file; --kind overrides",
     () =>
       withTempDir(async (dir) => {
+        const bert = new GgufWriter().string("general.architecture", "bert").bytes();
         await Deno.writeFile(`${dir}/m.gguf`, first);
-        const pushed = await cli(node, ["models", "push", "nope", `${dir}/m.gguf`]);
-        assert.equal(pushed.code, 1);
-        assert.match(
-          pushed.stderr,
-          /model 'nope' does not exist; .*edgenode models add nope --kind/,
+        await Deno.writeFile(`${dir}/vectors.gguf`, bert);
+        await Deno.writeFile(`${dir}/model.onnx`, new TextEncoder().encode("an onnx protobuf"));
+        const pushed = await cli(node, ["models", "push", "made", `${dir}/m.gguf`]);
+        assert.equal(pushed.code, 0, pushed.stderr);
+        assert.match(pushed.stdout, /^pushed made: 98 KiB, ready$/m);
+        assert.deepEqual(
+          [(await record(node, "made")).kind, (await record(node, "made")).version],
+          ["llm", "1.0.0"],
         );
-        assert.ok(!/push nope \d+%/.test(pushed.stderr), "no upload progress");
+        const encoder = await cli(node, ["models", "push", "enc", `${dir}/vectors.gguf`]);
+        assert.equal(encoder.code, 0, encoder.stderr);
+        assert.equal((await record(node, "enc")).kind, "embed", "the header says it embeds");
+        const pulled = await cli(node, ["models", "pull", "enc2", files.serve("/v.gguf", bert)]);
+        assert.equal(pulled.code, 0, pulled.stderr);
+        assert.equal((await record(node, "enc2")).kind, "embed", "read through a Range request");
+        const given = await cli(node, ["models", "push", "g", `${dir}/m.gguf`, "--kind", "embed"]);
+        assert.equal(given.code, 0, given.stderr);
+        assert.equal((await record(node, "g")).kind, "embed");
+
+        // A file that is not GGUF: one line asking for --kind, the same for push and pull.
+        const onnx = await cli(node, ["models", "push", "o", `${dir}/model.onnx`]);
+        assert.equal(onnx.code, 2);
+        assert.equal(
+          onnx.stderr,
+          `edgenode: ${dir}/model.onnx is not a GGUF file, so its kind cannot be read: ` +
+            "give --kind llm|vlm|embed|onnx\n",
+        );
+        const url = files.serve("/model.onnx", new TextEncoder().encode("an onnx protobuf"));
+        const onnxUrl = await cli(node, ["models", "pull", "o", url]);
+        assert.equal(onnxUrl.code, 2);
+        assert.match(onnxUrl.stderr, /model\.onnx is not a GGUF file, .*give --kind/);
+        assert.equal(await record(node, "o"), undefined, "no record without its kind");
+        const added = await cli(node, ["models", "add", "o"]);
+        assert.equal(added.code, 2);
+        assert.match(added.stderr, /without a file, so its kind cannot be read: give --kind/);
+
+        // An upload the node refuses: its message, and the record the push made goes.
+        const zeroHeads = new GgufWriter().string("general.architecture", "llama")
+          .u32("llama.attention.head_count", 0).bytes();
+        await Deno.writeFile(`${dir}/bad.gguf`, zeroHeads);
+        const refused = await cli(node, ["models", "push", "bad", `${dir}/bad.gguf`]);
+        assert.equal(refused.code, 1);
+        assert.match(refused.stderr, /^edgenode: uploading .*bad\.gguf: 400 /m);
+        assert.equal(await record(node, "bad"), undefined);
+
         const missing = await cli(node, ["models", "push", "r", `${dir}/none.gguf`]);
         assert.equal(missing.code, 2);
         assert.equal(missing.stderr, `edgenode: cannot read ${dir}/none.gguf: no such file\n`);
+      }),
+  );
+
+  await t.step(
+    "push into a ready model keeps its file as pull does; --force replaces it",
+    () =>
+      withTempDir(async (dir) => {
+        await Deno.writeFile(`${dir}/second.gguf`, second);
+        const kept = await cli(node, ["models", "push", "made", `${dir}/second.gguf`]);
+        assert.equal(kept.code, 0, kept.stderr);
+        assert.equal(
+          kept.stdout,
+          "made is already ready (98 KiB); nothing was uploaded. " +
+            `Add --force to replace it with ${dir}/second.gguf.\n`,
+        );
+        assert.ok(!/push made \d+%/.test(kept.stderr), "no upload");
+        assert.equal((await record(node, "made")).sha256, await sha256Hex(first));
+        const forced = await cli(node, ["models", "push", "made", `${dir}/second.gguf`, "--force"]);
+        assert.equal(forced.code, 0, forced.stderr);
+        assert.equal((await record(node, "made")).sha256, await sha256Hex(second));
       }),
   );
 

@@ -91,7 +91,7 @@ Deno.test("models commands: add, push, ls, show, set, pull, cat, rm, in both out
     assert.match(missing.stderr, /404 model 'm2' does not exist/);
     const usage = await cli(node, ["models", "add", "m3"]);
     assert.equal(usage.code, 2);
-    assert.match(usage.stderr, /--kind is required/);
+    assert.match(usage.stderr, /so its kind cannot be read: give --kind/);
     const wrongKey = await runEdgenode(["models", "rm", "m1", "--api-key", "wrong-key"], {
       EDGENODE_NODE: node.url,
     });

@@ -153,7 +153,7 @@ Deno.test("bad configuration and flags exit with 2 and say what to fix", () =>
     assert.match(port.stderr, /--port must be a number from 0 to 65535/);
     const flag = await runEdgenode(["serve", "--colour"]);
     assert.equal(flag.code, 2);
-    assert.match(flag.stderr, /Unknown option '--colour'/);
+    assert.match(flag.stderr, /unknown option --colour/);
     const command = await runEdgenode(["frobnicate"]);
     assert.equal(command.code, 2);
     assert.match(command.stderr, /unknown command 'frobnicate'/);
@@ -174,7 +174,7 @@ Deno.test("help and version", async () => {
     /edgenode serve \[--host H\] \[--port N\] \[--data-dir DIR\] \[--config FILE\]/,
   );
   const version = await runEdgenode(["version"]);
-  assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+  assert.match(version.stdout, /^edgenode \d+\.\d+\.\d+\n/);
 });
 
 Deno.test("the node runs with narrow permissions: its data dir, its address, no subprocesses", async () => {

@@ -5,14 +5,11 @@
  *
  * @example
  * ```ts
- * import { helpCommand, programHelp, runCommandLine, versionCommand } from "./command_line.ts";
+ * import { helpCommand, programHelp, runCommandLine } from "./command_line.ts";
  * import type { Command } from "./command.ts";
  *
- * const commands: Command[] = [
- *   versionCommand("1.0.0"),
- *   helpCommand(() => programHelp("1.0.0", commands)),
- * ];
- * await runCommandLine(commands, ["version"], () => undefined); // prints 1.0.0, resolves to 0
+ * const commands: Command[] = [helpCommand(() => programHelp("1.0.0", commands))];
+ * await runCommandLine(commands, ["help"], () => undefined); // prints the help, resolves to 0
  * ```
  *
  * @module
@@ -21,6 +18,7 @@ import { closestName } from "../config/closest_name.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { type Env, GLOBAL_HELP } from "./cli_context.ts";
 import type { Command } from "./command.ts";
+import { commandWords, flagsAfter } from "./command_words.ts";
 
 /** Reads an environment variable of this process (undefined when unset or not allowed). */
 export function processEnv(name: string): string | undefined {
@@ -49,17 +47,6 @@ directory. Exit codes: 0 done, 1 failed, 2 bad usage or configuration, 130 inter
 export function commandHelp(command: Command & { help: string }): string {
   const usage = `Usage:\n${command.help}`;
   return command.local ? usage : `${usage}\n\n${GLOBAL_HELP}`;
-}
-
-/** `edgenode version` (and `--version`). */
-export function versionCommand(version: string): Command {
-  return {
-    name: "version",
-    aliases: ["--version"],
-    help: "  edgenode version      Prints the version.",
-    local: true,
-    run: () => Promise.resolve((console.log(version), 0)),
-  };
 }
 
 /** `edgenode help` (and `--help`, `-h`, and no command at all), printing `text()`. */
@@ -104,9 +91,29 @@ export async function runCommandLine(
   try {
     return await command.run(rest, env);
   } catch (error) {
-    const usage = error instanceof ConfigError ||
-      String((error as { code?: unknown }).code ?? "").startsWith("ERR_PARSE_ARGS");
-    console.error(`edgenode: ${(error as Error).message}`);
+    const code = String((error as { code?: unknown }).code ?? "");
+    const usage = error instanceof ConfigError || code.startsWith("ERR_PARSE_ARGS");
+    const message = code === "ERR_PARSE_ARGS_UNKNOWN_OPTION"
+      ? unknownOption(command, rest, (error as Error).message)
+      : (error as Error).message;
+    console.error(`edgenode: ${message}`);
     return usage ? 2 : 1;
   }
+}
+
+/**
+ * What to say for an unknown flag (node:util's parseArgs names it in its message): the flag,
+ * and the nearest one the command or its subcommand takes, as its help lists them.
+ */
+function unknownOption(command: Command, args: string[], message: string): string {
+  const flag = /'(-[^'=\s]*)/.exec(message)?.[1];
+  if (!flag) return message;
+  const known = flagsAfter(command, args);
+  const near = flag.startsWith("--")
+    ? closestName(flag.slice(2), known.filter((f) => f.startsWith("--")).map((f) => f.slice(2)))
+    : undefined;
+  const sub = commandWords(command).subcommands.includes(args[0]) ? ` ${args[0]}` : "";
+  return near
+    ? `unknown option ${flag}; did you mean --${near}?`
+    : `unknown option ${flag} ('edgenode ${command.name}${sub} --help' lists its flags)`;
 }

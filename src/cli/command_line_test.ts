@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
+import { parseArgs } from "node:util";
 import { ConfigError } from "../config/config_error.ts";
 import type { Command } from "./command.ts";
-import { helpCommand, programHelp, runCommandLine, versionCommand } from "./command_line.ts";
+import { helpCommand, programHelp, runCommandLine } from "./command_line.ts";
+import { versionCommand } from "./version_command.ts";
 
 /** Runs the command line on `commands`, with what it printed. */
 async function run(commands: readonly Command[], args: string[]) {
@@ -42,7 +44,9 @@ Deno.test("the command line runs the command its first word names, with the rest
   assert.equal((await run(COMMANDS, ["models", "ls", "--ready"])).code, 0);
   assert.deepEqual(ran, [["ls", "--ready"]]);
   assert.equal((await run(COMMANDS, ["__own"])).code, 7);
-  assert.deepEqual(await run(COMMANDS, ["--version"]), { code: 0, stdout: "9.9.9", stderr: "" });
+  const version = await run(COMMANDS, ["--version"]);
+  assert.equal(version.code, 0);
+  assert.match(version.stdout, /^edgenode 9\.9\.9\ndeno {5}\d/);
 });
 
 Deno.test("the program's help lists every command with help, in the table's order", async () => {
@@ -81,4 +85,29 @@ Deno.test("a mistyped command gets 'did you mean' from the names with help; erro
     stdout: "",
     stderr: "edgenode: boom",
   });
+});
+
+Deno.test("an unknown flag: the nearest the command or its subcommand takes, exit 2", async () => {
+  const commands: Command[] = [{
+    name: "models",
+    help: "  edgenode models pull ID URL [--force]\n  edgenode models ls [--ready]",
+    run: (args) => {
+      parseArgs({ args, options: { force: { type: "boolean" } }, allowPositionals: true });
+      return Promise.resolve(0);
+    },
+  }];
+  assert.deepEqual(await run(commands, ["models", "pull", "a", "--forse"]), {
+    code: 2,
+    stdout: "",
+    stderr: "edgenode: unknown option --forse; did you mean --force?",
+  });
+  // --jsno is near --json, a global flag of every client command.
+  assert.equal(
+    (await run(commands, ["models", "pull", "--jsno"])).stderr,
+    "edgenode: unknown option --jsno; did you mean --json?",
+  );
+  assert.equal(
+    (await run(commands, ["models", "ls", "--colour"])).stderr,
+    "edgenode: unknown option --colour ('edgenode models ls --help' lists its flags)",
+  );
 });

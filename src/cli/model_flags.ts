@@ -1,12 +1,14 @@
 /**
  * The flags of `edgenode models ...` that describe a record (kind, version, gguf and onnx
- * settings), turned into the bodies of the registry's requests, and the positional check every
- * models command makes.
+ * settings), turned into the bodies of the registry's requests, and what a push or pull into a
+ * ready model says.
  *
  * @module
  */
 import type { components } from "../../gen/store/types.ts";
 import { ConfigError } from "../config/config_error.ts";
+import { humanBytes } from "../sdk/human_units.ts";
+import type { Model } from "../sdk/models.ts";
 
 /** A model kind (spec/store.yaml's Kind). */
 export type Kind = components["schemas"]["Kind"];
@@ -58,4 +60,15 @@ export function givenRecordFlags(values: Record<string, unknown>): string[] {
   return ["kind", "version", ...Object.keys(CONFIG_OPTIONS)]
     .filter((name) => values[name] !== undefined)
     .map((name) => `--${name}`);
+}
+
+/** What a pull or push into a ready model says instead of replacing its file. */
+export function alreadyReady(model: Model, nothing: string, forceTo: string): string {
+  return `${model.id} is already ready (${humanBytes(model.totalSize)}); nothing was ` +
+    `${nothing}. Add --force to ${forceTo}.`;
+}
+
+/** A kind that cannot be read from the file: the one line that asks for `--kind`. */
+export function kindNeeded(why: string): ConfigError {
+  return new ConfigError(`${why}, so its kind cannot be read: give --kind llm|vlm|embed|onnx`);
 }

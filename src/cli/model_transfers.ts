@@ -1,7 +1,8 @@
 /**
  * `edgenode models push|pull|cat`: moving a model's file into and out of a node, with progress.
- * A push or pull into a model that is not there, or a source that is not a URL, is refused
- * before any byte moves; a pull that fails or is cancelled leaves no record it created.
+ * A push or pull makes the record when it is missing, its kind read from the file (model_flags.ts
+ * recordKind), keeps a ready model's file unless --force is given, and leaves no record it made
+ * when it fails; a source that is not a URL is refused before any byte moves.
  *
  * @module
  */
@@ -18,8 +19,14 @@ import {
 import { nodeError, nodeFetch } from "../sdk/node_errors.ts";
 import { answer, clientError, exactly, reach } from "./cli_context.ts";
 import { printJson, Progress } from "./output.ts";
-import { configOf, DEFAULT_VERSION, givenRecordFlags, type Kind } from "./model_flags.ts";
-import { kindOf } from "./model_names.ts";
+import {
+  alreadyReady,
+  configOf,
+  DEFAULT_VERSION,
+  givenRecordFlags,
+  type Kind,
+} from "./model_flags.ts";
+import { fileHead, recordKind, urlHead } from "./model_file_kind.ts";
 import { openUserFile } from "./user_files.ts";
 
 /** What the transfer commands are given. */
@@ -59,15 +66,81 @@ export async function requireModel(store: StoreClient, id: string): Promise<Mode
   );
 }
 
-/** `models push ID FILE`: uploads the file into an existing record. */
+/** A push or pull into the ready `model` without --force: said, and nothing moved (exit 0). */
+function keptReady(model: Model, said: string, json: boolean): number {
+  if (json) {
+    printJson(model);
+    console.error(said);
+  } else console.log(said);
+  return 0;
+}
+
+/** Record flags given for a record that exists: said not to apply, with how to change them. */
+function noteIgnored(id: string, before: Model | undefined, values: Record<string, unknown>) {
+  const ignored = before ? givenRecordFlags(values) : [];
+  if (ignored.length === 0) return;
+  const [are, them] = ignored.length > 1 ? ["are", "them"] : ["is", "it"];
+  console.error(
+    `note: ${id} exists, so ${ignored.join(", ")} ${are} not applied; ` +
+      `change ${them} with 'edgenode models set ${id}'`,
+  );
+}
+
+/** Deletes the record `id` a command made, unless it became ready; best effort. */
+async function removeMade(store: StoreClient, id: string): Promise<void> {
+  try {
+    if ((await findModel(store, id))?.readyToUse === false) {
+      await store.DELETE("/models/{id}", { params: { path: { id } } });
+    }
+  } catch { /* The node went away: nothing more can be done from here. */ }
+}
+
+/** The usage of `models push`. */
+const PUSH_USAGE = "models push ID FILE [--sha256 HEX] [--kind K] [--version V] [--force]";
+
+/**
+ * `models push ID FILE`: uploads the file, making the record when it is missing (the kind read
+ * from the file); a ready model keeps its file unless --force is given.
+ */
 export async function push({ positionals, values, store, json }: TransferInvocation) {
-  const [id, path] = exactly(positionals, 2, "models push ID FILE [--sha256 HEX]");
-  (await openUserFile(path)).close(); // A missing file is said before the node is asked.
-  await requireModel(store, id);
+  const [id, path] = exactly(positionals, 2, PUSH_USAGE);
+  const head = await fileHead(path); // A missing file is said before the node is asked.
+  const before = await reach(findModel(store, id));
+  if (before?.readyToUse && values.force !== true) {
+    return keptReady(before, alreadyReady(before, "uploaded", `replace it with ${path}`), json);
+  }
+  noteIgnored(id, before, values);
+  if (!before) {
+    const names = [path.split(/[\\/]/).pop() ?? path];
+    const kind = recordKind(values.kind as Kind | undefined, {
+      source: path,
+      names,
+      hasProjector: false,
+      head,
+    });
+    const version = (values.version as string | undefined) ?? DEFAULT_VERSION;
+    await answer(
+      store.POST("/models", { body: { id, kind, version, ...configOf(values, kind) } }),
+      `adding ${id}`,
+    );
+  }
+  try {
+    const model = await upload(store, id, path, values.sha256 as string | undefined);
+    if (json) printJson(model);
+    else console.log(`pushed ${id}: ${humanBytes(model.totalSize)}, ready`);
+    return 0;
+  } catch (error) {
+    if (!before) await removeMade(store, id);
+    throw error;
+  }
+}
+
+/** Uploads the file at `path` into the record `id`, with progress; the ready model. */
+async function upload(store: StoreClient, id: string, path: string, sha256: string | undefined) {
   const { body, total } = await fileWithProgress(path, `push ${id}`);
-  const model = await answer(
+  return await answer(
     store.POST("/models/{id}/upload", {
-      params: { path: { id }, query: { sha256: values.sha256 as string | undefined } },
+      params: { path: { id }, query: { sha256 } },
       body: body as never,
       bodySerializer: (b: unknown) => b as BodyInit,
       headers: { "Content-Type": "application/octet-stream", "Content-Length": String(total) },
@@ -75,20 +148,17 @@ export async function push({ positionals, values, store, json }: TransferInvocat
     } as never),
     `uploading ${path}`,
   ) as Model;
-  if (json) printJson(model);
-  else console.log(`pushed ${id}: ${humanBytes(model.totalSize)}, ready`);
-  return 0;
 }
 
 /**
- * `models pull ID URL`: creates the record when needed and follows the download's events. A
- * ready model is left alone unless --force is given.
+ * `models pull ID URL`: makes the record when it is missing (the kind read from the file's
+ * head) and follows the download's events. A ready model is left alone unless --force is given.
  */
 export async function pull({ positionals, values, store, json }: TransferInvocation) {
   const [id, url] = exactly(
     positionals,
     2,
-    "models pull ID URL [--mmproj URL] [--sha256 HEX] [--force]",
+    "models pull ID URL [--mmproj URL] [--sha256 HEX] [--kind K] [--version V] [--force]",
   );
   for (const [flag, given] of [["URL", url], ["--mmproj", values.mmproj]]) {
     if (typeof given === "string" && !/^https?:\/\//i.test(given)) {
@@ -101,29 +171,26 @@ export async function pull({ positionals, values, store, json }: TransferInvocat
   const before = await reach(findModel(store, id));
   const force = values.force === true;
   if (before?.readyToUse && !force) {
-    const said = `${id} is already ready (${humanBytes(before.totalSize)}); nothing was ` +
-      `downloaded. Add --force to download it again from ${url}.`;
-    if (json) {
-      printJson(before);
-      console.error(said);
-    } else console.log(said);
-    return 0;
-  }
-  const ignored = before ? givenRecordFlags(values) : [];
-  if (ignored.length > 0) {
-    const [are, them] = ignored.length > 1 ? ["are", "them"] : ["is", "it"];
-    console.error(
-      `note: ${id} exists, so ${ignored.join(", ")} ${are} not applied; ` +
-        `change ${them} with 'edgenode models set ${id}'`,
+    return keptReady(
+      before,
+      alreadyReady(before, "downloaded", `download it again from ${url}`),
+      json,
     );
   }
-  // The one rule of `edgenode pull NAME` too: vlm with a projector, embed by name, else llm.
-  const file = new URL(url).pathname.split("/").pop() ?? "";
-  const kind = (values.kind ?? kindOf([decodeURIComponent(file)], Boolean(values.mmproj))) as Kind;
+  noteIgnored(id, before, values);
+  const given = values.kind as Kind | undefined;
+  const mmproj = values.mmproj as string | undefined;
+  // The kind matters only to a record made now: an existing one keeps its own.
+  const kind = before ? before.kind : recordKind(given, {
+    source: url,
+    names: [url, ...mmproj ? [mmproj] : []].map((u) => decodeURIComponent(new URL(u).pathname)),
+    hasProjector: mmproj !== undefined,
+    head: given || mmproj ? "unread" : await urlHead(url),
+  });
   const version = (values.version as string | undefined) ?? DEFAULT_VERSION;
   const body = {
     url,
-    ...(values.mmproj ? { mmprojUrl: values.mmproj as string } : {}),
+    ...(mmproj ? { mmprojUrl: mmproj } : {}),
     ...(values.sha256 ? { sha256: values.sha256 as string } : {}),
     ...(force ? { force: true } : {}),
   };

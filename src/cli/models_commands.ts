@@ -24,7 +24,9 @@ import {
   configOf,
   DEFAULT_VERSION,
   type Kind,
+  kindNeeded,
 } from "./model_flags.ts";
+import { load, unload } from "./model_loads.ts";
 import { cat, pull, push, requireModel, type TransferInvocation } from "./model_transfers.ts";
 
 /** The help lines of these commands. */
@@ -32,19 +34,29 @@ const HELP = `  edgenode models ls [--kind K] [--ready]
   edgenode models show ID
   edgenode models add ID --kind llm|vlm|embed|onnx [--version V] [--ctx N] [--gpu-layers N]
                       [--template HINT] [--provider cpu|cuda|coreml|tensorrt]
-      Creates a record (version 1.0.0 unless given); an existing one is changed with 'set'.
-  edgenode models push ID FILE [--sha256 HEX]          uploads the file, with progress
+      Creates a record without a file (version 1.0.0 unless given); an existing one is changed
+      with 'set'. Push or pull its file next, or let them create the record.
+  edgenode models push ID FILE [--sha256 HEX] [--kind K] [--version V] [--force]
+      Uploads the file, with progress.
   edgenode models pull ID URL [--mmproj URL] [--sha256 HEX] [--kind K] [--version V] [--force]
-      Downloads into the node (creating the record: kind vlm with --mmproj, embed when the
-      file's name says "embed", else llm, as 'edgenode pull' decides), with progress;
-      Ctrl-C cancels it, and a record the pull created goes when it fails or is cancelled.
-      A ready model keeps its file unless --force is given. With --sha256 the node first
+      Downloads into the node, with progress; Ctrl-C cancels it. With --sha256 the node first
       fetches the file from a node of its account on the LAN that holds it (inference.mesh),
       and uses the URL when none does; the progress says where the bytes come from.
+      push and pull create a missing record (version 1.0.0 unless given, with the settings
+      flags of 'add'), its kind read from the file: vlm with --mmproj, embed when the names
+      or the GGUF header say so, else llm; --kind overrides it, and a file that is not GGUF
+      (an ONNX model) needs it. A record they created goes when they fail. A ready model
+      keeps its file unless --force is given.
   edgenode models set ID [--version V] [--kind K] [--ctx N] [--gpu-layers N] [--template HINT]
                       [--provider P]                   changes only the given fields
   edgenode models rm ID
-  edgenode models cat ID > FILE                        writes the model file to stdout`;
+  edgenode models cat ID > FILE                        writes the model file to stdout
+  edgenode models load ID [--context N]
+      Loads the model into the node's inference engine, with progress (it also loads on first
+      use). --context N sets its record's context size in tokens (as 'models set ID --ctx N',
+      kept unless the load fails) and loads it again if it was loaded with another. 507 when
+      memory cannot hold it.
+  edgenode models unload ID                            frees the memory a loaded model holds`;
 
 function row(model: Model): string[] {
   return [
@@ -84,7 +96,7 @@ function printModel(model: Model): void {
 async function add({ positionals, values, store, json }: TransferInvocation) {
   const [id] = exactly(positionals, 1, `models add ID --kind K [--version V] ${CONFIG_USAGE}`);
   const kind = values.kind as Kind | undefined;
-  if (!kind) throw new ConfigError("--kind is required: llm, vlm, embed or onnx");
+  if (!kind) throw kindNeeded(`models add makes a record without a file`);
   const before = await reach(findModel(store, id));
   if (before) {
     throw new Error(
@@ -162,6 +174,7 @@ const OPTIONS = {
   sha256: { type: "string" },
   mmproj: { type: "string" },
   force: { type: "boolean" },
+  context: { type: "string" },
 } as const;
 
 /** A models command: its arguments parsed, the node's registry client beside them. */
@@ -218,6 +231,8 @@ const SUBCOMMANDS: Subcommands = new Map([
   ["set", models(set)],
   ["rm", models(remove)],
   ["cat", models(cat)],
+  ["load", models(load)],
+  ["unload", models(unload)],
 ]);
 
 /** `edgenode models ARGS`. */
@@ -227,6 +242,6 @@ export const MODELS_COMMAND: Command = {
   run: subcommandsOf(
     "models",
     SUBCOMMANDS,
-    "usage: edgenode models ls|show|add|push|pull|set|rm|cat ... ('edgenode models --help')",
+    `usage: edgenode models ${[...SUBCOMMANDS.keys()].join("|")} ... ('edgenode models --help')`,
   ),
 };
