@@ -79,6 +79,8 @@ Deno.test("models load and unload: progress, state, --context, and the refusals"
     }).output();
     const text = new TextDecoder().decode(output.stdout);
     assert.equal(output.code, 0, text);
+    // The bar is redrawn in place: carriage return, erase the line (ESC [2K), the bar.
+    // deno-lint-ignore no-control-regex
     assert.match(text, /\r\x1b\[2Kload tiny \[#{20}\] 100%/);
     assert.ok(!/^load tiny \d+%/m.test(text), "no plain progress lines on a terminal");
   });
