@@ -8,7 +8,9 @@ import assert from "node:assert/strict";
 import { edgenode } from "./helpers/cli_env.ts";
 import { ensureTestEngine } from "../testing/engine.ts";
 import { startHfHub } from "../testing/hf_hub.ts";
-import { startTestNode } from "../testing/node.ts";
+import { MAIN, startTestNode } from "../testing/node.ts";
+import { runToEnd } from "../testing/run.ts";
+import { EXECUTABLE_FLAGS } from "../src/program/executable_flags.ts";
 import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 
 const KEY = "a-pull-command-test-key-0123456789";
@@ -46,6 +48,19 @@ Deno.test("edgenode pull hf.co/USER/REPO:QUANT, then run; unknown repos and quan
       hub.requests.includes("/test/tiny/resolve/main/tiny-Q4_K_M.gguf"),
       hub.requests.join(),
     );
+  });
+
+  await t.step("the single executable's permissions let pull read HF_ENDPOINT", async () => {
+    // The executable may read only the variables it names: one it does not name reads as unset,
+    // and the pull would go to huggingface.co instead.
+    hub.repository("test/narrow", { "narrow-Q4_K_M.gguf": tinyLlamaGguf({ seed: 3 }) });
+    const pulled = await runToEnd(Deno.execPath(), {
+      args: ["run", ...EXECUTABLE_FLAGS, MAIN, "pull", "hf.co/test/narrow"],
+      env: { NO_COLOR: "1", ...env },
+    });
+    assert.equal(pulled.code, 0, pulled.stderr);
+    assert.ok(hub.requests.includes("/api/models/test/narrow"), hub.requests.join());
+    assert.equal((await record("test--narrow-q4_k_m")).readyToUse, true);
   });
 
   await t.step("a second pull downloads nothing", async () => {

@@ -54,6 +54,11 @@ const NOT_RUN: { containing: string; why: string }[] = [
       "removes a system service: tests/deploy_test.ts installs one, as root in a mount namespace",
   },
   {
+    containing: "edgenode completion fish > ~/.config/fish",
+    why: "writes into the user's shell start-up files, for zsh and fish too: " +
+      "tests/cli_commands_test.ts completes with the bash script and has zsh and fish parse theirs",
+  },
+  {
     containing: "deno task bundle                       # writes",
     why: "tests/bundle_test.ts runs the bundle with exactly these flags, offline",
   },

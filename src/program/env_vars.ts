@@ -20,4 +20,10 @@ export const NODE_ENV_VARS: string[] = [
 export const HUB_ENV_VARS: string[] = ["EDGENODE_HUB_DIR", "HOME", "USERPROFILE"];
 
 /** The command-line clients' (src/cli/ and the issuer commands), besides the node's. */
-export const CLIENT_ENV_VARS: string[] = ["EDGENODE_NODE", "EDGENODE_KEY", "EDGENODE_ISSUER_DIR"];
+export const CLIENT_ENV_VARS: string[] = [
+  "EDGENODE_NODE",
+  "EDGENODE_KEY",
+  "EDGENODE_ISSUER_DIR",
+  // The Hugging Face Hub `edgenode pull hf.co/...` asks (the Hub clients' own convention).
+  "HF_ENDPOINT",
+];
