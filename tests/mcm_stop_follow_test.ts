@@ -9,7 +9,14 @@ import { EventSourceParserStream } from "eventsource-parser/stream";
 import * as v from "valibot";
 import { ContainerSchema, LogFollowMessageSchema } from "../gen/mcm/validators.ts";
 import { expectError, expectJson } from "../testing/contract.ts";
-import { deployExample, getJson, mcm, startContainer } from "../testing/mcm.ts";
+import {
+  deployExample,
+  deployScript,
+  getJson,
+  mcm,
+  serviceUrl,
+  startContainer,
+} from "../testing/mcm.ts";
 import { startTestNode, waitFor, withTempDir } from "../testing/node.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
@@ -109,3 +116,46 @@ Deno.test("a followed log ends when the node stops, and does not hold the node u
     message: "the node is stopping",
   });
 });
+
+/** A microservice whose code takes 1.2 s to load (a busy loop at load). */
+const SLOW_LOAD = `var t = Date.now(); while (Date.now() - t < 1200) {}
+mimikModule.exports = function (context, req, res) { res.end('ok'); };`;
+
+/** A data folder whose node ran container `slow` (SLOW_LOAD) and stopped. */
+async function slowAfterRestart(dataDir: string): Promise<void> {
+  await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify(CONFIG), { mode: 0o600 });
+  await using node = await startTestNode({ dataDir });
+  await deployScript(node, "slow", SLOW_LOAD);
+}
+
+/** The messages of container `id`'s log that say it started. */
+async function starts(node: Parameters<typeof mcm>[0], id: string): Promise<string[]> {
+  const { data } = await (await mcm(node, `/containers/${id}/logs`)).json();
+  return data.map((line: { message: string }) => line.message).filter((message: string) =>
+    message.startsWith("started in")
+  );
+}
+
+Deno.test("a stop while the container loads (after a node restart) is kept: it stays stopped", () =>
+  withTempDir(async (dataDir) => {
+    await slowAfterRestart(dataDir);
+    await using node = await startTestNode({ dataDir });
+    assert.equal((await change(node, "slow", "stop")).state, "stopped");
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const after = await expectJson(await mcm(node, "/containers/slow"), 200, ContainerSchema);
+    assert.equal(after.state, "stopped", "the load that was under way did not start it");
+    assert.deepEqual(await starts(node, "slow"), []);
+    await expectError(await fetch(`${serviceUrl(node, after)}/`), 503, /is stopped/);
+  }));
+
+Deno.test("a restart while the container loads (after a node restart) leaves one process", () =>
+  withTempDir(async (dataDir) => {
+    await slowAfterRestart(dataDir);
+    await using node = await startTestNode({ dataDir });
+    const restarted = await change(node, "slow", "restart");
+    assert.equal(restarted.state, "started");
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const started = await starts(node, "slow");
+    assert.equal(started.length, 1, `one start, not two: ${started.join("; ")}`);
+    assert.equal((await getJson(`${serviceUrl(node, restarted)}/`)).status, 200);
+  }));

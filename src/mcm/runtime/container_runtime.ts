@@ -65,6 +65,12 @@ export class ContainerRuntime {
   #lastError: string | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #checking = false;
+  /**
+   * Bumped by each stop: a load that began before it is stale when it ends (its channel is
+   * closed, not kept). Loads run outside the deployment's lock (the restore at boot, the
+   * back-off timer), so a stop or restart can come while one is under way.
+   */
+  #generation = 0;
   readonly #log: ContainerLog;
 
   constructor(options: RuntimeOptions) {
@@ -118,13 +124,16 @@ export class ContainerRuntime {
   /**
    * Starts the process; resolves once the code loaded. LoadError when it does not load (state
    * `failed`); another error when the process died or hung while starting (state `failed` too:
-   * the caller decides whether to retry).
+   * the caller decides whether to retry). A stop while it loads wins: the start resolves, the
+   * process it opened is closed, and the state is the stop's.
    */
   async start(): Promise<void> {
     this.#state = "starting";
+    const generation = this.#generation;
     try {
       await this.#open();
     } catch (error) {
+      if (generation !== this.#generation) return; // Stopped meanwhile: the failure is moot.
       this.#state = "failed";
       this.#lastError = (error as Error).message;
       this.log("node", `did not start: ${this.#lastError}`);
@@ -140,6 +149,7 @@ export class ContainerRuntime {
 
   async #open(): Promise<void> {
     const began = Date.now();
+    const generation = this.#generation;
     const { host } = this.#options;
     const channel = await ContainerChannel.open({
       ...this.#options,
@@ -152,6 +162,11 @@ export class ContainerRuntime {
       onLog: (level, message) => this.log(level, message),
       onBroughtDown: (why, suspect) => this.#broughtDown(why, suspect),
     });
+    if (generation !== this.#generation) {
+      // Stopped (or stopped and started again) while it loaded: this process is nobody's.
+      this.log("node", "a load under way was dropped: the container was stopped meanwhile");
+      return await channel.close();
+    }
     this.#channel = channel;
     this.#state = "started";
     const where = channel.warm ??
@@ -203,9 +218,11 @@ export class ContainerRuntime {
       if (this.#state !== "restarting") return;
       if (bystander) this.#bystanderRestarts++;
       else this.#restarts++;
+      const generation = this.#generation;
       try {
         await this.#open();
       } catch (error) {
+        if (generation !== this.#generation) return; // Stopped meanwhile.
         this.#lastError = (error as Error).message;
         if (error instanceof LoadError) {
           this.#state = "failed";
@@ -259,6 +276,7 @@ export class ContainerRuntime {
 
   /** Stops the process (for good, unless start is called again: a restart). */
   async stop(): Promise<void> {
+    this.#generation++;
     this.#state = "stopped";
     clearTimeout(this.#timer);
     const channel = this.#channel;
