@@ -18,6 +18,10 @@ import {
   startContainer,
 } from "../testing/mcm.ts";
 import { startTestNode, waitFor, withTempDir } from "../testing/node.ts";
+import {
+  MAX_FOLLOWERS_PER_CLIENT,
+  MAX_FOLLOWERS_PER_NODE,
+} from "../src/mcm/runtime/log_followers.ts";
 
 const CONFIG = { apiKey: "a-test-key-of-enough-length", discovery: { mdns: false } };
 
@@ -159,3 +163,39 @@ Deno.test("a restart while the container loads (after a node restart) leaves one
     assert.equal(started.length, 1, `one start, not two: ${started.join("; ")}`);
     assert.equal((await getJson(`${serviceUrl(node, restarted)}/`)).status, 200);
   }));
+
+Deno.test("followed logs are capped per client and per node: 429 naming the cap", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  await deployExample(node, "hello-mim", "watched");
+  const open: Response[] = [];
+  const follow = (client: string) =>
+    mcm(node, "/containers/api-watched/logs?follow=true", { headers: { "x-client-id": client } });
+  try {
+    for (let i = 0; i < MAX_FOLLOWERS_PER_CLIENT; i++) {
+      const response = await follow("one");
+      assert.equal(response.status, 200);
+      open.push(response);
+    }
+    await expectError(await follow("one"), 429, /follows 8 logs already.*\(8\)/);
+    // A follower that goes frees its place.
+    await open.shift()!.body!.cancel();
+    await waitFor(async () => {
+      const again = await follow("one");
+      if (again.status === 200) open.push(again);
+      else await again.body?.cancel();
+      return again.status === 200;
+    }, "a place freed by a follower that went");
+    for (let client = 2; open.length < MAX_FOLLOWERS_PER_NODE; client++) {
+      for (let i = 0; i < MAX_FOLLOWERS_PER_CLIENT && open.length < MAX_FOLLOWERS_PER_NODE; i++) {
+        const response = await follow(`client-${client}`);
+        assert.equal(response.status, 200);
+        open.push(response);
+      }
+    }
+    const full = await follow("one-more");
+    assert.equal(full.headers.get("retry-after"), "5");
+    await expectError(full, 429, /the node has 32 followed logs open, its most \(32\)/);
+  } finally {
+    await Promise.all(open.map((response) => response.body?.cancel()));
+  }
+});

@@ -855,7 +855,7 @@ export interface operations {
     containerLogs: {
         parameters: {
             query?: {
-                /** @description Stream the lines as `text/event-stream` (LogFollowMessage messages) and keep the stream open for new ones. */
+                /** @description Stream the lines as `text/event-stream` (LogFollowMessage messages) and keep the stream open for new ones. At most 8 followed logs per client and 32 per node are open at once (429 past either). */
                 follow?: boolean;
             };
             header?: never;
@@ -879,6 +879,7 @@ export interface operations {
             401: components["responses"]["Error"];
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Error"];
         };
     };
 }

@@ -22,16 +22,54 @@ export interface EventStream {
 }
 
 const encoder = new TextEncoder();
+const KEEP_ALIVE = encoder.encode(": keep-alive\n\n");
+
+/**
+ * The answer of an event stream whose messages `body` writes: the headers proxies need, and a
+ * keep-alive comment every KEEP_ALIVE_MS while the client reads (a client that stalls gets
+ * none queued for it; one that left is noticed at the next write). Cancelling the answer
+ * (the client goes) cancels `body`.
+ */
+export function eventStreamResponse(body: ReadableStream<Uint8Array>): Response {
+  const reader = body.getReader();
+  let keepAlive: ReturnType<typeof setInterval> | undefined;
+  const stop = () => clearInterval(keepAlive);
+  const kept = new ReadableStream<Uint8Array>({
+    start(controller) {
+      keepAlive = setInterval(() => {
+        if ((controller.desiredSize ?? 0) > 0) controller.enqueue(KEEP_ALIVE);
+      }, KEEP_ALIVE_MS);
+    },
+    async pull(controller) {
+      try {
+        const read = await reader.read();
+        if (!read.done) return controller.enqueue(read.value);
+        stop();
+        controller.close();
+      } catch (error) {
+        stop();
+        throw error;
+      }
+    },
+    cancel(reason) {
+      stop();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(kept, {
+    headers: {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      // nginx and similar proxies buffer responses unless told not to.
+      "x-accel-buffering": "no",
+    },
+  });
+}
 
 /** Opens an event stream; `onDisconnect` runs when the client closes it first. */
 export function eventStream(onDisconnect: () => void): EventStream {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let open = true;
-  const keepAlive = setInterval(() => write(": keep-alive\n\n"), KEEP_ALIVE_MS);
-  const finish = () => {
-    open = false;
-    clearInterval(keepAlive);
-  };
   const write = (text: string) => {
     if (!open) return false;
     controller.enqueue(encoder.encode(text));
@@ -43,24 +81,17 @@ export function eventStream(onDisconnect: () => void): EventStream {
     },
     cancel() {
       if (!open) return;
-      finish();
+      open = false;
       onDisconnect();
     },
   });
   return {
-    response: new Response(body, {
-      headers: {
-        "content-type": "text/event-stream",
-        "cache-control": "no-cache",
-        // nginx and similar proxies buffer responses unless told not to.
-        "x-accel-buffering": "no",
-      },
-    }),
+    response: eventStreamResponse(body),
     send: (data) => write(`data: ${JSON.stringify(data)}\n\n`),
     sendText: (text) => write(`data: ${text}\n\n`),
     close() {
       if (!open) return;
-      finish();
+      open = false;
       controller.close();
     },
   };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { NotFound, Unavailable } from "../errors/mod.ts";
-import { eventStream, runStream, sseResponse } from "./sse.ts";
+import { eventStream, eventStreamResponse, runStream, sseResponse } from "./sse.ts";
 
 Deno.test("eventStream: one data line per message, nothing after close, headers for proxies", async () => {
   let disconnected = false;
@@ -80,4 +80,21 @@ Deno.test("sseResponse: events as messages; `failed` and a failing source as the
   } finally {
     console.error = original;
   }
+});
+
+Deno.test({
+  name: "eventStreamResponse: the headers, the body's bytes, and no keep-alive timer once it ends",
+  sanitizeOps: true,
+  async fn() {
+    const ended = eventStreamResponse(
+      ReadableStream.from([new TextEncoder().encode("data: 1\n\n")]),
+    );
+    assert.equal(ended.headers.get("content-type"), "text/event-stream");
+    assert.equal(ended.headers.get("cache-control"), "no-cache");
+    assert.equal(await ended.text(), "data: 1\n\n");
+    let cancelled = false;
+    const left = eventStreamResponse(new ReadableStream({ cancel: () => void (cancelled = true) }));
+    await left.body!.cancel();
+    assert.equal(cancelled, true, "the client going cancels the body");
+  },
 });

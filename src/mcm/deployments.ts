@@ -300,7 +300,8 @@ export class Deployments {
 
   /**
    * Follows a container's log: its recent lines, and `follower` told each new one until the
-   * container is removed or the node stops (or `unfollow`).
+   * container is removed or the node stops (or `unfollow`). TooMany past the caller's client's
+   * or the node's most followers (runtime/log_followers.ts).
    */
   followLogs(
     caller: Caller,
@@ -310,7 +311,7 @@ export class Deployments {
     const id = this.#find(caller, idOrName).id;
     return {
       recent: this.#runtimes.get(id)?.logs() ?? [],
-      unfollow: this.#followers.add(id, follower),
+      unfollow: this.#followers.add(id, caller.client, follower),
     };
   }
 

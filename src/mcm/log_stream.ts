@@ -9,9 +9,9 @@
  * @module
  */
 import type { LogFollowMessage } from "../../gen/mcm/validators.ts";
-import { KEEP_ALIVE_MS } from "../http/sse.ts";
+import { eventStreamResponse } from "../http/sse.ts";
 import type { LogLine } from "./runtime/container_log.ts";
-import type { LogFollower } from "./runtime/log_followers.ts";
+import type { LogEnd, LogFollower } from "./runtime/log_followers.ts";
 
 /** Messages a follower's stream holds before new lines are dropped. */
 export const HELD_MESSAGES = 256;
@@ -30,67 +30,66 @@ function droppedNote(count: number): LogLine {
   };
 }
 
-/** The event stream of a followed log; the follower is removed when the client goes. */
+/**
+ * The event stream of a followed log; the follower is removed when the client goes. The follow
+ * is made first: when it is refused (TooMany), this throws and nothing was set up.
+ */
 export function followedLogStream(follow: Follow): ReadableStream<Uint8Array> {
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   let open = true;
   let dropped = 0;
-  let unfollow = () => {};
-  const room = () => (controller.desiredSize ?? 0) > 0;
+  /** Why it ended, when it did before the stream was made. */
+  let endedEarly: LogEnd | undefined;
+  const room = () => (controller?.desiredSize ?? 0) > 0;
   const send = (message: LogFollowMessage) =>
-    controller.enqueue(encoder.encode(`data: ${JSON.stringify(message)}\n\n`));
+    controller!.enqueue(encoder.encode(`data: ${JSON.stringify(message)}\n\n`));
   const flushDropped = () => {
     if (dropped > 0) send(droppedNote(dropped));
     dropped = 0;
   };
-  // A comment now and then: idle proxies keep the stream, and a client that left is noticed.
-  const keepAlive = setInterval(() => {
-    if (open && room()) controller.enqueue(encoder.encode(": keep-alive\n\n"));
-  }, KEEP_ALIVE_MS);
-  const finish = () => {
-    open = false;
-    clearInterval(keepAlive);
-    unfollow();
-  };
+  const followed = follow({
+    line(line) {
+      if (!open || !controller) return;
+      if (!room()) return void dropped++;
+      flushDropped();
+      send(line);
+    },
+    end(why) {
+      if (!open) return;
+      open = false;
+      // Ended at once, while follow() runs: kept for the stream, removed below.
+      if (!controller) return void (endedEarly = why);
+      followed.unfollow();
+      flushDropped();
+      send(why);
+      controller.close();
+    },
+  });
+  if (!open) followed.unfollow();
   return new ReadableStream<Uint8Array>({
     start(c) {
       controller = c;
-      const followed = follow({
-        line(line) {
-          if (!open) return;
-          if (!room()) return void dropped++;
-          flushDropped();
-          send(line);
-        },
-        end(why) {
-          if (!open) return;
-          flushDropped();
-          send(why);
-          finish();
-          controller.close();
-        },
-      });
-      unfollow = followed.unfollow;
-      if (!open) return unfollow(); // It ended at once.
       for (const line of followed.recent) send(line);
+      if (endedEarly) {
+        send(endedEarly);
+        c.close();
+      }
     },
     pull() {
       if (open && room()) flushDropped();
     },
     cancel() {
-      if (open) finish();
+      if (!open) return;
+      open = false;
+      followed.unfollow();
     },
   }, new CountQueuingStrategy({ highWaterMark: HELD_MESSAGES }));
 }
 
-/** The response of a followed log. */
+/**
+ * The answer of a followed log (http/sse.ts adds the headers and keep-alive comments); throws
+ * when the follow is refused, before any of it is made.
+ */
 export function followedLogResponse(follow: Follow): Response {
-  return new Response(followedLogStream(follow), {
-    headers: {
-      "content-type": "text/event-stream",
-      "cache-control": "no-cache",
-      // nginx and similar proxies buffer responses unless told not to.
-      "x-accel-buffering": "no",
-    },
-  });
+  return eventStreamResponse(followedLogStream(follow));
 }

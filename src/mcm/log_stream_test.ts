@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
-import { followedLogStream, HELD_MESSAGES } from "./log_stream.ts";
+import { TooMany } from "../errors/mod.ts";
+import { followedLogResponse, followedLogStream, HELD_MESSAGES } from "./log_stream.ts";
 import type { LogLine } from "./runtime/container_log.ts";
-import { type LogFollower, LogFollowers } from "./runtime/log_followers.ts";
+import {
+  type LogFollower,
+  LogFollowers,
+  MAX_FOLLOWERS_PER_CLIENT,
+  MAX_FOLLOWERS_PER_NODE,
+} from "./runtime/log_followers.ts";
 
 const line = (message: string): LogLine => ({ time: 1, level: "info", message });
 
@@ -16,7 +22,7 @@ function messages(text: string): unknown[] {
 function follow(followers: LogFollowers, recent: LogLine[] = []) {
   return followedLogStream((follower: LogFollower) => ({
     recent,
-    unfollow: followers.add("c", follower),
+    unfollow: followers.add("c", "a-client", follower),
   }));
 }
 
@@ -70,4 +76,41 @@ Deno.test("a follower that goes away is removed", async () => {
   await stream.cancel();
   assert.equal(followers.count("c"), 0);
   followers.line("c", line("nobody listens"));
+});
+
+Deno.test({
+  name: "a follow that is refused leaves no keep-alive timer behind (the ops sanitizer)",
+  sanitizeOps: true,
+  fn() {
+    assert.throws(
+      () =>
+        followedLogResponse(() => {
+          throw new TooMany("too many followers");
+        }),
+      TooMany,
+    );
+  },
+});
+
+Deno.test("followers are counted per client and in all, and freed by unfollow or the log's end", () => {
+  const followers = new LogFollowers();
+  const quiet: LogFollower = { line() {}, end() {} };
+  const unfollows = [];
+  for (let i = 0; i < MAX_FOLLOWERS_PER_CLIENT; i++) {
+    unfollows.push(followers.add("c", "a", { ...quiet }));
+  }
+  assert.throws(() => followers.add("d", "a", quiet), TooMany);
+  unfollows[0]();
+  unfollows[0](); // Twice is once.
+  assert.equal(followers.countOf("a"), MAX_FOLLOWERS_PER_CLIENT - 1);
+  followers.add("d", "a", { ...quiet });
+  for (let client = 0; followers.countOf() < MAX_FOLLOWERS_PER_NODE; client++) {
+    followers.add("e", `b${Math.floor(client / 2)}`, { ...quiet });
+  }
+  assert.throws(() => followers.add("e", "z", quiet), /its most \(32\)/);
+  followers.end(undefined, { end: "node_stopping", message: "stopping" });
+  assert.equal(followers.countOf(), 0, "an end frees every place, unfollowed or not");
+  assert.equal(followers.countOf("a"), 0);
+  unfollows[1](); // After the end: nothing to free.
+  assert.equal(followers.countOf(), 0);
 });
