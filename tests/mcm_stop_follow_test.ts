@@ -199,3 +199,20 @@ Deno.test("followed logs are capped per client and per node: 429 naming the cap"
     await Promise.all(open.map((response) => response.body?.cancel()));
   }
 });
+
+Deno.test("a restart that fails for another reason than the code is retried: 503, state restarting", () =>
+  withTempDir(async (dataDir) => {
+    await slowAfterRestart(dataDir);
+    // The same code, on a node that gives it 1 s to load: each start times out (not a LoadError).
+    const config = { ...CONFIG, mcm: { loadTimeoutSeconds: 1 } };
+    await Deno.writeTextFile(`${dataDir}/config.json`, JSON.stringify(config), { mode: 0o600 });
+    await using node = await startTestNode({ dataDir });
+    const failed = await mcm(node, "/containers/slow/restart", { method: "POST" });
+    assert.equal(failed.headers.get("retry-after"), "1");
+    await expectError(failed, 503, /did not load within 1 s.*retried/);
+    const after = await expectJson(await mcm(node, "/containers/slow"), 200, ContainerSchema);
+    assert.notEqual(after.state, "failed", "it is being retried, not given up");
+    const { data } = await (await mcm(node, "/containers/slow/logs")).json();
+    const messages = data.map((line: { message: string }) => line.message).join("\n");
+    assert.match(messages, /the start failed; restarting in \d+ ms/);
+  }));

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Container, StartContainerRequest } from "../../gen/mcm/validators.ts";
-import { Conflict, NotFound, Unprocessable } from "../errors/mod.ts";
+import { Conflict, NotFound, Unavailable, Unprocessable } from "../errors/mod.ts";
 import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./images/bundle_files.ts";
 import type { Caller } from "./caller.ts";
@@ -328,7 +328,8 @@ export class Deployments {
 
   /**
    * Stops a container if it runs and starts the same deployment again (a stopped one is just
-   * started); Unprocessable (and state `failed`) when its code does not load.
+   * started); Unprocessable (and state `failed`) when its code does not load, Unavailable (and
+   * state `restarting`: retried with back-off) when it failed otherwise.
    */
   restart(caller: Caller, idOrName: string): Promise<Container> {
     const id = this.#find(caller, idOrName).id;
@@ -342,7 +343,11 @@ export class Deployments {
       try {
         await runtime.start();
       } catch (error) {
-        throw new Unprocessable(`the microservice did not start: ${(error as Error).message}`);
+        const why = `the microservice did not start: ${(error as Error).message}`;
+        if (error instanceof LoadError) throw new Unprocessable(why);
+        // Its process died or hung while loading: retried with back-off, as restore does.
+        runtime.retry();
+        throw new Unavailable(`${why}; it is retried`, { retryAfterSeconds: 1 });
       }
       return this.#view({ ...record, stopped: false });
     });
