@@ -83,6 +83,23 @@ Deno.test("mcm credentials: key holders administer, token clients see only their
       [],
     );
     await expectError(await asOther(`/containers/${CLIENT}-app`, { method: "DELETE" }), 404);
+    // Nor stop, restart or follow it: 404 as for GET, under either path.
+    for (const path of [`/containers/${CLIENT}-app`, `/mims/${CLIENT}-app`]) {
+      await expectError(await asOther(`${path}/stop`, { method: "POST" }), 404, /no container/);
+      await expectError(await asOther(`${path}/restart`, { method: "POST" }), 404, /no container/);
+    }
+    await expectError(await asOther(`/containers/${CLIENT}-app`), 404, /no container/);
+    await expectError(await asOther(`/containers/${CLIENT}-app/logs`), 404, /no container/);
+    await expectError(
+      await asOther(`/containers/${CLIENT}-app/logs?follow=true`),
+      404,
+      /no container/,
+    );
+    assert.equal(
+      await fetch(`${serviceUrl(node, container)}/info`).then((r) => r.text().then(() => r.status)),
+      200,
+      "still running",
+    );
     await expectError(
       await postContainer(node, { name: "x", image: "hello-mim" }, otherApp),
       404,

@@ -216,3 +216,26 @@ Deno.test("a restart that fails for another reason than the code is retried: 503
     const messages = data.map((line: { message: string }) => line.message).join("\n");
     assert.match(messages, /the start failed; restarting in \d+ ms/);
   }));
+
+Deno.test("requests under way at a stop get 502, a busy process killed once the 2 s grace ends", async () => {
+  await using node = await startTestNode({ config: CONFIG });
+  const { url } = await deployScript(
+    node,
+    "inflight",
+    `mimikModule.exports = function (context, req, res) {
+      if (req.url.indexOf('busy') < 0) return void setTimeout(function () { res.end('late'); }, 1000);
+      var t = Date.now(); while (Date.now() - t < 5000) {} res.end('busy, done');
+    };`,
+  );
+  const under = (path: string) => fetch(`${url}/${path}`);
+  const waiting = under("waiting");
+  const busy = under("busy");
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const began = Date.now();
+  assert.equal((await change(node, "inflight", "stop")).state, "stopped");
+  const stoppedIn = Date.now() - began;
+  assert.ok(stoppedIn < 4000, `the busy one was killed after the grace: ${stoppedIn} ms`);
+  for (const answer of [await waiting, await busy]) {
+    await expectError(answer, 502, /the microservice's process ended during the request/);
+  }
+});
