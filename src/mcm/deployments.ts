@@ -1,6 +1,7 @@
 /**
  * Containers (spec/mcm.yaml, "Containers"): starting, redeploying, stopping and restoring them
- * after a node restart, and the table of base paths that routes requests to them.
+ * after a node restart. How their runtimes are built: container_runtimes.ts; the table of base
+ * paths that routes requests to them: mounted_containers.ts.
  *
  * @module
  */
@@ -10,22 +11,18 @@ import { KeyedLock } from "../storage/keyed_lock.ts";
 import type { BundleFiles } from "./images/bundle_files.ts";
 import type { Caller } from "./caller.ts";
 import { LoadError } from "./runtime/container_channel.ts";
-import { limitsOf } from "./runtime/container_env.ts";
 import { containerView } from "./container_view.ts";
-import { processProfile } from "./runtime/container_process.ts";
-import { ContainerRuntime, type LogLine } from "./runtime/container_runtime.ts";
+import type { ContainerRuntime, LogLine } from "./runtime/container_runtime.ts";
 import type { Images } from "./images/images.ts";
 import type { ContainerRecord, McmRecords } from "./mcm_records.ts";
 import { plannedContainer } from "./planned_container.ts";
-import { SparePool } from "./runtime/spare_pool.ts";
+import type { SparePool } from "./runtime/spare_pool.ts";
 import type { LogLine as KeptLine } from "./runtime/container_log.ts";
 import { type LogFollower, LogFollowers } from "./runtime/log_followers.ts";
 import { type Match, type McmSettings, type NodeFacts, serviceTypeOf } from "./deployment_facts.ts";
-import {
-  type ContainerPlacement,
-  ProcessPerClient,
-  ProcessPerContainer,
-} from "./runtime/container_placement.ts";
+import type { ContainerPlacement } from "./runtime/container_placement.ts";
+import { containerProcesses, containerRuntime, servedEnv } from "./container_runtimes.ts";
+import { MountedContainers } from "./mounted_containers.ts";
 
 export { type Match, type McmSettings, type NodeFacts, serviceTypeOf } from "./deployment_facts.ts";
 
@@ -36,10 +33,7 @@ export class Deployments {
   readonly #images: Images;
   readonly #settings: McmSettings;
   readonly #node: NodeFacts;
-  readonly #runtimes = new Map<string, ContainerRuntime>();
-  /** Base paths and aliases to their containers. */
-  readonly #routes = new Map<string, ContainerRuntime>();
-  readonly #segments: Set<string>;
+  readonly #runtimes: MountedContainers;
   readonly #lock = new KeyedLock();
   readonly #spares: SparePool | undefined;
   readonly #placement: ContainerPlacement;
@@ -57,37 +51,10 @@ export class Deployments {
     this.#images = images;
     this.#settings = settings;
     this.#node = node;
-    this.#segments = new Set(records.segments());
-    const perClient = settings.containerProcess === "per-client";
-    // What the spares and the placement both need: where the sandbox, bundles and storage are.
-    const processes = {
-      runtimeDir: files.runtimeDir,
-      bundlesDir: files.bundlesDir,
-      storageRoot: files.storageRoot,
-      // Client processes' workers connect here (runtime/channel_socket.ts).
-      channelsDir: files.channelsDir,
-      readEnv: node.readEnv,
-      log: (message: string) => console.log(`mcm: ${message}`),
-    };
-    this.#spares = settings.spareContainers > 0
-      ? new SparePool({
-        ...processes,
-        count: settings.spareContainers,
-        // A container's profile with the node's defaults (the channel's profileOf, same inputs).
-        profile: () =>
-          processProfile(
-            settings.memoryMb,
-            settings.outboundHosts,
-            settings.outboundNetworks,
-            node.ownAddresses(),
-          ),
-        group: perClient,
-      })
-      : undefined;
-    const placement = { ...processes, spares: this.#spares };
-    this.#placement = perClient
-      ? new ProcessPerClient(placement)
-      : new ProcessPerContainer(placement);
+    this.#runtimes = new MountedContainers(records.segments());
+    const { placement, spares } = containerProcesses(files, settings, node);
+    this.#placement = placement;
+    this.#spares = spares;
   }
 
   /**
@@ -98,7 +65,7 @@ export class Deployments {
     const records = this.#records.containers();
     for (const record of records) {
       const runtime = this.#runtimeFor(record);
-      this.#mount(record, runtime);
+      this.#runtimes.mount(record, runtime);
       if (record.stopped) {
         // Stopped on purpose before the node stopped: it stays so until restarted.
         runtime.log("node", "kept stopped: it was stopped before the node restarted");
@@ -124,7 +91,7 @@ export class Deployments {
   async stopAll(): Promise<void> {
     this.endFollowers();
     await Promise.all([
-      ...[...this.#runtimes.values()].map((runtime) => runtime.stop()),
+      ...this.#runtimes.runtimes().map((runtime) => runtime.stop()),
       this.#spares?.close(),
     ]);
     await this.#placement.close();
@@ -132,65 +99,26 @@ export class Deployments {
 
   /** Where `path` leads: a container and the path below its base path, or an unknown one. */
   match(path: string): Match | undefined {
-    if (this.#routes.size === 0) return undefined;
-    for (let end = path.length; end > 0; end = path.lastIndexOf("/", end - 1)) {
-      const runtime = this.#routes.get(end === path.length ? path : path.slice(0, end));
-      if (runtime) return { runtime, path: path.slice(end) || "/" };
-    }
-    const first = path.split("/")[1];
-    return this.#segments.has(first) ? { unknown: first } : undefined;
+    return this.#runtimes.match(path);
   }
 
   /** The API view of a container. */
   #view(record: ContainerRecord): Container {
     return containerView(
       record,
-      this.#servedEnv(record),
+      servedEnv(record),
       this.#runtimes.get(record.id),
       this.#node.inferenceUsage?.(record.id),
     );
   }
 
-  #servedEnv(record: ContainerRecord): Record<string, string> {
-    return {
-      ...record.env,
-      "MCM.BASE_API_PATH": record.basePath,
-      "MCM.WEBSOCKET_SUPPORT": "false",
-    };
-  }
-
   #runtimeFor(record: ContainerRecord): ContainerRuntime {
-    const env = this.#servedEnv(record);
-    const limits = limitsOf(env, this.#settings.memoryMb, this.#settings.maxOutboundRequests);
-    const runtime: ContainerRuntime = new ContainerRuntime({
-      id: record.id,
-      runtimeDir: this.#files.runtimeDir,
-      bundlePath: this.#files.bundlePath(record.bundle),
-      storageDir: this.#files.storagePath(record.id),
-      storageBytes: this.#settings.storageMb * 1024 * 1024,
-      memoryMb: limits.memoryMb,
-      outboundHosts: this.#settings.outboundHosts,
-      host: {
-        networks: this.#settings.outboundNetworks,
-        nodeAddresses: this.#node.ownAddresses(),
-        limits: limits.watchdog,
-      },
-      onCall: (call) => this.#node.answerCall(record.id, call),
-      env,
-      info: {
-        serviceType: serviceTypeOf(record),
-        apiRoot: record.basePath,
-        httpPort: String(this.#node.port()),
-        accountId: this.#node.accountId(),
-        nodeId: this.#node.nodeId(),
-      },
-      maxBodyBytes: this.#settings.maxRequestBodyBytes,
-      deadlineMs: limits.executionMs,
-      fetchTimeoutMs: limits.executionMs,
-      loadTimeoutMs: this.#settings.loadTimeoutSeconds * 1000,
-      client: record.client,
+    const runtime: ContainerRuntime = containerRuntime(record, {
+      files: this.#files,
+      settings: this.#settings,
+      node: this.#node,
       placement: this.#placement,
-      quarantined: record.quarantined,
+    }, {
       // Only while it is the container's deployment: a redeploy's record starts afresh.
       onQuarantine: () => {
         if (this.#runtimes.get(record.id) === runtime) this.#records.quarantine(record.id);
@@ -201,19 +129,6 @@ export class Deployments {
       },
     });
     return runtime;
-  }
-
-  #mount(record: ContainerRecord, runtime: ContainerRuntime): void {
-    this.#runtimes.set(record.id, runtime);
-    this.#routes.set(record.basePath, runtime);
-    if (record.alias) this.#routes.set(record.alias, runtime);
-    this.#segments.add(record.basePath.split("/")[1]);
-  }
-
-  #unmount(record: ContainerRecord): void {
-    this.#runtimes.delete(record.id);
-    this.#routes.delete(record.basePath);
-    if (record.alias) this.#routes.delete(record.alias);
   }
 
   /** A container the caller may see, by id or (of its own client) by name; 404 otherwise. */
@@ -262,8 +177,8 @@ export class Deployments {
       // The first container of the node: from now on spares wait for the next ones.
       this.#spares?.start();
       const previous = old ? this.#runtimes.get(old.id) : undefined;
-      if (old) this.#unmount(old);
-      this.#mount(record, runtime);
+      if (old) this.#runtimes.unmount(old);
+      this.#runtimes.mount(record, runtime);
       if (previous) await previous.stop();
       if (old && old.bundle !== record.bundle) await this.#images.dropBundle(old.bundle);
       return { container: this.#view(record), created: !old };
@@ -359,7 +274,7 @@ export class Deployments {
     return this.#lock.exclusive(id, async () => {
       const record = this.#find(caller, id);
       const runtime = this.#runtimes.get(id);
-      this.#unmount(record);
+      this.#runtimes.unmount(record);
       this.#records.deleteContainer(id);
       await runtime?.stop();
       this.#node.forgetContainer?.(id);
