@@ -72,7 +72,7 @@ export class Deployments {
         void runtime.stop();
         continue;
       }
-      this.#files.storageDir(record.id).then(() => runtime.start()).catch((error) => {
+      runtime.start(() => this.#files.storageDir(record.id)).catch((error) => {
         if (!(error instanceof LoadError)) runtime.retry();
       });
     }

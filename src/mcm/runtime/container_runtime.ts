@@ -125,12 +125,15 @@ export class ContainerRuntime {
    * Starts the process; resolves once the code loaded. LoadError when it does not load (state
    * `failed`); another error when the process died or hung while starting (state `failed` too:
    * the caller decides whether to retry). A stop while it loads wins: the start resolves, the
-   * process it opened is closed, and the state is the stop's.
+   * process it opened is closed, and the state is the stop's. `prepare` runs first (its
+   * storage folder made): a stop meanwhile wins too.
    */
-  async start(): Promise<void> {
+  async start(prepare?: () => Promise<unknown>): Promise<void> {
     this.#state = "starting";
     const generation = this.#generation;
     try {
+      await prepare?.();
+      if (generation !== this.#generation) return;
       await this.#open();
     } catch (error) {
       if (generation !== this.#generation) return; // Stopped meanwhile: the failure is moot.
