@@ -54,8 +54,9 @@ const HELP = `  edgenode models ls [--kind K] [--ready]
   edgenode models load ID [--context N]
       Loads the model into the node's inference engine, with progress (it also loads on first
       use). --context N sets its record's context size in tokens (as 'models set ID --ctx N',
-      kept unless the load fails) and loads it again if it was loaded with another. 507 when
-      memory cannot hold it.
+      kept unless the load fails) and loads it again if it was loaded with another. A load
+      that fails or is interrupted (Ctrl-C) leaves the old context, and a model that was
+      loaded is loaded again with it. 507 when memory cannot hold it.
   edgenode models unload ID                            frees the memory a loaded model holds`;
 
 function row(model: Model): string[] {
