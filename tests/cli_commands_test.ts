@@ -137,3 +137,24 @@ Deno.test("the bundle (deno task bundle) carries the commit it was built from", 
     }).output();
     assert.equal(JSON.parse(new TextDecoder().decode(shown.stdout)).commit, head || "unknown");
   }));
+
+Deno.test("a bundle not stamped says 'unknown', whatever .git lies above it", () =>
+  withTempDir(async (dir) => {
+    // A .git a local user could plant (/tmp/.git, /.git): the old walk upwards read it.
+    await Deno.mkdir(`${dir}/.git`);
+    await Deno.writeTextFile(`${dir}/.git/HEAD`, `${"a".repeat(40)}\n`);
+    const bundle = `${dir}/src/cli/edgenode.js`;
+    const bundled = await new Deno.Command(Deno.execPath(), {
+      args: ["bundle", "--node-modules-dir=none", "--platform=deno", "-o", bundle]
+        .concat(["src/executable.ts"]),
+      cwd: new URL("../", import.meta.url).pathname,
+      stderr: "piped",
+    }).output();
+    assert.ok(bundled.success, new TextDecoder().decode(bundled.stderr));
+    const shown = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", bundle, "version", "--json"],
+      cwd: dir,
+      stdout: "piped",
+    }).output();
+    assert.equal(JSON.parse(new TextDecoder().decode(shown.stdout)).commit, "unknown");
+  }));
