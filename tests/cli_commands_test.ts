@@ -158,3 +158,34 @@ Deno.test("a bundle not stamped says 'unknown', whatever .git lies above it", ()
     }).output();
     assert.equal(JSON.parse(new TextDecoder().decode(shown.stdout)).commit, "unknown");
   }));
+
+Deno.test("each models subcommand takes its own flags; global flags may come first", async () => {
+  const refused = async (args: string[], message: string) => {
+    const run = await runEdgenode(args, { EDGENODE_NODE: "http://127.0.0.1:9" });
+    assert.equal(run.code, 2, `${args.join(" ")}: ${run.stderr}`);
+    assert.equal(run.stderr, `edgenode: ${message}\n`);
+  };
+  // Flags of another subcommand: refused before any request, not silently ignored.
+  await refused(
+    ["models", "ls", "--context", "5"],
+    "unknown option --context ('edgenode models ls --help' lists its flags)",
+  );
+  await refused(
+    ["models", "load", "x", "--kind", "llm"],
+    "unknown option --kind ('edgenode models load --help' lists its flags)",
+  );
+  // The subcommand after global flags: it runs, and the suggestions are its own.
+  await refused(
+    ["models", "--json", "--node", "http://127.0.0.1:9", "load", "x", "--contxt", "5"],
+    "unknown option --contxt; did you mean --context?",
+  );
+  await refused(
+    ["containers", "--node=http://127.0.0.1:9", "logs", "x", "--folow"],
+    "unknown option --folow; did you mean --follow?",
+  );
+  const found = await runEdgenode(["containers", "--node", "http://127.0.0.1:9", "ls"], {
+    EDGENODE_KEY: "k".repeat(32),
+  });
+  assert.equal(found.code, 1, "the subcommand ran");
+  assert.match(found.stderr, /^edgenode: cannot reach the node at http:\/\/127\.0\.0\.1:9/);
+});
