@@ -2,7 +2,7 @@
  * `edgenode models load|unload ID` against a real node running the tiny real model: the load's
  * progress as plain lines on a pipe and a bar on a terminal, --json, the state the node then reports, --context (kept in
  * the record, and the model loaded again with it; put back when the load or the unload before it
- * fails, the model loaded before loaded again), and each refusal as one line: an unknown model
+ * fails or Ctrl-C interrupts them, the model loaded before loaded again), and each refusal as one line: an unknown model
  * (404), one the engine cannot run (400), one memory cannot hold (507, with the figures).
  */
 import assert from "node:assert/strict";
@@ -134,6 +134,32 @@ Deno.test("models load and unload: progress, state, --context, and the refusals"
     const bad = await cli(node, ["models", "load", "tiny", "--context", "lots"]);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--context takes a number of tokens from 1 to/);
+  });
+
+  await t.step("--context, Ctrl-C once the record has it: put back, loaded as before", async () => {
+    assert.equal((await cli(node, ["models", "load", "tiny", "--context", "512"])).code, 0);
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, "models", "load", "tiny", "--context", "128"],
+      env: { NO_COLOR: "1", EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    // Ctrl-C as soon as the record has the new context: the unload and the load are to come.
+    const contextNow = async () =>
+      (await (await fetch(`${node.storeUrl}/models/tiny`)).json()).gguf?.initContextSize;
+    while (await contextNow() !== 128) await new Promise((r) => setTimeout(r, 2));
+    child.kill("SIGINT");
+    const [status, stderr] = await Promise.all([
+      child.status,
+      new Response(child.stderr).text(),
+      child.stdout.cancel(),
+    ]);
+    assert.equal(status.code, 130, stderr);
+    assert.match(stderr, /interrupted; tiny's old context is put back/);
+    assert.equal(await contextNow(), 512, "the record's context put back");
+    const now = await entry(node, "tiny");
+    assert.equal(now.loaded, true, "loaded again, as it was");
+    assert.equal(now.info.max_context, 512);
   });
 });
 

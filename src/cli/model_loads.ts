@@ -87,7 +87,7 @@ function contextOf(value: unknown): number | undefined {
 
 /** A change of a record's context for one load, and how to undo it. */
 interface ContextChange {
-  /** Sets the new context and unloads the model, so that the load uses it; undone on failure. */
+  /** Sets the new context and unloads the model, so that the load uses it. */
   apply(): Promise<void>;
   /**
    * Puts the old context back (0, the default, when there was none), unloads what may have
@@ -127,32 +127,44 @@ async function contextChange(
   };
   return {
     apply: async () => {
-      try {
-        await update(context);
-        await unloadIt();
-      } catch (error) {
-        await restore();
-        throw error;
-      }
+      await update(context);
+      await unloadIt();
     },
     restore,
   };
 }
 
 /**
- * Runs `work` with Ctrl-C undoing `change` before the exit (130); a second Ctrl-C exits at once.
+ * Loads `id` with `change` applied first. A failure anywhere, in the change or the load, restores
+ * what was (ContextChange.restore), and so does Ctrl-C: the node finishes a load its client
+ * left, so the restore waits for the load's end; a second Ctrl-C leaves at once.
  */
-async function undoneOnInterrupt<T>(change: ContextChange, work: () => Promise<T>): Promise<T> {
+async function loadChanged(
+  store: StoreClient,
+  id: string,
+  change: ContextChange,
+): Promise<LoadMessage | "interrupted"> {
   let interrupted = false;
   const onInterrupt = () => {
     if (interrupted) Deno.exit(130);
     interrupted = true;
-    console.error("\nedgenode: interrupted; putting the model's context back");
-    void change.restore().finally(() => Deno.exit(130));
+    console.error(
+      `\nedgenode: interrupted; ${id}'s old context is put back once the node's load ends ` +
+        "(Ctrl-C again leaves it as it is)",
+    );
   };
   Deno.addSignalListener("SIGINT", onInterrupt);
   try {
-    return await work();
+    await change.apply();
+    const loaded = interrupted ? undefined : await loadModel(store, id, new LoadProgress(id));
+    if (loaded && !interrupted) return loaded;
+    await change.restore();
+    return "interrupted";
+  } catch (error) {
+    // A context that cannot be loaded is not left for the next use to fail on.
+    await change.restore();
+    if (interrupted) return "interrupted";
+    throw error;
   } finally {
     Deno.removeSignalListener("SIGINT", onInterrupt);
   }
@@ -164,17 +176,10 @@ export async function load(invocation: TransferInvocation) {
   const [id] = exactly(positionals, 1, "models load ID [--context N]");
   const context = contextOf(values.context);
   const change = context === undefined ? undefined : await contextChange(invocation, id, context);
-  const loadIt = async () => {
-    await change?.apply();
-    try {
-      return await loadModel(store, id, new LoadProgress(id));
-    } catch (error) {
-      // A context that cannot be loaded is not left for the next use to fail on.
-      await change?.restore();
-      throw error;
-    }
-  };
-  const loaded = change ? await undoneOnInterrupt(change, loadIt) : await loadIt();
+  const loaded = change
+    ? await loadChanged(store, id, change)
+    : await loadModel(store, id, new LoadProgress(id));
+  if (loaded === "interrupted") return 130;
   if (json) printJson(loaded);
   else console.log(`loaded ${id}`);
   return 0;
