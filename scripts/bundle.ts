@@ -24,7 +24,7 @@ const bundled = await new Deno.Command(Deno.execPath(), {
 }).output();
 if (!bundled.success) Deno.exit(bundled.code || 1);
 
-const commit = checkoutCommit(import.meta.url);
+const commit = checkoutCommit(root);
 if (commit) {
   const path = output.startsWith("/") ? output : `${root}${output}`;
   const text = await Deno.readTextFile(path);

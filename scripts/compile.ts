@@ -1,7 +1,8 @@
 /**
  * `deno task compile [--target NAME]... [--all]`: builds the single executable, `dist/edgenode-NAME`,
- * with `deno compile` from src/executable.ts and its permissions (src/program/executable_flags.ts)
- * baked in. Without a target it builds for this machine; `--all` builds every target below.
+ * with `deno compile` from the bundle of src/executable.ts (dist/edgenode.js, as `deno task bundle`
+ * writes it, carrying the commit) and its permissions (src/program/executable_flags.ts) baked in.
+ * Without a target it builds for this machine; `--all` builds every target below.
  *
  * `deno compile` downloads its runtime base (denort) for each target the first time. Where that
  * is not possible, DENORT_BIN may name a local denort of the same Deno version; it serves the
@@ -35,6 +36,15 @@ const { values } = parseArgs({
 });
 const names = values.all ? Object.keys(TARGETS) : values.target ?? [hostTarget()];
 const root = new URL("../", import.meta.url).pathname;
+// The executables embed the bundle `deno task bundle` writes, stamped with this checkout's commit
+// (scripts/bundle.ts), the one file CI runs (tests/bundle_test.ts): their `version` says it.
+const BUNDLE = "dist/edgenode.js";
+const bundled = await new Deno.Command(Deno.execPath(), {
+  args: ["run", "--no-prompt", "--allow-read", "--allow-write", "--allow-run", "--allow-env"]
+    .concat(["scripts/bundle.ts", BUNDLE]),
+  cwd: root,
+}).output();
+if (!bundled.success) Deno.exit(bundled.code || 1);
 let failed = 0;
 for (const name of names) {
   const target = TARGETS[name];
@@ -44,11 +54,8 @@ for (const name of names) {
   }
   const output = `dist/edgenode-${name}${name.startsWith("windows") ? ".exe" : ""}`;
   const compiled = await new Deno.Command(Deno.execPath(), {
-    // --bundle: the binary embeds one JavaScript file, the one `deno task bundle` writes and CI
-    // runs (tests/bundle_test.ts).
     args: [
       "compile",
-      "--bundle",
       // Deno's npm cache, not the developers' node_modules (deno.json: nodeModulesDir manual).
       "--node-modules-dir=none",
       "--target",
@@ -56,7 +63,7 @@ for (const name of names) {
       "--output",
       output,
       ...EXECUTABLE_FLAGS,
-      "src/executable.ts",
+      BUNDLE,
     ],
     cwd: root,
     stdout: "inherit",

@@ -73,9 +73,15 @@ Deno.test("account-token stores the token from a file, stdin or an argument, and
 
 Deno.test("the new commands: usage errors exit 2, --help shows their usage, typos get 'did you mean'", async () => {
   const cases: [string[], RegExp][] = [
-    [["containers"], /^edgenode: usage: edgenode containers ls\|logs NAME\|rm NAME \[--purge\]\n$/],
+    [
+      ["containers"],
+      /^edgenode: usage: edgenode containers ls\|logs NAME \[-f\]\|stop NAME\|restart NAME\|rm NAME \[--purge\]\n$/,
+    ],
     [["containers", "lss"], /^edgenode: unknown containers command 'lss'; did you mean 'ls'\?/],
-    [["containers", "logs"], /^edgenode: usage: edgenode containers logs NAME\|ID\n$/],
+    [
+      ["containers", "logs"],
+      /^edgenode: usage: edgenode containers logs NAME\|ID \[-f\|--follow\]\n$/,
+    ],
     [
       ["containers", "rm", "a", "b"],
       /^edgenode: usage: edgenode containers rm NAME\|ID \[--purge\]\n$/,
@@ -107,7 +113,7 @@ Deno.test("the new commands: usage errors exit 2, --help shows their usage, typo
   }
   for (
     const [command, usage] of [
-      ["containers", /^ {2}edgenode containers logs NAME\|ID$/m],
+      ["containers", /^ {2}edgenode containers logs NAME\|ID \[-f\|--follow\]$/m],
       ["images", /^ {2}edgenode images rm NAME\|ID$/m],
       ["image", /^ {2}edgenode image push IMAGE\.tar .*\n.*deploy's credential[^]*--node URL/m],
       ["account-token", /^ {2}edgenode account-token --clear$/m],

@@ -137,3 +137,55 @@ Deno.test("the bundle (deno task bundle) carries the commit it was built from", 
     }).output();
     assert.equal(JSON.parse(new TextDecoder().decode(shown.stdout)).commit, head || "unknown");
   }));
+
+Deno.test("a bundle not stamped says 'unknown', whatever .git lies above it", () =>
+  withTempDir(async (dir) => {
+    // A .git a local user could plant (/tmp/.git, /.git): the old walk upwards read it.
+    await Deno.mkdir(`${dir}/.git`);
+    await Deno.writeTextFile(`${dir}/.git/HEAD`, `${"a".repeat(40)}\n`);
+    const bundle = `${dir}/src/cli/edgenode.js`;
+    const bundled = await new Deno.Command(Deno.execPath(), {
+      args: ["bundle", "--node-modules-dir=none", "--platform=deno", "-o", bundle]
+        .concat(["src/executable.ts"]),
+      cwd: new URL("../", import.meta.url).pathname,
+      stderr: "piped",
+    }).output();
+    assert.ok(bundled.success, new TextDecoder().decode(bundled.stderr));
+    const shown = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", bundle, "version", "--json"],
+      cwd: dir,
+      stdout: "piped",
+    }).output();
+    assert.equal(JSON.parse(new TextDecoder().decode(shown.stdout)).commit, "unknown");
+  }));
+
+Deno.test("each models subcommand takes its own flags; global flags may come first", async () => {
+  const refused = async (args: string[], message: string) => {
+    const run = await runEdgenode(args, { EDGENODE_NODE: "http://127.0.0.1:9" });
+    assert.equal(run.code, 2, `${args.join(" ")}: ${run.stderr}`);
+    assert.equal(run.stderr, `edgenode: ${message}\n`);
+  };
+  // Flags of another subcommand: refused before any request, not silently ignored.
+  await refused(
+    ["models", "ls", "--context", "5"],
+    "unknown option --context ('edgenode models ls --help' lists its flags)",
+  );
+  await refused(
+    ["models", "load", "x", "--kind", "llm"],
+    "unknown option --kind ('edgenode models load --help' lists its flags)",
+  );
+  // The subcommand after global flags: it runs, and the suggestions are its own.
+  await refused(
+    ["models", "--json", "--node", "http://127.0.0.1:9", "load", "x", "--contxt", "5"],
+    "unknown option --contxt; did you mean --context?",
+  );
+  await refused(
+    ["containers", "--node=http://127.0.0.1:9", "logs", "x", "--folow"],
+    "unknown option --folow; did you mean --follow?",
+  );
+  const found = await runEdgenode(["containers", "--node", "http://127.0.0.1:9", "ls"], {
+    EDGENODE_KEY: "k".repeat(32),
+  });
+  assert.equal(found.code, 1, "the subcommand ran");
+  assert.match(found.stderr, /^edgenode: cannot reach the node at http:\/\/127\.0\.0\.1:9/);
+});

@@ -1,8 +1,9 @@
 /**
  * `edgenode models load|unload ID` against a real node running the tiny real model: the load's
  * progress as plain lines on a pipe and a bar on a terminal, --json, the state the node then reports, --context (kept in
- * the record, and the model loaded again with it), and each refusal as one line: an unknown
- * model (404), one the engine cannot run (400), one memory cannot hold (507, with the figures).
+ * the record, and the model loaded again with it; put back when the load or the unload before it
+ * fails or Ctrl-C interrupts them, the model loaded before loaded again), and each refusal as one line: an unknown model
+ * (404), one the engine cannot run (400), one memory cannot hold (507, with the figures).
  */
 import assert from "node:assert/strict";
 import { ensureTestEngine } from "../testing/engine.ts";
@@ -104,6 +105,7 @@ Deno.test("models load and unload: progress, state, --context, and the refusals"
   });
 
   await t.step("--context: 507 with the figures when memory cannot hold it", async () => {
+    assert.equal((await cli(node, ["models", "load", "tiny"])).code, 0, "loaded before");
     const refused = await cli(node, ["models", "load", "tiny", "--context", "16384"]);
     assert.equal(refused.code, 1);
     assert.match(
@@ -113,6 +115,9 @@ Deno.test("models load and unload: progress, state, --context, and the refusals"
     assert.equal(refused.stderr.trim().split("\n").at(-1)?.startsWith("edgenode: "), true);
     const record = await (await fetch(`${node.storeUrl}/models/tiny`)).json();
     assert.ok(!record.gguf?.initContextSize, "the context that failed is not kept");
+    const after = await entry(node, "tiny");
+    assert.equal(after.loaded, true, "the model that was loaded is loaded again");
+    assert.equal(after.info.max_context, 512, "with its old context");
     assert.equal((await cli(node, ["models", "load", "tiny"])).code, 0, "it loads as before");
   });
 
@@ -130,4 +135,43 @@ Deno.test("models load and unload: progress, state, --context, and the refusals"
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--context takes a number of tokens from 1 to/);
   });
+
+  await t.step("--context, Ctrl-C once the record has it: put back, loaded as before", async () => {
+    assert.equal((await cli(node, ["models", "load", "tiny", "--context", "512"])).code, 0);
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, "models", "load", "tiny", "--context", "128"],
+      env: { NO_COLOR: "1", EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir },
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    // Ctrl-C as soon as the record has the new context: the unload and the load are to come.
+    const contextNow = async () =>
+      (await (await fetch(`${node.storeUrl}/models/tiny`)).json()).gguf?.initContextSize;
+    while (await contextNow() !== 128) await new Promise((r) => setTimeout(r, 2));
+    child.kill("SIGINT");
+    const [status, stderr] = await Promise.all([
+      child.status,
+      new Response(child.stderr).text(),
+      child.stdout.cancel(),
+    ]);
+    assert.equal(status.code, 130, stderr);
+    assert.match(stderr, /interrupted; tiny's old context is put back/);
+    assert.equal(await contextNow(), 512, "the record's context put back");
+    const now = await entry(node, "tiny");
+    assert.equal(now.loaded, true, "loaded again, as it was");
+    assert.equal(now.info.max_context, 512);
+  });
+});
+
+Deno.test("models load --context: a failed unload puts the old context back", async () => {
+  // Inference off: the record takes the new context, the unload that follows is refused (503).
+  await using node = await startTestNode({
+    config: { apiKey: "a-load-command-test-key-0123456789", inference: { enabled: false } },
+  });
+  await createModel(node, "tiny", "llm");
+  const refused = await cli(node, ["models", "load", "tiny", "--context", "512"]);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /^edgenode: unloading tiny: 503 [^\n]*inference[^\n]*\n$/);
+  const record = await (await fetch(`${node.storeUrl}/models/tiny`)).json();
+  assert.ok(!record.gguf?.initContextSize, "the record keeps its old context");
 });

@@ -132,8 +132,26 @@ export async function answer<T>(
 export type Subcommands = ReadonlyMap<string, (args: string[], env: Env) => Promise<number>>;
 
 /**
- * The run of a command made of `subcommands`: runs subcommand `args[0]` of `command`; without
- * one, refuses with `usage`; with an unknown one, names the subcommands there are and the nearest.
+ * The subcommand word in a command's `args`: the first, after any global flags written before it
+ * (`edgenode containers --node URL stop x`), and the other arguments in their order.
+ */
+export function splitSubcommand(args: readonly string[]): { sub?: string; rest: string[] } {
+  let at = 0;
+  while (at < args.length) {
+    const [flag, value] = args[at].split(/=(.*)/s);
+    const option = flag.startsWith("--")
+      ? GLOBAL_OPTIONS[flag.slice(2) as keyof typeof GLOBAL_OPTIONS]
+      : undefined;
+    if (!option) break;
+    at += option.type === "string" && value === undefined ? 2 : 1;
+  }
+  return { sub: args[at], rest: [...args.slice(0, at), ...args.slice(at + 1)] };
+}
+
+/**
+ * The run of a command made of `subcommands`: runs its subcommand (splitSubcommand) of `command`;
+ * without one, refuses with `usage`; with an unknown one, names the subcommands there are and
+ * the nearest.
  */
 export function subcommandsOf(
   command: string,
@@ -141,7 +159,7 @@ export function subcommandsOf(
   usage: string,
 ): (args: string[], env: Env) => Promise<number> {
   return (args, env) => {
-    const [sub, ...rest] = args;
+    const { sub, rest } = splitSubcommand(args);
     const run = sub === undefined ? undefined : subcommands.get(sub);
     if (run) return run(rest, env);
     if (sub === undefined) throw new ConfigError(usage);

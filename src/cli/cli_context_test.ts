@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { invocation, isThisMachine } from "./cli_context.ts";
+import { invocation, isThisMachine, splitSubcommand } from "./cli_context.ts";
 
 Deno.test("only a node on this machine counts as local", () => {
   for (const url of ["http://127.0.0.1:8083", "http://127.1.2.3", "http://localhost:9"]) {
@@ -37,4 +37,17 @@ Deno.test("the local node's key from its config file goes only to a node on this
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }
+});
+
+Deno.test("splitSubcommand: the subcommand after the global flags, the rest in order", () => {
+  for (
+    const [args, sub, rest] of [
+      [["ls", "--kind", "llm"], "ls", ["--kind", "llm"]],
+      [["--node", "http://n:1", "stop", "x"], "stop", ["--node", "http://n:1", "x"]],
+      [["--node=http://n:1", "--json", "ls"], "ls", ["--node=http://n:1", "--json"]],
+      [["--api-key", "k", "--json"], undefined, ["--api-key", "k", "--json"]],
+      [["--frce", "rm"], "--frce", ["rm"]],
+      [[], undefined, []],
+    ] as const
+  ) assert.deepEqual(splitSubcommand(args), { sub, rest }, args.join(" "));
 });

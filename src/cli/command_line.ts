@@ -18,7 +18,7 @@ import { closestName } from "../config/closest_name.ts";
 import { ConfigError } from "../config/config_error.ts";
 import { type Env, GLOBAL_HELP } from "./cli_context.ts";
 import type { Command } from "./command.ts";
-import { commandWords, flagsAfter } from "./command_words.ts";
+import { flagsAfter, subcommandIn } from "./command_words.ts";
 
 /** Reads an environment variable of this process (undefined when unset or not allowed). */
 export function processEnv(name: string): string | undefined {
@@ -112,8 +112,9 @@ function unknownOption(command: Command, args: string[], message: string): strin
   const near = flag.startsWith("--")
     ? closestName(flag.slice(2), known.filter((f) => f.startsWith("--")).map((f) => f.slice(2)))
     : undefined;
-  const sub = commandWords(command).subcommands.includes(args[0]) ? ` ${args[0]}` : "";
+  const sub = subcommandIn(command, args);
+  const named = sub ? ` ${sub}` : "";
   return near
     ? `unknown option ${flag}; did you mean --${near}?`
-    : `unknown option ${flag} ('edgenode ${command.name}${sub} --help' lists its flags)`;
+    : `unknown option ${flag} ('edgenode ${command.name}${named} --help' lists its flags)`;
 }

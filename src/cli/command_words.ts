@@ -20,7 +20,7 @@
  *
  * @module
  */
-import { GLOBAL_OPTIONS } from "./cli_context.ts";
+import { GLOBAL_OPTIONS, splitSubcommand } from "./cli_context.ts";
 import type { Command } from "./command.ts";
 
 /** What a command takes, as its help says. */
@@ -89,9 +89,17 @@ export function commandWords(command: Command): CommandWords {
   };
 }
 
+/**
+ * The subcommand of `command` that `args` (its arguments so far) name, after any global flags
+ * (splitSubcommand); undefined when they name none.
+ */
+export function subcommandIn(command: Command, args: readonly string[]): string | undefined {
+  const { sub } = splitSubcommand(args);
+  return sub !== undefined && commandWords(command).subcommands.includes(sub) ? sub : undefined;
+}
+
 /** The flags `command` takes after `args` (its arguments so far): its subcommand's, else its own. */
 export function flagsAfter(command: Command, args: readonly string[]): readonly string[] {
   const words = commandWords(command);
-  const sub = words.subcommands.includes(args[0] ?? "") ? args[0] : "";
-  return words.flags.get(sub) ?? words.flags.get("") ?? [];
+  return words.flags.get(subcommandIn(command, args) ?? "") ?? words.flags.get("") ?? [];
 }

@@ -15,6 +15,7 @@ import {
 import { nodeError } from "../sdk/node_errors.ts";
 import { answer, clientError, type Env, reach } from "./cli_context.ts";
 import { printJson } from "./output.ts";
+import { terminalSafe } from "./terminal_text.ts";
 import { deploymentInvocation, type DeploymentTarget } from "./deployment_target.ts";
 
 /** The help lines of `containers logs`. */
@@ -23,11 +24,14 @@ export const LOGS_HELP = `  edgenode containers logs NAME|ID [-f|--follow]
       -f then prints new lines as they come, until Ctrl-C or the container is removed (exit 0,
       with a line saying so). --json prints the lines as JSON (one object a line with -f).`;
 
-/** A log line as people read it: local date and time to the millisecond, level, message. */
+/**
+ * A log line as people read it: local date and time to the millisecond, level, message; what the
+ * node sent is escaped (terminalSafe), whatever node it is.
+ */
 export function logText(line: LogLine): string {
   const time = new Date(line.time - new Date(line.time).getTimezoneOffset() * 60_000)
     .toISOString().slice(0, 23).replace("T", " ");
-  return `${time}  ${line.level.padEnd(5)}  ${line.message}`;
+  return terminalSafe(`${time}  ${String(line.level).padEnd(5)}  ${line.message}`);
 }
 
 /** The messages of a followed log, as they come. */
@@ -53,8 +57,9 @@ async function follow(target: DeploymentTarget, id: string, json: boolean): Prom
   try {
     for await (const message of followed(target, id)) {
       if (json) console.log(JSON.stringify(message));
-      else if ("end" in message) console.error(`edgenode: ${message.message}; the log ends here`);
-      else console.log(logText(message));
+      else if ("end" in message) {
+        console.error(`edgenode: ${terminalSafe(message.message)}; the log ends here`);
+      } else console.log(logText(message));
       if ("end" in message) return message.end === "removed" ? 0 : 1;
     }
   } catch (error) {

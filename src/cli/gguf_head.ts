@@ -110,8 +110,8 @@ export function embedsByHead(head: GgufHead | undefined): boolean {
   return (head.architecture !== undefined && ENCODERS.has(head.architecture)) || head.pooling;
 }
 
-/** How much of a file is asked for: the general.* keys come first, before the vocabulary. */
-const PREFIX = 256 * 1024;
+/** How much of a file its head is read from: the general.* keys come before the vocabulary. */
+export const HEAD_BYTES = 256 * 1024;
 
 /** How long a source or the Hub may take to answer the CLI before it gives up on it. */
 export const SOURCE_TIMEOUT_MS = 15_000;
@@ -147,20 +147,27 @@ export async function readUpTo(
   return { bytes, more };
 }
 
-/** The head of the GGUF file at `url` (one Range request); undefined when it cannot be read. */
-export async function fetchGgufHead(
+/**
+ * The head of the GGUF file at `url` (one Range request): undefined when it is not GGUF, and
+ * `unread` (undefined unless given) when the source did not answer with it; the node's own
+ * download then says what is wrong with the source.
+ */
+export async function fetchGgufHead<Unread = undefined>(
   url: string,
   fetcher: typeof fetch = fetch,
-  timeoutMs = SOURCE_TIMEOUT_MS,
-): Promise<GgufHead | undefined> {
+  unread?: Unread,
+): Promise<GgufHead | undefined | Unread> {
   try {
     const response = await fetcher(url, {
-      headers: { Range: `bytes=0-${PREFIX - 1}` },
-      signal: AbortSignal.timeout(timeoutMs),
+      headers: { Range: `bytes=0-${HEAD_BYTES - 1}` },
+      signal: AbortSignal.timeout(SOURCE_TIMEOUT_MS),
     });
-    if (!response.ok || !response.body) return void await response.body?.cancel();
-    return readGgufHead((await readUpTo(response.body, PREFIX)).bytes);
+    if (!response.ok || !response.body) {
+      await response.body?.cancel();
+      return unread;
+    }
+    return readGgufHead((await readUpTo(response.body, HEAD_BYTES)).bytes);
   } catch {
-    return undefined; // The node's own download says what is wrong with the source.
+    return unread;
   }
 }

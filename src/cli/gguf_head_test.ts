@@ -27,7 +27,7 @@ Deno.test("readGgufHead: the architecture and pooling; an encoder or pooling emb
   assert.equal(embedsByHead(undefined), false);
 });
 
-Deno.test("fetchGgufHead: one Range request; a failing source is no answer", async () => {
+Deno.test("fetchGgufHead: one Range request; a failing source is no answer, or the one given", async () => {
   const ranges: (string | null)[] = [];
   const served = (bytes: Uint8Array, status = 206): typeof fetch => (_input, init) => {
     ranges.push(new Headers(init?.headers).get("range"));
@@ -39,6 +39,12 @@ Deno.test("fetchGgufHead: one Range request; a failing source is no answer", asy
   assert.equal(await fetchGgufHead("http://h/m.gguf", served(new Uint8Array(), 404)), undefined);
   const refused: typeof fetch = () => Promise.reject(new TypeError("refused"));
   assert.equal(await fetchGgufHead("http://h/m.gguf", refused), undefined);
+  // With a value for "unread", a source that did not answer is told from a file that is not GGUF.
+  const text = served(new TextEncoder().encode("not a gguf file at all"));
+  assert.equal(await fetchGgufHead("http://h/m.gguf", text, "unread"), undefined);
+  const missing = served(new Uint8Array(), 404);
+  assert.equal(await fetchGgufHead("http://h/m.gguf", missing, "unread"), "unread");
+  assert.equal(await fetchGgufHead("http://h/m.gguf", refused, "unread"), "unread");
 });
 
 Deno.test("pooling embeds only as mean, cls or last (1..3); the Range read has a time limit", async () => {

@@ -6,13 +6,7 @@
  *
  * @module
  */
-import {
-  embedsByHead,
-  type GgufHead,
-  readGgufHead,
-  readUpTo,
-  SOURCE_TIMEOUT_MS,
-} from "./gguf_head.ts";
+import { embedsByHead, type GgufHead, HEAD_BYTES, readGgufHead, readUpTo } from "./gguf_head.ts";
 import { type Kind, kindNeeded } from "./model_flags.ts";
 import { openUserFile } from "./user_files.ts";
 
@@ -42,31 +36,8 @@ export function recordKind(given: Kind | undefined, file: FileFacts): Kind {
   return byHead || file.names.some((name) => /embed/i.test(name)) ? "embed" : "llm";
 }
 
-/** How much of a file its head is read from: the general.* keys come before the vocabulary. */
-const HEAD_BYTES = 256 * 1024;
-
 /** The GGUF head of the file at `path` (undefined when it is not GGUF). */
 export async function fileHead(path: string): Promise<GgufHead | undefined> {
   const file = await openUserFile(path);
   return readGgufHead((await readUpTo(file.readable, HEAD_BYTES)).bytes);
-}
-
-/**
- * The GGUF head of the file at `url` (one Range request): undefined when it is not GGUF,
- * "unread" when the source did not answer with it (the node's download then says why).
- */
-export async function urlHead(url: string): Promise<GgufHead | undefined | "unread"> {
-  try {
-    const response = await fetch(url, {
-      headers: { Range: `bytes=0-${HEAD_BYTES - 1}` },
-      signal: AbortSignal.timeout(SOURCE_TIMEOUT_MS),
-    });
-    if (!response.ok || !response.body) {
-      await response.body?.cancel();
-      return "unread";
-    }
-    return readGgufHead((await readUpTo(response.body, HEAD_BYTES)).bytes);
-  } catch {
-    return "unread";
-  }
 }

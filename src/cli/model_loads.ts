@@ -15,6 +15,7 @@ import { EventSourceParserStream } from "eventsource-parser/stream";
 import { answer, clientError, exactly, reach } from "./cli_context.ts";
 import type { TransferInvocation } from "./model_transfers.ts";
 import { printJson } from "./output.ts";
+import { listModels } from "./ps_command.ts";
 
 /** The largest context a record takes (spec/store.yaml: gguf.initContextSize). */
 const MAX_CONTEXT = 16_777_216;
@@ -84,46 +85,112 @@ function contextOf(value: unknown): number | undefined {
   return context;
 }
 
+/** A change of a record's context for one load, and how to undo it. */
+interface ContextChange {
+  /** Sets the new context and unloads the model, so that the load uses it. */
+  apply(): Promise<void>;
+  /**
+   * Puts the old context back (0, the default, when there was none), unloads what may have
+   * been loaded with the new one and loads the model again if it was loaded before: the node is
+   * left as it was. Best effort: the node may have gone.
+   */
+  restore(): Promise<void>;
+}
+
 /**
- * Sets the record's context to `context` (what every later load uses) and unloads the model
- * when the setting changed, so that this load uses it: a loaded model is otherwise kept as is.
- * Resolves to a function that puts the old setting back (0, the default, when there was none),
- * or undefined when nothing changed.
+ * What setting model `id`'s context to `context` takes (what every later load uses): undefined
+ * when the record has it already, otherwise the change to apply before the load, which unloads
+ * the model so that the load uses it (a loaded model is otherwise kept as is).
  */
-async function setContext(store: StoreClient, id: string, context: number) {
+async function contextChange(
+  { store, connection }: TransferInvocation,
+  id: string,
+  context: number,
+): Promise<ContextChange | undefined> {
   const before = await reach(findModel(store, id));
   if (!before) throw new Error(`loading ${id}: 404 model '${id}' does not exist`);
   const old = before.gguf?.initContextSize;
   if (old === context) return undefined;
+  const models = await listModels(connection.url).catch(() => undefined);
+  const wasLoaded = models?.some((model) => model.id === id && model.loaded === true) ?? false;
   const update = (initContextSize: number) =>
     answer(
       store.PUT("/models", { body: { id, action: "update", gguf: { initContextSize } } }),
       `setting ${id}'s context`,
     );
-  await update(context);
-  await answer(store.PUT("/models", { body: { id, action: "unload" } }), `unloading ${id}`);
-  return async () => void await update(old ?? 0).catch(() => {});
+  const unloadIt = () =>
+    answer(store.PUT("/models", { body: { id, action: "unload" } }), `unloading ${id}`);
+  const restore = async () => {
+    await update(old ?? 0).catch(() => {});
+    await unloadIt().catch(() => {});
+    if (wasLoaded) await loadModel(store, id).catch(() => {});
+  };
+  return {
+    apply: async () => {
+      await update(context);
+      await unloadIt();
+    },
+    restore,
+  };
 }
 
-/** `models load ID [--context N]`: loads it, drawing the progress; exit 0 once loaded. */
-export async function load({ positionals, values, store, json }: TransferInvocation) {
-  const [id] = exactly(positionals, 1, "models load ID [--context N]");
-  const context = contextOf(values.context);
-  const restore = context === undefined ? undefined : await setContext(store, id, context);
+/**
+ * Loads `id` with `change` applied first. A failure anywhere, in the change or the load, restores
+ * what was (ContextChange.restore), and so does Ctrl-C: the node finishes a load its client
+ * left, so the restore waits for the load's end; a second Ctrl-C leaves at once.
+ */
+async function loadChanged(
+  store: StoreClient,
+  id: string,
+  change: ContextChange,
+): Promise<LoadMessage | "interrupted"> {
+  let interrupted = false;
+  const onInterrupt = () => {
+    if (interrupted) Deno.exit(130);
+    interrupted = true;
+    console.error(
+      `\nedgenode: interrupted; ${id}'s old context is put back once the node's load ends ` +
+        "(Ctrl-C again leaves it as it is)",
+    );
+  };
+  Deno.addSignalListener("SIGINT", onInterrupt);
   try {
-    const loaded = await loadWithProgress(store, id);
-    if (json) printJson(loaded);
-    else console.log(`loaded ${id}`);
-    return 0;
+    await change.apply();
+    const loaded = interrupted ? undefined : await loadModel(store, id, new LoadProgress(id));
+    if (loaded && !interrupted) return loaded;
+    await change.restore();
+    return "interrupted";
   } catch (error) {
     // A context that cannot be loaded is not left for the next use to fail on.
-    await restore?.();
+    await change.restore();
+    if (interrupted) return "interrupted";
     throw error;
+  } finally {
+    Deno.removeSignalListener("SIGINT", onInterrupt);
   }
 }
 
-/** Loads `id` through the registry's load stream, drawing its progress; the loaded state. */
-async function loadWithProgress(store: StoreClient, id: string): Promise<LoadMessage> {
+/** `models load ID [--context N]`: loads it, drawing the progress; exit 0 once loaded. */
+export async function load(invocation: TransferInvocation) {
+  const { positionals, values, store, json } = invocation;
+  const [id] = exactly(positionals, 1, "models load ID [--context N]");
+  const context = contextOf(values.context);
+  const change = context === undefined ? undefined : await contextChange(invocation, id, context);
+  const loaded = change
+    ? await loadChanged(store, id, change)
+    : await loadModel(store, id, new LoadProgress(id));
+  if (loaded === "interrupted") return 130;
+  if (json) printJson(loaded);
+  else console.log(`loaded ${id}`);
+  return 0;
+}
+
+/** Loads `id` through the registry's load stream, drawing `progress` if given; the loaded state. */
+async function loadModel(
+  store: StoreClient,
+  id: string,
+  progress?: LoadProgress,
+): Promise<LoadMessage> {
   const { response, error } = await reach(
     store.PUT("/models", { body: { id, action: "load" }, parseAs: "stream" }),
   );
@@ -132,7 +199,6 @@ async function loadWithProgress(store: StoreClient, id: string): Promise<LoadMes
     const body = error ?? await response.json().catch(() => undefined);
     throw clientError(nodeError(response, body, `loading ${id}`));
   }
-  const progress = new LoadProgress(id);
   try {
     for await (const message of messages(response.body)) {
       if (message.error) {
@@ -142,12 +208,12 @@ async function loadWithProgress(store: StoreClient, id: string): Promise<LoadMes
       if (message.loaded) return message;
       const installing = installingEngineOf(message.progress);
       const percent = /(\d+)%/.exec(message.progress ?? "")?.[1];
-      if (installing) progress.installing(installing);
-      else if (percent !== undefined) progress.loaded(Number(percent));
+      if (installing) progress?.installing(installing);
+      else if (percent !== undefined) progress?.loaded(Number(percent));
     }
     throw new Error(`loading ${id}: the node ended the stream before the model was loaded`);
   } finally {
-    progress.finish();
+    progress?.finish();
   }
 }
 

@@ -15,6 +15,7 @@ import {
   findModel,
   type Model,
   pullModel,
+  removeUnready,
 } from "../sdk/models.ts";
 import { nodeError, nodeFetch } from "../sdk/node_errors.ts";
 import { answer, clientError, exactly, reach } from "./cli_context.ts";
@@ -26,7 +27,8 @@ import {
   givenRecordFlags,
   type Kind,
 } from "./model_flags.ts";
-import { fileHead, recordKind, urlHead } from "./model_file_kind.ts";
+import { fetchGgufHead } from "./gguf_head.ts";
+import { fileHead, recordKind } from "./model_file_kind.ts";
 import { openUserFile } from "./user_files.ts";
 
 /** What the transfer commands are given. */
@@ -86,15 +88,6 @@ function noteIgnored(id: string, before: Model | undefined, values: Record<strin
   );
 }
 
-/** Deletes the record `id` a command made, unless it became ready; best effort. */
-async function removeMade(store: StoreClient, id: string): Promise<void> {
-  try {
-    if ((await findModel(store, id))?.readyToUse === false) {
-      await store.DELETE("/models/{id}", { params: { path: { id } } });
-    }
-  } catch { /* The node went away: nothing more can be done from here. */ }
-}
-
 /** The usage of `models push`. */
 const PUSH_USAGE = "models push ID FILE [--sha256 HEX] [--kind K] [--version V] [--force]";
 
@@ -130,7 +123,7 @@ export async function push({ positionals, values, store, json }: TransferInvocat
     else console.log(`pushed ${id}: ${humanBytes(model.totalSize)}, ready`);
     return 0;
   } catch (error) {
-    if (!before) await removeMade(store, id);
+    if (!before) await removeUnready(store, id);
     throw error;
   }
 }
@@ -185,7 +178,7 @@ export async function pull({ positionals, values, store, json }: TransferInvocat
     source: url,
     names: [url, ...mmproj ? [mmproj] : []].map((u) => decodeURIComponent(new URL(u).pathname)),
     hasProjector: mmproj !== undefined,
-    head: given || mmproj ? "unread" : await urlHead(url),
+    head: given || mmproj ? "unread" : await fetchGgufHead(url, fetch, "unread" as const),
   });
   const version = (values.version as string | undefined) ?? DEFAULT_VERSION;
   const body = {

@@ -54,8 +54,9 @@ const HELP = `  edgenode models ls [--kind K] [--ready]
   edgenode models load ID [--context N]
       Loads the model into the node's inference engine, with progress (it also loads on first
       use). --context N sets its record's context size in tokens (as 'models set ID --ctx N',
-      kept unless the load fails) and loads it again if it was loaded with another. 507 when
-      memory cannot hold it.
+      kept unless the load fails) and loads it again if it was loaded with another. A load
+      that fails or is interrupted (Ctrl-C) leaves the old context, and a model that was
+      loaded is loaded again with it. 507 when memory cannot hold it.
   edgenode models unload ID                            frees the memory a loaded model holds`;
 
 function row(model: Model): string[] {
@@ -165,24 +166,30 @@ async function changed(id: string, values: Record<string, unknown>, store: Store
   );
 }
 
-/** The flags of every models command (each takes the ones it uses). */
-const OPTIONS = {
+/** A command's flags, as node:util's parseArgs takes them. */
+type Options = Record<string, { type: "string" | "boolean" }>;
+
+/** The flags of a record's identity: its kind and version. */
+const RECORD_OPTIONS = { kind: { type: "string" }, version: { type: "string" } } as const;
+
+/** The flags of push and pull: those of a record they may create, a checksum, --force. */
+const TRANSFER_OPTIONS = {
+  ...RECORD_OPTIONS,
   ...CONFIG_OPTIONS,
-  kind: { type: "string" },
-  ready: { type: "boolean" },
-  version: { type: "string" },
   sha256: { type: "string" },
-  mmproj: { type: "string" },
   force: { type: "boolean" },
-  context: { type: "string" },
 } as const;
 
-/** A models command: its arguments parsed, the node's registry client beside them. */
+/**
+ * A models command taking `options` (and the global flags; any other flag is refused, with the
+ * nearest one it takes): its arguments parsed, the node's registry client beside them.
+ */
 function models(
   run: (invocation: TransferInvocation) => Promise<number>,
+  options: Options = {},
 ): (args: string[], env: Env) => Promise<number> {
   return (args, env) => {
-    const { values, positionals, connection, json } = invocation(args, OPTIONS, env);
+    const { values, positionals, connection, json } = invocation(args, options, env);
     return run({ positionals, values, connection, store: storeClient(connection), json });
   };
 }
@@ -223,15 +230,15 @@ async function remove({ positionals, store, json }: TransferInvocation) {
 }
 
 const SUBCOMMANDS: Subcommands = new Map([
-  ["ls", models(list)],
+  ["ls", models(list, { kind: { type: "string" }, ready: { type: "boolean" } })],
   ["show", models(show)],
-  ["add", models(add)],
-  ["push", models(push)],
-  ["pull", models(pull)],
-  ["set", models(set)],
+  ["add", models(add, { ...RECORD_OPTIONS, ...CONFIG_OPTIONS })],
+  ["push", models(push, TRANSFER_OPTIONS)],
+  ["pull", models(pull, { ...TRANSFER_OPTIONS, mmproj: { type: "string" } })],
+  ["set", models(set, { ...RECORD_OPTIONS, ...CONFIG_OPTIONS })],
   ["rm", models(remove)],
   ["cat", models(cat)],
-  ["load", models(load)],
+  ["load", models(load, { context: { type: "string" } })],
   ["unload", models(unload)],
 ]);
 

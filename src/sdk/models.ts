@@ -119,8 +119,11 @@ export async function* pullModel(
   }
 }
 
-/** Deletes model `id` unless it has become ready meanwhile (a push from elsewhere); best effort. */
-async function removeUnready(store: StoreClient, id: string): Promise<void> {
+/**
+ * Deletes model `id` unless it has become ready meanwhile (a push from elsewhere); best effort.
+ * For a record a command created and could not fill.
+ */
+export async function removeUnready(store: StoreClient, id: string): Promise<void> {
   try {
     if ((await findModel(store, id))?.readyToUse === false) {
       await store.DELETE("/models/{id}", { params: { path: { id } } });
