@@ -4,7 +4,7 @@
  * output), and a missing file. (The README's and docs/' walkthrough runs in tests/readme_test.ts.)
  */
 import assert from "node:assert/strict";
-import { DENO_DIR, edgenode } from "./helpers/cli_env.ts";
+import { cliEnv, edgenode } from "./helpers/cli_env.ts";
 import { EXAMPLES, getJson, mcm } from "../testing/mcm.ts";
 import {
   LAUNCHER_PERMISSIONS,
@@ -45,13 +45,7 @@ function running(args: string[], env: Record<string, string>) {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, ...args],
     clearEnv: true,
-    env: {
-      NO_COLOR: "1",
-      HOME: "/nonexistent",
-      DENO_DIR,
-      PATH: Deno.env.get("PATH") ?? "",
-      ...env,
-    },
+    env: cliEnv(env),
     stdout: "piped",
     stderr: "piped",
   }).spawn();

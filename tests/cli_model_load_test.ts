@@ -14,6 +14,7 @@ import {
   startTestNode,
   type TestNode,
 } from "../testing/node.ts";
+import { edgenodeOnTerminal, HAS_SCRIPT } from "./helpers/cli_env.ts";
 import { tinyLlamaGguf } from "../testing/tiny_llama.ts";
 import { createModel, uploadRaw } from "./helpers/store.ts";
 
@@ -57,29 +58,16 @@ Deno.test("models load and unload: progress, state, --context, and the refusals"
   });
 
   await t.step("on a terminal: the bar redrawn in place, as a pull draws it", async (t) => {
-    const hasScript = await new Deno.Command("script", { args: ["--version"], stdout: "null" })
-      .output().then((o) => o.success, () => false);
-    if (!hasScript) {
+    if (!HAS_SCRIPT) {
       await t.step("skipped: no 'script' (util-linux) for a pseudo-terminal", () => {});
       return;
     }
     assert.equal((await cli(node, ["models", "unload", "tiny"])).code, 0);
-    const command = [
-      Deno.execPath(),
-      "run",
-      ...LAUNCHER_PERMISSIONS,
-      MAIN,
-      "models",
-      "load",
-      "tiny",
-    ];
-    const output = await new Deno.Command("script", {
-      args: ["-qec", command.join(" "), "/dev/null"],
-      env: { EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir },
-      stdout: "piped",
-    }).output();
-    const text = new TextDecoder().decode(output.stdout);
-    assert.equal(output.code, 0, text);
+    const { code, text } = await edgenodeOnTerminal(["models", "load", "tiny"], {
+      EDGENODE_NODE: node.url,
+      EDGENODE_DATA_DIR: node.dataDir,
+    });
+    assert.equal(code, 0, text);
     // The bar is redrawn in place: carriage return, erase the line (ESC [2K), the bar.
     // deno-lint-ignore no-control-regex
     assert.match(text, /\r\x1b\[2Kload tiny \[#{20}\] 100%/);

@@ -7,7 +7,7 @@
  * conversation on a real pseudo-terminal: load progress, Ctrl-C stopping an answer, Ctrl-D.
  */
 import assert from "node:assert/strict";
-import { DENO_DIR, edgenode } from "./helpers/cli_env.ts";
+import { cliEnv, edgenode, HAS_SCRIPT } from "./helpers/cli_env.ts";
 import { ensureTestEngine } from "../testing/engine.ts";
 import {
   LAUNCHER_PERMISSIONS,
@@ -165,17 +165,12 @@ Deno.test("edgenode run: one answer, the API's, from an argument or stdin; its e
   });
 });
 
-/** Whether util-linux's `script` is here to give the CLI a pseudo-terminal. */
-const hasScript = Deno.build.os === "linux" &&
-  await new Deno.Command("script", { args: ["--version"], stdout: "null", stderr: "null" })
-    .output().then((o) => o.success, () => false);
-
 /** A shell word. */
 const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
 
 Deno.test({
   name: "edgenode run on a terminal: load progress, a chat, Ctrl-C stops an answer, Ctrl-D",
-  ignore: !hasScript,
+  ignore: !HAS_SCRIPT,
   async fn() {
     await ensureTestEngine();
     await using node = await startTestNode({ config: { apiKey: KEY } });
@@ -188,15 +183,11 @@ Deno.test({
     const child = new Deno.Command("script", {
       args: ["-qfec", `exec ${command}`, "/dev/null"],
       clearEnv: true,
-      env: {
-        NO_COLOR: "1",
-        HOME: "/nonexistent",
-        DENO_DIR,
-        PATH: Deno.env.get("PATH") ?? "",
+      env: cliEnv({
         TERM: "dumb",
         EDGENODE_NODE: node.url,
         EDGENODE_API_KEY: KEY,
-      },
+      }),
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",

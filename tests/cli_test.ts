@@ -16,6 +16,7 @@ import {
   waitFor,
   withTempDir,
 } from "../testing/node.ts";
+import { edgenodeOnTerminal, HAS_SCRIPT } from "./helpers/cli_env.ts";
 
 /** `edgenode ARGS` against `node`, the way its owner runs it: the key from its data dir. */
 function cli(node: TestNode, args: string[]) {
@@ -164,9 +165,7 @@ Deno.test("identity commands: me, associate, nodes, info", () =>
   }));
 
 Deno.test("on a terminal, push draws a progress bar in place", async (t) => {
-  const hasScript = await new Deno.Command("script", { args: ["--version"], stdout: "null" })
-    .output().then((o) => o.success, () => false);
-  if (!hasScript) {
+  if (!HAS_SCRIPT) {
     t.step("skipped: no 'script' (util-linux) to give the command a pseudo-terminal", () => {});
     return;
   }
@@ -174,23 +173,11 @@ Deno.test("on a terminal, push draws a progress bar in place", async (t) => {
     await using node = await startTestNode({ config: { apiKey: "a-test-key-of-enough-length" } });
     await Deno.writeFile(`${dir}/m.gguf`, ggufBytes(2_000_000));
     assert.equal((await cli(node, ["models", "add", "tty", "--kind", "llm"])).code, 0);
-    const command = [
-      Deno.execPath(),
-      "run",
-      ...LAUNCHER_PERMISSIONS,
-      MAIN,
-      "models",
-      "push",
-      "tty",
-      `${dir}/m.gguf`,
-    ].join(" ");
-    const output = await new Deno.Command("script", {
-      args: ["-qec", command, "/dev/null"],
-      env: { EDGENODE_NODE: node.url, EDGENODE_DATA_DIR: node.dataDir },
-      stdout: "piped",
-    }).output();
-    const text = new TextDecoder().decode(output.stdout);
-    assert.equal(output.code, 0, text);
+    const { code, text } = await edgenodeOnTerminal(["models", "push", "tty", `${dir}/m.gguf`], {
+      EDGENODE_NODE: node.url,
+      EDGENODE_DATA_DIR: node.dataDir,
+    });
+    assert.equal(code, 0, text);
     assert.ok(text.includes("\r\x1b[2Kpush tty ["), "the bar is redrawn in place");
     assert.match(text, /push tty \[#{20}\] 1\.9 MiB \/ 1\.9 MiB/);
     assert.ok(!/push tty \d+%/.test(text), "no plain progress lines on a terminal");

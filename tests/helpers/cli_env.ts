@@ -14,6 +14,17 @@ export const DENO_DIR = JSON.parse(
   ),
 ).denoDir as string;
 
+/** The whole environment of a CLI run: `env`, with no HOME, and what Deno itself needs. */
+export function cliEnv(env: Record<string, string>): Record<string, string> {
+  return {
+    NO_COLOR: "1",
+    HOME: "/nonexistent",
+    DENO_DIR,
+    PATH: Deno.env.get("PATH") ?? "",
+    ...env,
+  };
+}
+
 /** `edgenode ARGS` with only `env` (no HOME: no key found in a config file by chance). */
 export function edgenode(
   args: string[],
@@ -23,12 +34,28 @@ export function edgenode(
   return runToEnd(Deno.execPath(), {
     args: ["run", ...LAUNCHER_PERMISSIONS, MAIN, ...args],
     clearEnv: true,
-    env: {
-      NO_COLOR: "1",
-      HOME: "/nonexistent",
-      DENO_DIR,
-      PATH: Deno.env.get("PATH") ?? "",
-      ...env,
-    },
+    env: cliEnv(env),
   }, stdin);
+}
+
+/** Whether util-linux's `script` is here, to give a command a pseudo-terminal. */
+export const HAS_SCRIPT = Deno.build.os === "linux" &&
+  await new Deno.Command("script", { args: ["--version"], stdout: "null", stderr: "null" })
+    .output().then((output) => output.success, () => false);
+
+/**
+ * `edgenode ARGS` on a pseudo-terminal (`script`), as a user at a terminal runs it, with `env`
+ * added to this process's: its exit code and what the terminal showed.
+ */
+export async function edgenodeOnTerminal(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; text: string }> {
+  const command = [Deno.execPath(), "run", ...LAUNCHER_PERMISSIONS, MAIN, ...args];
+  const output = await new Deno.Command("script", {
+    args: ["-qec", command.join(" "), "/dev/null"],
+    env,
+    stdout: "piped",
+  }).output();
+  return { code: output.code, text: new TextDecoder().decode(output.stdout) };
 }
