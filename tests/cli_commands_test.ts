@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import meta from "../deno.json" with { type: "json" };
 import { COMMANDS } from "../src/main.ts";
+import { debianPackage } from "../testing/debian.ts";
 import { runEdgenode, withTempDir } from "../testing/node.ts";
 
 Deno.test("every word of the command table selects one command", () => {
@@ -36,9 +37,16 @@ Deno.test("help lines fit a 100-column terminal", () => {
 });
 
 /** Whether `program` runs here (`program --version`). */
-function installed(program: string): Promise<boolean> {
+function runs(program: string): Promise<boolean> {
   return new Deno.Command(program, { args: ["--version"], stdout: "null", stderr: "null" })
     .output().then((output) => output.success, () => false);
+}
+
+/** The shell `program` from Debian, installed when missing; false (and why, printed) if not. */
+async function installed(program: "zsh" | "fish"): Promise<boolean> {
+  const shell = await debianPackage(program, () => runs(program));
+  if (shell !== true) console.log(`skipped the ${program} check: ${shell.missing}`);
+  return shell === true;
 }
 
 /** Runs `script` in bash and prints COMPREPLY after `_edgenode` for `words`. */
@@ -70,10 +78,7 @@ Deno.test("completion: bash completes commands, subcommands and flags; zsh and f
     assert.ok(!all.some((word) => word.startsWith("__")), "the program's own entries stay out");
 
     for (const [shell, check] of [["zsh", ["-n"]], ["fish", ["-n"]]] as const) {
-      if (!await installed(shell)) {
-        console.log(`skipped the ${shell} check: ${shell} is not installed`);
-        continue;
-      }
+      if (!await installed(shell)) continue;
       const parsed = await new Deno.Command(shell, { args: [...check, `${dir}/edgenode.${shell}`] })
         .output();
       assert.ok(parsed.success, `${shell}: ${new TextDecoder().decode(parsed.stderr)}`);
