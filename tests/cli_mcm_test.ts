@@ -233,11 +233,17 @@ Deno.test("the deployment key never appears in any output: from EDGENODE_KEY, fr
         ["containers", "ls", "--json", "--node", node.url, "--key-file", `${dir}/key`],
         {},
       ),
+      // The credential's flags may come before the subcommand, as the global ones may.
+      await edgenode(
+        ["containers", "--key-file", `${dir}/key`, "--node", node.url, "ls", "--json"],
+        {},
+      ),
       await edgenode(["deploy", tar, "--node", node.url, "--key-file", `${dir}/wrong`], {}),
       await edgenode(["deploy", tar, "--node", "http://127.0.0.1:9"], { EDGENODE_KEY: KEY }),
     ];
-    assert.deepEqual(runs.map((run) => run.code), [0, 0, 0, 1, 1], JSON.stringify(runs));
-    assert.match(runs[3].stderr, /403/);
+    assert.deepEqual(runs.map((run) => run.code), [0, 0, 0, 0, 1, 1], JSON.stringify(runs));
+    assert.equal(runs[3].stdout, runs[2].stdout, "the same list, flags before or after");
+    assert.match(runs[4].stderr, /403/);
     for (const { stdout, stderr } of runs) {
       assert.ok(!`${stdout}${stderr}`.includes(KEY), `the key in:\n${stdout}${stderr}`);
       assert.ok(

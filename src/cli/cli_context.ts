@@ -132,6 +132,16 @@ export async function answer<T>(
 export type Subcommands = ReadonlyMap<string, (args: string[], env: Env) => Promise<number>>;
 
 /**
+ * The flags that may come before a subcommand: the global ones, and the deployment credential's
+ * (`edgenode containers --key-file F stop x`); the subcommand's parser judges them after that.
+ */
+const LEADING_OPTIONS = {
+  ...GLOBAL_OPTIONS,
+  key: { type: "string" },
+  "key-file": { type: "string" },
+} as const;
+
+/**
  * The subcommand word in a command's `args`: the first, after any global flags written before it
  * (`edgenode containers --node URL stop x`), and the other arguments in their order.
  */
@@ -140,7 +150,7 @@ export function splitSubcommand(args: readonly string[]): { sub?: string; rest: 
   while (at < args.length) {
     const [flag, value] = args[at].split(/=(.*)/s);
     const option = flag.startsWith("--")
-      ? GLOBAL_OPTIONS[flag.slice(2) as keyof typeof GLOBAL_OPTIONS]
+      ? LEADING_OPTIONS[flag.slice(2) as keyof typeof LEADING_OPTIONS]
       : undefined;
     if (!option) break;
     at += option.type === "string" && value === undefined ? 2 : 1;

@@ -46,6 +46,7 @@ Deno.test("splitSubcommand: the subcommand after the global flags, the rest in o
       [["--node", "http://n:1", "stop", "x"], "stop", ["--node", "http://n:1", "x"]],
       [["--node=http://n:1", "--json", "ls"], "ls", ["--node=http://n:1", "--json"]],
       [["--api-key", "k", "--json"], undefined, ["--api-key", "k", "--json"]],
+      [["--key-file", "/k", "stop", "x"], "stop", ["--key-file", "/k", "x"]],
       [["--frce", "rm"], "--frce", ["rm"]],
       [[], undefined, []],
     ] as const
