@@ -100,6 +100,17 @@ Deno.test("mcm credentials: key holders administer, token clients see only their
       200,
       "still running",
     );
+    // A followed log does not outlive the token that opened it.
+    const followed = await fetch(`${node.url}/mcm/v1/containers/${CLIENT}-app/logs?follow=true`, {
+      headers: { authorization: `Bearer ${await token({ azp: CLIENT, exp: now() + 2 })}` },
+      signal: AbortSignal.timeout(20_000),
+    });
+    assert.equal(followed.status, 200);
+    const last = (await followed.text()).trim().split("\n").pop()!;
+    assert.deepEqual(JSON.parse(last.replace(/^data: /, "")), {
+      end: "credential_expired",
+      message: "the edge access token expired: follow again with a new one",
+    });
     await expectError(
       await postContainer(node, { name: "x", image: "hello-mim" }, otherApp),
       404,

@@ -317,10 +317,10 @@ export interface components {
         LogList: {
             data: components["schemas"]["LogLine"][];
         };
-        /** @description One `data:` message of a followed log: a line, or the last message, which says why the stream ends (the container was removed, or the node is stopping). */
+        /** @description One `data:` message of a followed log: a line, or the last message, which says why the stream ends (the container was removed, the node is stopping, or the caller's edge access token expired). */
         LogFollowMessage: components["schemas"]["LogLine"] | {
             /** @enum {string} */
-            end: "removed" | "node_stopping";
+            end: "removed" | "node_stopping" | "credential_expired";
             /** @description What ended it, for people. */
             message: string;
         };

@@ -83,8 +83,8 @@ export const LogLineSchema = v.strictObject({ "time": v.pipe(v.number("must be a
 /** LogLine as validated. */
 export type LogLine = v.InferOutput<typeof LogLineSchema>;
 
-/** One `data:` message of a followed log: a line, or the last message, which says why the stream ends (the container was removed, or the node is stopping). */
-export const LogFollowMessageSchema = v.union([LogLineSchema, v.strictObject({ "end": v.picklist(["removed","node_stopping"], "must be one of: removed, node_stopping"), "message": v.string("must be a string") })], "is not of an accepted form");
+/** One `data:` message of a followed log: a line, or the last message, which says why the stream ends (the container was removed, the node is stopping, or the caller's edge access token expired). */
+export const LogFollowMessageSchema = v.union([LogLineSchema, v.strictObject({ "end": v.picklist(["removed","node_stopping","credential_expired"], "must be one of: removed, node_stopping, credential_expired"), "message": v.string("must be a string") })], "is not of an accepted form");
 /** LogFollowMessage as validated. */
 export type LogFollowMessage = v.InferOutput<typeof LogFollowMessageSchema>;
 

@@ -16,6 +16,11 @@ export interface Caller {
   client: string;
   /** A key holder: sees and changes every client's images and containers. */
   admin: boolean;
+  /**
+   * When its credential stops being valid (ms since the epoch): an edge access token's `exp`.
+   * What outlives the request (a followed log) ends then. A key holder's never does.
+   */
+  expiresAt?: number;
 }
 
 /** The client of a key holder who sends none. */
@@ -48,7 +53,9 @@ export async function authorizeCaller(
   if (credential.split(".").length !== 3) throw new Forbidden("incorrect deployment key");
   try {
     const verified = await identity.checkAccountToken(credential, SCOPES.mcm);
-    return { client: clientOf(verified.claims as Record<string, unknown>), admin: false };
+    const claims = verified.claims as Record<string, unknown>;
+    const expiresAt = typeof claims.exp === "number" ? claims.exp * 1000 : undefined;
+    return { client: clientOf(claims), admin: false, expiresAt };
   } catch (error) {
     if (error instanceof TokenError) {
       throw new Forbidden(`invalid edge access token: ${error.message}`);

@@ -30,11 +30,15 @@ function droppedNote(count: number): LogLine {
   };
 }
 
+/** The longest delay setTimeout keeps (a longer one fires at once). */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
 /**
- * The event stream of a followed log; the follower is removed when the client goes. The follow
- * is made first: when it is refused (TooMany), this throws and nothing was set up.
+ * The event stream of a followed log; the follower is removed when the client goes, and at
+ * `until` (ms since the epoch: the caller's credential expires), when given. The follow is made
+ * first: when it is refused (TooMany), this throws and nothing was set up.
  */
-export function followedLogStream(follow: Follow): ReadableStream<Uint8Array> {
+export function followedLogStream(follow: Follow, until?: number): ReadableStream<Uint8Array> {
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   let open = true;
   let dropped = 0;
@@ -47,7 +51,8 @@ export function followedLogStream(follow: Follow): ReadableStream<Uint8Array> {
     if (dropped > 0) send(droppedNote(dropped));
     dropped = 0;
   };
-  const followed = follow({
+  let expiry: ReturnType<typeof setTimeout> | undefined;
+  const follower: LogFollower = {
     line(line) {
       if (!open || !controller) return;
       if (!room()) return void dropped++;
@@ -57,6 +62,7 @@ export function followedLogStream(follow: Follow): ReadableStream<Uint8Array> {
     end(why) {
       if (!open) return;
       open = false;
+      clearTimeout(expiry);
       // Ended at once, while follow() runs: kept for the stream, removed below.
       if (!controller) return void (endedEarly = why);
       followed.unfollow();
@@ -64,8 +70,18 @@ export function followedLogStream(follow: Follow): ReadableStream<Uint8Array> {
       send(why);
       controller.close();
     },
-  });
+  };
+  const followed = follow(follower);
   if (!open) followed.unfollow();
+  const left = until === undefined ? undefined : until - Date.now();
+  if (open && left !== undefined && left < LONGEST_TIMER_MS) {
+    // A token does not buy a stream that outlives it: the caller follows again with a new one.
+    expiry = setTimeout(() =>
+      follower.end({
+        end: "credential_expired",
+        message: "the edge access token expired: follow again with a new one",
+      }), Math.max(0, left));
+  }
   return new ReadableStream<Uint8Array>({
     start(c) {
       controller = c;
@@ -81,6 +97,7 @@ export function followedLogStream(follow: Follow): ReadableStream<Uint8Array> {
     cancel() {
       if (!open) return;
       open = false;
+      clearTimeout(expiry);
       followed.unfollow();
     },
   }, new CountQueuingStrategy({ highWaterMark: HELD_MESSAGES }));
@@ -90,6 +107,6 @@ export function followedLogStream(follow: Follow): ReadableStream<Uint8Array> {
  * The answer of a followed log (http/sse.ts adds the headers and keep-alive comments); throws
  * when the follow is refused, before any of it is made.
  */
-export function followedLogResponse(follow: Follow): Response {
-  return eventStreamResponse(followedLogStream(follow));
+export function followedLogResponse(follow: Follow, until?: number): Response {
+  return eventStreamResponse(followedLogStream(follow, until));
 }

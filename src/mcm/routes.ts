@@ -70,7 +70,10 @@ export function mcmHandlers(
       // Checked before the stream opens: an unknown container is a 404, not an empty stream.
       deployments.get(auth, params.id);
       return raw(
-        followedLogResponse((follower) => deployments.followLogs(auth, params.id, follower)),
+        followedLogResponse(
+          (follower) => deployments.followLogs(auth, params.id, follower),
+          auth.expiresAt,
+        ),
         [200],
       );
     },

@@ -20,7 +20,7 @@ export const MAX_FOLLOWERS_PER_NODE = 32;
 
 /** Why a followed log ends, and the words for people. */
 export interface LogEnd {
-  end: "removed" | "node_stopping";
+  end: "removed" | "node_stopping" | "credential_expired";
   message: string;
 }
 
