@@ -16,6 +16,7 @@ import { StatusSchema } from "../gen/dashboard/validators.ts";
 import { dashboardClient } from "../src/sdk/clients.ts";
 import { installFolder, isInstalled } from "../src/inference/engine_install.ts";
 import { EVENT_PREFIX } from "../src/inference/engine_protocol.ts";
+import { engineRunFlags } from "../src/inference/engine_permissions.ts";
 import { ensureTestEngine } from "../testing/engine.ts";
 import { runToEnd } from "../testing/run.ts";
 import { startTestNode, type TestNode } from "../testing/node.ts";
@@ -182,18 +183,10 @@ Deno.test({
     // The engine's own permissions (engine_process.ts), its code read from the checkout.
     const engine = new URL("../src/inference/engine_main.ts", import.meta.url).pathname;
     const code = new URL("../", import.meta.url).pathname;
-    const reads = [folder, code, "/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
-        "--no-config",
-        "--node-modules-dir=manual",
-        "--no-prompt",
-        `--allow-ffi=${folder}`,
-        `--allow-read=${reads.join(",")}`,
-        "--allow-env",
-        "--allow-sys=homedir,uid,osRelease",
-        `--allow-run=${Deno.execPath()}`,
+        ...engineRunFlags(folder, [code]),
         engine,
         folder,
         "2",

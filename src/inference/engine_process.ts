@@ -16,6 +16,7 @@ import { installFolder, isInstalled } from "./engine_install.ts";
 import { engineError, scrubbed } from "./engine_errors.ts";
 import { type JoinedInstall, joinInstall } from "./install_runner.ts";
 import { readLines } from "./line_reader.ts";
+import { engineRunFlags } from "./engine_permissions.ts";
 import {
   detectBackendOnce,
   type EngineStatus,
@@ -76,8 +77,6 @@ const STANDALONE =
   "a compiled edgenode cannot start the inference engine (it runs on a Deno of its own): " +
   "install with deploy/install.sh, which runs the bundle with Deno, or run from a checkout";
 
-/** System folders the library reads to check the C library its build needs. */
-const SYSTEM_READS = ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/os-release"];
 const encoder = new TextEncoder();
 
 /** One engine process at a time, started when first needed. */
@@ -217,15 +216,7 @@ export class EngineProcess {
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
-        "--no-config",
-        "--node-modules-dir=manual",
-        "--no-prompt",
-        `--allow-ffi=${folder}`,
-        `--allow-read=${[folder, modelsDir, scripts, ...callerReads, ...SYSTEM_READS].join(",")}`,
-        "--allow-env",
-        "--allow-sys=homedir,uid,osRelease",
-        // node-llama-cpp tries its native build in a child of the same runtime before loading it.
-        `--allow-run=${Deno.execPath()}`,
+        ...engineRunFlags(folder, [modelsDir, scripts, ...callerReads]),
         join(scripts, "engine_main.js"),
         folder,
         String(maxThreads),
